@@ -1,0 +1,12 @@
+// The list of subcommands; adding one is a new cmd_<name>.cpp plus one line here.
+#include "cli/commands.h"
+
+namespace lemma::cli {
+
+void register_version(CLI::App& app);
+
+void register_commands(CLI::App& app) {
+  register_version(app);
+}
+
+}  // namespace lemma::cli

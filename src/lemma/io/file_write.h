@@ -1,0 +1,14 @@
+// Whole-file writes for the format writers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace lemma {
+
+// Writes `bytes` to `path` through `<path>.tmp` and a rename, so readers never see half a file.
+// Throws IoError naming the path.
+void write_file_atomically(const std::string& path, std::span<const uint8_t> bytes);
+
+}  // namespace lemma

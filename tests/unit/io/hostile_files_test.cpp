@@ -1,0 +1,57 @@
+// Every crafted hostile file must fail to parse with a FormatError that names the file and the
+// problem; every crafted valid file must parse.
+#include <gtest/gtest.h>
+
+#include "hostile_cases.h"
+#include "lemma/base/error.h"
+#include "lemma/io/gguf.h"
+#include "lemma/io/safetensors.h"
+
+namespace lemma::testing {
+namespace {
+
+template <typename Parse>
+void expect_rejected(const CraftedFile& c, const std::string& file_name, Parse parse) {
+  try {
+    parse(MappedFile::from_bytes(c.bytes, file_name));
+    FAIL() << file_name << " was accepted";
+  } catch (const FormatError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind(file_name + ": ", 0), 0u) << "error does not start with the file: " << message;
+    for (const auto& word : c.expected) EXPECT_NE(message.find(word), std::string::npos) << message << "\nlacks: " << word;
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<CraftedFile>& info) { return info.param.name; }
+
+class HostileGguf : public ::testing::TestWithParam<CraftedFile> {};
+TEST_P(HostileGguf, IsRejectedWithAClearError) {
+  ASSERT_FALSE(GetParam().expected.empty());
+  expect_rejected(GetParam(), "hostile/" + GetParam().name + ".gguf",
+                  [](MappedFile f) { GgufFile::parse(std::move(f)); });
+}
+INSTANTIATE_TEST_SUITE_P(Cases, HostileGguf, ::testing::ValuesIn(hostile_gguf_files()), case_name);
+
+class ValidGguf : public ::testing::TestWithParam<CraftedFile> {};
+TEST_P(ValidGguf, Parses) {
+  const auto file = GgufFile::parse(MappedFile::from_bytes(GetParam().bytes, GetParam().name));
+  EXPECT_GE(file.metadata().size(), 1u);
+}
+INSTANTIATE_TEST_SUITE_P(Cases, ValidGguf, ::testing::ValuesIn(valid_gguf_files()), case_name);
+
+class HostileSafetensors : public ::testing::TestWithParam<CraftedFile> {};
+TEST_P(HostileSafetensors, IsRejectedWithAClearError) {
+  ASSERT_FALSE(GetParam().expected.empty());
+  expect_rejected(GetParam(), "hostile/" + GetParam().name + ".safetensors",
+                  [](MappedFile f) { SafetensorsFile::parse(std::move(f)); });
+}
+INSTANTIATE_TEST_SUITE_P(Cases, HostileSafetensors, ::testing::ValuesIn(hostile_safetensors_files()), case_name);
+
+class ValidSafetensors : public ::testing::TestWithParam<CraftedFile> {};
+TEST_P(ValidSafetensors, Parses) {
+  EXPECT_NO_THROW(SafetensorsFile::parse(MappedFile::from_bytes(GetParam().bytes, GetParam().name)));
+}
+INSTANTIATE_TEST_SUITE_P(Cases, ValidSafetensors, ::testing::ValuesIn(valid_safetensors_files()), case_name);
+
+}  // namespace
+}  // namespace lemma::testing

@@ -1,0 +1,71 @@
+#include "lemma/kernels/convert.h"
+
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+void f16_to_f32_scalar(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+void f32_to_f16_scalar(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+void bf16_to_f32_scalar(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+void f32_to_bf16_scalar(const float* src, uint16_t* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+struct ConvertKernels {
+  void (*f16_to_f32)(const uint16_t*, float*, int64_t);
+  void (*f32_to_f16)(const float*, uint16_t*, int64_t);
+  void (*bf16_to_f32)(const uint16_t*, float*, int64_t);
+  void (*f32_to_bf16)(const float*, uint16_t*, int64_t);
+};
+
+// Indexed by Isa; AMX has no conversion instructions of its own and uses AVX-512.
+constexpr ConvertKernels kByIsa[] = {
+    {f16_to_f32_scalar, f32_to_f16_scalar, bf16_to_f32_scalar, f32_to_bf16_scalar},
+    {x86::convert_f16_to_f32_avx2, x86::convert_f32_to_f16_avx2, x86::convert_bf16_to_f32_avx2,
+     x86::convert_f32_to_bf16_avx2},
+    {x86::convert_f16_to_f32_avx512, x86::convert_f32_to_f16_avx512, x86::convert_bf16_to_f32_avx512,
+     x86::convert_f32_to_bf16_avx512},
+    {x86::convert_f16_to_f32_avx512, x86::convert_f32_to_f16_avx512, x86::convert_bf16_to_f32_avx512,
+     x86::convert_f32_to_bf16_avx512},
+};
+
+const ConvertKernels& kernels_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }
+
+}  // namespace
+
+void convert_f16_to_f32(const uint16_t* src, float* dst, int64_t n, Isa isa) {
+  kernels_for(isa).f16_to_f32(src, dst, n);
+}
+void convert_f32_to_f16(const float* src, uint16_t* dst, int64_t n, Isa isa) {
+  kernels_for(isa).f32_to_f16(src, dst, n);
+}
+void convert_bf16_to_f32(const uint16_t* src, float* dst, int64_t n, Isa isa) {
+  kernels_for(isa).bf16_to_f32(src, dst, n);
+}
+void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t n, Isa isa) {
+  kernels_for(isa).f32_to_bf16(src, dst, n);
+}
+
+void convert_f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  convert_f16_to_f32(src, dst, n, active_isa());
+}
+void convert_f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
+  convert_f32_to_f16(src, dst, n, active_isa());
+}
+void convert_bf16_to_f32(const uint16_t* src, float* dst, int64_t n) {
+  convert_bf16_to_f32(src, dst, n, active_isa());
+}
+void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
+  convert_f32_to_bf16(src, dst, n, active_isa());
+}
+
+}  // namespace lemma::kernels

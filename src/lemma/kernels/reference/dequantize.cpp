@@ -1,0 +1,206 @@
+#include "lemma/kernels/dequantize.h"
+
+#include <cassert>
+#include <cstring>
+
+#include "lemma/base/error.h"
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/quant_blocks.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+// Each function keeps ggml's float expression order, e.g. (d * sc) * q - (dmin * m), so results
+// are bit-identical. This file is compiled without FMA, so nothing is contracted.
+
+void from_f32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+void from_f16(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+}
+
+void from_bf16(const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+}
+
+void from_q4_0(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ4_0*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = static_cast<float>((blocks[b].qs[j] & 0x0F) - 8) * d;
+      dst[j + kQK / 2] = static_cast<float>((blocks[b].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void from_q4_1(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ4_1*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float m = f16_to_f32(blocks[b].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = static_cast<float>(blocks[b].qs[j] & 0x0F) * d + m;
+      dst[j + kQK / 2] = static_cast<float>(blocks[b].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+uint32_t load_qh(const uint8_t* qh) {
+  uint32_t value;
+  std::memcpy(&value, qh, sizeof(value));
+  return value;  // little-endian host
+}
+
+void from_q5_0(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ5_0*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    const uint32_t qh = load_qh(blocks[b].qh);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int high0 = static_cast<int>((qh >> j) & 1u) << 4;
+      const int high1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+      dst[j] = static_cast<float>(((blocks[b].qs[j] & 0x0F) | high0) - 16) * d;
+      dst[j + kQK / 2] = static_cast<float>(((blocks[b].qs[j] >> 4) | high1) - 16) * d;
+    }
+  }
+}
+
+void from_q5_1(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ5_1*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float m = f16_to_f32(blocks[b].m);
+    const uint32_t qh = load_qh(blocks[b].qh);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int high0 = static_cast<int>((qh >> j) & 1u) << 4;
+      const int high1 = static_cast<int>((qh >> (j + 16)) & 1u) << 4;
+      dst[j] = static_cast<float>((blocks[b].qs[j] & 0x0F) | high0) * d + m;
+      dst[j + kQK / 2] = static_cast<float>((blocks[b].qs[j] >> 4) | high1) * d + m;
+    }
+  }
+}
+
+void from_q8_0(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int j = 0; j < kQK; ++j) dst[j] = static_cast<float>(blocks[b].qs[j]) * d;
+  }
+}
+
+// Sub-block s (0..7) of a K-quant super-block: 6-bit scale and min from the packed 12 bytes.
+// Bytes 0-3 hold scales 0-3 (low 6 bits), bytes 4-7 mins 0-3; bytes 8-11 hold the low 4 bits of
+// scale/min 4-7, whose top 2 bits sit in the top bits of bytes 0-3 (scales) and 4-7 (mins).
+void scale_min_k4(int s, const uint8_t* q, uint8_t* scale, uint8_t* min) {
+  if (s < 4) {
+    *scale = q[s] & 63;
+    *min = q[s + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((q[s + 4] & 0x0F) | ((q[s - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+  }
+}
+
+void from_q4_k(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ4_K*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float dmin = f16_to_f32(blocks[b].dmin);
+    const uint8_t* q = blocks[b].qs;
+    for (int group = 0; group < 4; ++group, q += 32) {
+      uint8_t sc, m;
+      scale_min_k4(2 * group, blocks[b].scales, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      scale_min_k4(2 * group + 1, blocks[b].scales, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+      for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    }
+  }
+}
+
+void from_q5_k(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ5_K*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float dmin = f16_to_f32(blocks[b].dmin);
+    const uint8_t* ql = blocks[b].qs;
+    const uint8_t* qh = blocks[b].qh;
+    for (int group = 0; group < 4; ++group, ql += 32) {
+      const uint8_t bit_lo = static_cast<uint8_t>(1u << (2 * group));
+      const uint8_t bit_hi = static_cast<uint8_t>(2u << (2 * group));
+      uint8_t sc, m;
+      scale_min_k4(2 * group, blocks[b].scales, &sc, &m);
+      const float d1 = d * sc, m1 = dmin * m;
+      scale_min_k4(2 * group + 1, blocks[b].scales, &sc, &m);
+      const float d2 = d * sc, m2 = dmin * m;
+      for (int l = 0; l < 32; ++l) {
+        *dst++ = d1 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & bit_lo) ? 16 : 0)) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        *dst++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & bit_hi) ? 16 : 0)) - m2;
+      }
+    }
+  }
+}
+
+void from_q6_k(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ6_K*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const uint8_t* ql = blocks[b].ql;
+    const uint8_t* qh = blocks[b].qh;
+    const int8_t* sc = blocks[b].scales;
+    // Two halves of 128 values; each byte position l feeds values l, l+32, l+64, l+96.
+    for (int half = 0; half < 2; ++half, dst += 128, ql += 64, qh += 32, sc += 8) {
+      for (int l = 0; l < 32; ++l) {
+        const int s = l / 16;
+        const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        dst[l] = d * static_cast<float>(sc[s]) * static_cast<float>(q1);
+        dst[l + 32] = d * static_cast<float>(sc[s + 2]) * static_cast<float>(q2);
+        dst[l + 64] = d * static_cast<float>(sc[s + 4]) * static_cast<float>(q3);
+        dst[l + 96] = d * static_cast<float>(sc[s + 6]) * static_cast<float>(q4);
+      }
+    }
+  }
+}
+
+struct Entry {
+  DType type;
+  DequantizeFn fn;
+};
+constexpr Entry kTable[] = {
+    {DType::kF32, from_f32},   {DType::kF16, from_f16},   {DType::kBF16, from_bf16},
+    {DType::kQ4_0, from_q4_0}, {DType::kQ4_1, from_q4_1}, {DType::kQ5_0, from_q5_0},
+    {DType::kQ5_1, from_q5_1}, {DType::kQ8_0, from_q8_0}, {DType::kQ4_K, from_q4_k},
+    {DType::kQ5_K, from_q5_k}, {DType::kQ6_K, from_q6_k},
+};
+
+}  // namespace
+
+DequantizeFn dequantize_fn(DType type) {
+  for (const Entry& e : kTable) {
+    if (e.type == type) return e.fn;
+  }
+  return nullptr;
+}
+
+bool can_dequantize(DType type) { return dequantize_fn(type) != nullptr; }
+
+void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
+  DequantizeFn fn = dequantize_fn(type);
+  if (fn == nullptr) fail<Unsupported>("cannot dequantize dtype {}", dtype_name(type));
+  assert(n % static_cast<int64_t>(dtype_info(type).block_elements) == 0);
+  fn(src, dst, n);
+}
+
+}  // namespace lemma::kernels

@@ -1,0 +1,89 @@
+#include "lemma/kernels/registry.h"
+
+#include <atomic>
+
+#include "lemma/base/logging.h"
+#include "lemma/kernels/reference/reference_kernels.h"
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+template <DType T>
+void reference(const MatmulArgs& args) {
+  matmul_reference(T, args);
+}
+
+constexpr auto kF32 = MatmulPrecision::kF32Activations;
+constexpr auto kBf16 = MatmulPrecision::kBf16Activations;
+
+// Add a kernel here and nowhere else. Order within one (dtype, ISA, precision) decides ties.
+constexpr MatmulKernel kKernels[] = {
+    {"reference_f32", DType::kF32, Isa::kScalar, kF32, false, reference<DType::kF32>},
+    {"reference_f16", DType::kF16, Isa::kScalar, kF32, false, reference<DType::kF16>},
+    {"reference_bf16", DType::kBF16, Isa::kScalar, kF32, false, reference<DType::kBF16>},
+    {"reference_q4_0", DType::kQ4_0, Isa::kScalar, kF32, false, reference<DType::kQ4_0>},
+    {"reference_q4_1", DType::kQ4_1, Isa::kScalar, kF32, false, reference<DType::kQ4_1>},
+    {"reference_q5_0", DType::kQ5_0, Isa::kScalar, kF32, false, reference<DType::kQ5_0>},
+    {"reference_q5_1", DType::kQ5_1, Isa::kScalar, kF32, false, reference<DType::kQ5_1>},
+    {"reference_q8_0", DType::kQ8_0, Isa::kScalar, kF32, false, reference<DType::kQ8_0>},
+    {"reference_q4_k", DType::kQ4_K, Isa::kScalar, kF32, false, reference<DType::kQ4_K>},
+    {"reference_q5_k", DType::kQ5_K, Isa::kScalar, kF32, false, reference<DType::kQ5_K>},
+    {"reference_q6_k", DType::kQ6_K, Isa::kScalar, kF32, false, reference<DType::kQ6_K>},
+    {"avx2_f32", DType::kF32, Isa::kAvx2, kF32, false, x86::matmul_f32_avx2},
+    {"avx2_f16", DType::kF16, Isa::kAvx2, kF32, false, x86::matmul_f16_avx2},
+    {"avx2_bf16", DType::kBF16, Isa::kAvx2, kF32, false, x86::matmul_bf16_avx2},
+    {"avx512_f32", DType::kF32, Isa::kAvx512, kF32, false, x86::matmul_f32_avx512},
+    {"avx512_f16", DType::kF16, Isa::kAvx512, kF32, false, x86::matmul_f16_avx512},
+    {"avx512_bf16", DType::kBF16, Isa::kAvx512, kF32, false, x86::matmul_bf16_avx512},
+    {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512},
+};
+constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
+static_assert(kKernelCount <= 64, "the logged-once mask below has 64 bits");
+
+const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision precision) {
+  const auto block = static_cast<int64_t>(dtype_info(weight).block_elements);
+  if (K % block != 0) return nullptr;
+  const MatmulKernel* best = nullptr;
+  for (const MatmulKernel& k : kKernels) {
+    if (k.weight != weight || k.precision != precision || k.isa > isa) continue;
+    if (k.needs_avx512_bf16 && !cpu_features().avx512_bf16) continue;
+    if (best == nullptr || k.isa > best->isa) best = &k;
+  }
+  return best;
+}
+
+// Logs each kernel's first use at debug level (choices are per call, so log only news).
+void log_choice(const MatmulKernel& kernel, Isa isa) {
+  static std::atomic<uint64_t> logged{0};
+  const uint64_t bit = uint64_t{1} << static_cast<size_t>(&kernel - kKernels);
+  if ((logged.fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
+    log().debug("kernels: matmul {} weights -> {} (ISA {})", dtype_name(kernel.weight), kernel.name,
+                isa_name(isa));
+  }
+}
+
+}  // namespace
+
+std::span<const MatmulKernel> matmul_kernels() { return {kKernels, kKernelCount}; }
+
+const MatmulKernel* find_matmul_kernel(DType weight, int64_t K, Isa isa, MatmulPrecision precision) {
+  const MatmulKernel* kernel = find_exact(weight, K, isa, precision);
+  if (kernel == nullptr && precision != MatmulPrecision::kF32Activations) {
+    kernel = find_exact(weight, K, isa, MatmulPrecision::kF32Activations);
+  }
+  if (kernel != nullptr) log_choice(*kernel, isa);
+  return kernel;
+}
+
+std::string_view kernel_name_for(DType weight, int64_t K, Isa isa, MatmulPrecision precision) {
+  const MatmulKernel* kernel = find_matmul_kernel(weight, K, isa, precision);
+  return kernel != nullptr ? kernel->name : std::string_view{};
+}
+
+std::string_view kernel_name_for(DType weight, int64_t K) {
+  return kernel_name_for(weight, K, active_isa());
+}
+
+}  // namespace lemma::kernels

@@ -1,0 +1,47 @@
+// The matmul kernel table: which implementation runs for a weight dtype, ISA, precision and K.
+// One row per kernel (registry.cpp); lookups take the highest-ISA row the request allows and fall
+// back to the scalar reference. Read-only after static initialisation; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "lemma/kernels/isa.h"
+#include "lemma/kernels/matmul_args.h"
+#include "lemma/tensor/dtype.h"
+
+namespace lemma::kernels {
+
+enum class MatmulPrecision : uint8_t {
+  kF32Activations,   // default: x stays f32, weights widened to f32, f32 FMA accumulation
+  kBf16Activations,  // opt-in: x rounded to bf16 (vdpbf16ps); only bf16 weights with AVX512_BF16,
+                     // otherwise falls back to kF32Activations
+};
+
+using MatmulFn = void (*)(const MatmulArgs& args);
+
+struct MatmulKernel {
+  std::string_view name;  // e.g. "avx512_f32", "reference_q4_k"
+  DType weight;
+  Isa isa;  // the lowest ISA it runs on
+  MatmulPrecision precision;
+  bool needs_avx512_bf16;  // extra CPU feature beyond `isa`
+  MatmulFn fn;
+};
+
+// Every registered kernel, for `inspect` and tests.
+std::span<const MatmulKernel> matmul_kernels();
+
+// The kernel matmul() runs for these arguments under `isa`; nullptr when the dtype has no kernel
+// or K is not a whole number of its blocks.
+const MatmulKernel* find_matmul_kernel(DType weight, int64_t K, Isa isa,
+                                       MatmulPrecision precision = MatmulPrecision::kF32Activations);
+
+// find_matmul_kernel()'s name, or "" when there is none.
+std::string_view kernel_name_for(DType weight, int64_t K, Isa isa,
+                                 MatmulPrecision precision = MatmulPrecision::kF32Activations);
+// The same under active_isa().
+std::string_view kernel_name_for(DType weight, int64_t K);
+
+}  // namespace lemma::kernels

@@ -1,0 +1,138 @@
+// y = x W^T for f32/f16/bf16 weights with AVX-512 (F/BW/VL), f32 accumulation.
+// Batch invariance: every y[m, n] is one 16-lane accumulator fed by fmadd over k in steps of 16
+// (masked tail), then the same fixed horizontal sum, whatever the tile (m, n) falls in; tiles
+// only decide which elements are computed together, never how.
+#include <immintrin.h>
+
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+struct F32Weights {
+  static __m512 load(const void* row, int64_t k) {
+    return _mm512_loadu_ps(static_cast<const float*>(row) + k);
+  }
+  static __m512 load_tail(const void* row, int64_t k, __mmask16 m) {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(row) + k);
+  }
+};
+
+struct F16Weights {
+  static __m512 load(const void* row, int64_t k) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + k)));
+  }
+  static __m512 load_tail(const void* row, int64_t k, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(row) + k));
+  }
+};
+
+struct Bf16Weights {
+  static __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static __m512 load(const void* row, int64_t k) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(row) + k)));
+  }
+  static __m512 load_tail(const void* row, int64_t k, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(row) + k));
+  }
+};
+
+// Fixed-order horizontal sum: 16 -> 8 -> 4 -> 2 -> 1 lanes, pairing lane i with lane i + half.
+float reduce16(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+template <class W, int MR, int NR>
+void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+  __m512 acc[MR][NR];
+  const float* x[MR];
+  const void* w[NR];
+  for (int i = 0; i < MR; ++i) {
+    x[i] = a.x + (m0 + i) * a.x_stride;
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  for (int j = 0; j < NR; ++j) w[j] = static_cast<const char*>(a.w) + (n0 + j) * a.w_row_bytes;
+  int64_t k = 0;
+  for (; k + 16 <= a.K; k += 16) {
+    __m512 wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = W::load(w[j], k);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_loadu_ps(x[i] + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  if (k < a.K) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (a.K - k)) - 1u);
+    __m512 wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = W::load_tail(w[j], k, m);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xv = _mm512_maskz_loadu_ps(m, x[i] + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* y = a.y + (m0 + i) * a.y_stride + n0;
+    for (int j = 0; j < NR; ++j) {
+      float sum = reduce16(acc[i][j]);
+      if (a.bias != nullptr) sum += a.bias[n0 + j];
+      y[j] = sum;
+    }
+  }
+}
+
+constexpr int kMr = 4;
+constexpr int kNr = 4;
+constexpr int64_t kNBlock = 32;  // rows of W kept hot in cache while all of x streams past
+
+using TileFn = void (*)(const MatmulArgs&, int64_t, int64_t);
+
+template <class W, int MR>
+constexpr TileFn pick_nr(int nr) {
+  switch (nr) {
+    case 1: return &tile<W, MR, 1>;
+    case 2: return &tile<W, MR, 2>;
+    case 3: return &tile<W, MR, 3>;
+    default: return &tile<W, MR, 4>;
+  }
+}
+
+template <class W>
+TileFn pick_tile(int mr, int nr) {
+  switch (mr) {
+    case 1: return pick_nr<W, 1>(nr);
+    case 2: return pick_nr<W, 2>(nr);
+    case 3: return pick_nr<W, 3>(nr);
+    default: return pick_nr<W, 4>(nr);
+  }
+}
+
+template <class W>
+void run(const MatmulArgs& a) {
+  for (int64_t nb = 0; nb < a.N; nb += kNBlock) {
+    const int64_t n_end = nb + kNBlock < a.N ? nb + kNBlock : a.N;
+    for (int64_t m0 = 0; m0 < a.M; m0 += kMr) {
+      const int mr = static_cast<int>(a.M - m0 < kMr ? a.M - m0 : kMr);
+      for (int64_t n0 = nb; n0 < n_end; n0 += kNr) {
+        const int nr = static_cast<int>(n_end - n0 < kNr ? n_end - n0 : kNr);
+        pick_tile<W>(mr, nr)(a, m0, n0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_f32_avx512(const MatmulArgs& args) { run<F32Weights>(args); }
+void matmul_f16_avx512(const MatmulArgs& args) { run<F16Weights>(args); }
+void matmul_bf16_avx512(const MatmulArgs& args) { run<Bf16Weights>(args); }
+
+}  // namespace lemma::kernels::x86

@@ -1,0 +1,34 @@
+// Declarations of the x86 kernels compiled with per-ISA flags (x86/avx2, x86/avx512, x86/avx512bf16).
+// Only the registries call these; each needs the matching CPU features (see isa.h).
+// Headers included by the ISA files must stay free of inline/template code shared with other files
+// (an inline function compiled with AVX-512 could be picked by the linker for every caller).
+#pragma once
+
+#include <cstdint>
+
+#include "lemma/kernels/matmul_args.h"
+
+namespace lemma::kernels::x86 {
+
+void convert_f16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
+void convert_f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
+void convert_bf16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
+void convert_f32_to_bf16_avx2(const float* src, uint16_t* dst, int64_t n);
+
+void convert_f16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
+void convert_f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
+void convert_bf16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
+void convert_f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
+
+void matmul_f32_avx2(const MatmulArgs& args);
+void matmul_f16_avx2(const MatmulArgs& args);
+void matmul_bf16_avx2(const MatmulArgs& args);
+
+void matmul_f32_avx512(const MatmulArgs& args);
+void matmul_f16_avx512(const MatmulArgs& args);
+void matmul_bf16_avx512(const MatmulArgs& args);
+
+// bf16 weights with x rounded to bf16 and vdpbf16ps (needs CpuFeatures::avx512_bf16).
+void matmul_bf16_dpbf16_avx512(const MatmulArgs& args);
+
+}  // namespace lemma::kernels::x86

@@ -1,0 +1,102 @@
+// Shared helpers for the matmul tests: random weights in any dtype and a float64 oracle.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/float_bits.h"
+#include "lemma/tensor/tensor_view.h"
+
+namespace lemma::kernels::testing {
+
+struct Weights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  std::vector<float> dequantized;  // [N, K], what the kernels must multiply by
+};
+
+inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> dist(-scale, scale);  // only the test's data, not checked values
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Random weights: floats are rounded from uniform values; quantized blocks get random code bytes
+// and sane f16 scales (every 2-byte scale field is overwritten with a small value).
+inline Weights random_weights(DType type, int64_t N, int64_t K, std::mt19937& rng) {
+  Weights w;
+  const auto count = static_cast<size_t>(N * K);
+  const auto bytes = static_cast<size_t>(*dtype_bytes(type, static_cast<uint64_t>(N * K)));
+  w.bytes.resize(bytes + 64);
+  const std::vector<float> values = random_floats(count, rng);
+  if (type == DType::kF32) {
+    std::memcpy(w.bytes.data(), values.data(), count * 4);
+  } else if (type == DType::kF16 || type == DType::kBF16) {
+    auto* h = reinterpret_cast<uint16_t*>(w.bytes.data());
+    for (size_t i = 0; i < count; ++i) h[i] = type == DType::kF16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+  } else {
+    for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
+    const DTypeInfo& info = dtype_info(type);
+    const size_t blocks = bytes / info.block_bytes;
+    for (size_t b = 0; b < blocks; ++b) {
+      uint8_t* block = w.bytes.data() + b * info.block_bytes;
+      // Scale fields: at the start for all but Q6_K, whose d is the last 2 bytes.
+      const uint16_t scale = f32_to_f16(0.01f + 0.001f * static_cast<float>(b % 7));
+      const uint16_t scale2 = f32_to_f16(0.02f);
+      if (type == DType::kQ6_K) {
+        std::memcpy(block + info.block_bytes - 2, &scale, 2);
+      } else {
+        std::memcpy(block, &scale, 2);
+        if (type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K) {
+          std::memcpy(block + 2, &scale2, 2);
+        }
+      }
+    }
+  }
+  w.view = TensorView{w.bytes.data(), type, Shape{N, K}};
+  w.dequantized.resize(count);
+  const auto row_bytes = bytes / static_cast<size_t>(N == 0 ? 1 : N);
+  for (int64_t n = 0; n < N; ++n) {
+    dequantize_row(type, w.bytes.data() + static_cast<size_t>(n) * row_bytes,
+                   w.dequantized.data() + n * K, K);
+  }
+  return w;
+}
+
+// y_ref[m, n] in double and the bound sum_k |x w| the f32 error is measured against.
+struct Oracle {
+  std::vector<double> y;
+  std::vector<double> magnitude;
+};
+
+inline Oracle oracle(const std::vector<float>& x, int64_t x_stride, int64_t M, const std::vector<float>& w,
+                     int64_t N, int64_t K, const float* bias) {
+  Oracle o;
+  o.y.resize(static_cast<size_t>(M * N));
+  o.magnitude.resize(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      double sum = bias ? bias[n] : 0.0, mag = bias ? std::fabs(bias[n]) : 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = static_cast<double>(x[static_cast<size_t>(m * x_stride + k)]) * w[static_cast<size_t>(n * K + k)];
+        sum += p;
+        mag += std::fabs(p);
+      }
+      o.y[static_cast<size_t>(m * N + n)] = sum;
+      o.magnitude[static_cast<size_t>(m * N + n)] = mag;
+    }
+  }
+  return o;
+}
+
+// A proven bound for f32 sums of K+1 terms in any order: (K + 2) * 2^-24 * sum |terms| (+ slack).
+inline double tolerance(double magnitude, int64_t K) {
+  return static_cast<double>(K + 2) * 0x1p-24 * magnitude * 1.01 + 1e-30;
+}
+
+}  // namespace lemma::kernels::testing

@@ -1,0 +1,549 @@
+#include "lemma/tokenizer/jinja/evaluator.h"
+
+#include <cmath>
+
+namespace lemma::jinja {
+
+const Value* Scope::lookup(const std::string& name) const {
+  for (const Scope* s = this; s; s = s->parent.get()) {
+    auto it = s->vars.find(name);
+    if (it != s->vars.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+void raise_undefined(const Value& undefined) {
+  raise(undefined.str().empty() ? "UndefinedError: value is undefined" : undefined.str());
+}
+
+namespace {
+
+std::string undefined_hint(const std::string& what) { return "UndefinedError: " + what; }
+
+std::string object_name(const Value& v) {
+  if (v.is_none()) return "'None'";
+  return "'" + v.type_name() + " object'";
+}
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t py_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+[[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
+  raise("TypeError: unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+}
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (a.is_undefined()) raise_undefined(a);
+  if (b.is_undefined()) raise_undefined(b);
+  if (op == "+") {
+    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+    if (a.is_list() && b.is_list()) {
+      ValueList items = a.items();
+      items.insert(items.end(), b.items().begin(), b.items().end());
+      return Value::list(std::move(items));
+    }
+    if (a.is_string()) raise("TypeError: can only concatenate str (not \"" + b.type_name() + "\") to str");
+    if (a.is_list()) raise("TypeError: can only concatenate list (not \"" + b.type_name() + "\") to list");
+  }
+  if (op == "*") {
+    const Value* seq = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
+    const Value* count = seq == &a ? &b : &a;
+    if (seq && (count->is_int() || count->is_bool())) {
+      int64_t n = std::max<int64_t>(0, count->as_int());
+      if (seq->is_string()) {
+        std::string out;
+        for (int64_t i = 0; i < n; ++i) out += seq->str();
+        return Value(out);
+      }
+      ValueList items;
+      for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->items().begin(), seq->items().end());
+      return Value::list(std::move(items));
+    }
+  }
+  if (op == "%" && a.is_string()) return Value(percent_format(a.str(), b));
+  if (!a.is_number() || !b.is_number()) unsupported(op, a, b);
+  bool ints = !a.is_float() && !b.is_float();
+  if (op == "/") {
+    if (b.as_double() == 0) raise("ZeroDivisionError: division by zero");
+    return Value(a.as_double() / b.as_double());
+  }
+  if (ints) {
+    int64_t x = a.as_int(), y = b.as_int();
+    if (op == "+") return Value(x + y);
+    if (op == "-") return Value(x - y);
+    if (op == "*") return Value(x * y);
+    if (op == "//" || op == "%") {
+      if (y == 0) raise(op == "%" ? "ZeroDivisionError: integer modulo by zero" : "ZeroDivisionError: integer division or modulo by zero");
+      return Value(op == "//" ? floor_div(x, y) : py_mod(x, y));
+    }
+    if (op == "**") {
+      if (y >= 0) {
+        int64_t r = 1;
+        for (int64_t i = 0; i < y; ++i) r *= x;
+        return Value(r);
+      }
+      return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    }
+  }
+  double x = a.as_double(), y = b.as_double();
+  if (op == "+") return Value(x + y);
+  if (op == "-") return Value(x - y);
+  if (op == "*") return Value(x * y);
+  if (op == "//" || op == "%") {
+    if (y == 0) raise("ZeroDivisionError: float modulo");
+    double q = std::floor(x / y);
+    return Value(op == "//" ? q : x - q * y);
+  }
+  if (op == "**") return Value(std::pow(x, y));
+  unsupported(op, a, b);
+}
+
+}  // namespace
+
+bool contains(const Value& container, const Value& item) {
+  switch (container.kind()) {
+    case Value::Kind::kString:
+      if (!item.is_string()) raise("TypeError: 'in <string>' requires string as left operand, not " + item.type_name());
+      return container.str().find(item.str()) != std::string::npos;
+    case Value::Kind::kList:
+    case Value::Kind::kGenerator:
+      for (const auto& v : container.items()) {
+        if (equals(v, item)) return true;
+      }
+      return false;
+    case Value::Kind::kDict:
+    case Value::Kind::kNamespace:
+      return item.is_string() && container.dict_items().find(item.str()) != nullptr;
+    case Value::Kind::kUndefined: return false;
+    default: raise("TypeError: argument of type '" + container.type_name() + "' is not iterable");
+  }
+}
+
+Value binary_op(const std::string& op, const Value& a, const Value& b) {
+  if (op == "==") return Value(equals(a, b));
+  if (op == "!=") return Value(!equals(a, b));
+  if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+    if (a.is_undefined()) raise_undefined(a);
+    if (b.is_undefined()) raise_undefined(b);
+    bool r;
+    if (op == "<") r = less_than(a, b);
+    else if (op == ">") r = less_than(b, a);
+    else if (op == "<=") r = !less_than(b, a);
+    else r = !less_than(a, b);
+    return Value(r);
+  }
+  if (op == "in") return Value(contains(b, a));
+  if (op == "not in") return Value(!contains(b, a));
+  if (op == "~") return Value(a.to_str() + b.to_str());
+  return arithmetic(op, a, b);
+}
+
+Value get_attr(const Value& obj, const std::string& name) {
+  switch (obj.kind()) {
+    case Value::Kind::kUndefined: raise_undefined(obj);
+    case Value::Kind::kNamespace: {
+      const Value* v = obj.dict_items().find(name);
+      return v ? *v : Value::undefined(undefined_hint("'Namespace object' has no attribute '" + name + "'"));
+    }
+    case Value::Kind::kDict: {
+      if (auto m = bound_method(obj, name)) return *m;
+      const Value* v = obj.dict_items().find(name);
+      return v ? *v : Value::undefined(undefined_hint("'dict object' has no attribute '" + name + "'"));
+    }
+    default:
+      if (auto m = bound_method(obj, name)) return *m;
+      return Value::undefined(undefined_hint(object_name(obj) + " has no attribute '" + name + "'"));
+  }
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  switch (obj.kind()) {
+    case Value::Kind::kUndefined: raise_undefined(obj);
+    case Value::Kind::kDict:
+    case Value::Kind::kNamespace: {
+      const Value* v = obj.dict_items().find(key_string(key));
+      if (v) return *v;
+      if (key.is_string()) return get_attr(obj, key.str());
+      return Value::undefined(undefined_hint("'dict object' has no attribute " + key.repr()));
+    }
+    case Value::Kind::kList:
+    case Value::Kind::kString: {
+      if (key.is_int() || key.is_bool()) {
+        int64_t n = obj.length();
+        int64_t i = key.as_int();
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) {
+          return Value::undefined(undefined_hint(object_name(obj) + " has no element " + key.repr()));
+        }
+        if (obj.is_list()) return obj.items()[static_cast<size_t>(i)];
+        return Value(utf8_encode(std::u32string(1, utf8_decode(obj.str())[static_cast<size_t>(i)])));
+      }
+      if (key.is_string()) return get_attr(obj, key.str());
+      return Value::undefined(undefined_hint(object_name(obj) + " has no element " + key.repr()));
+    }
+    default:
+      if (key.is_string()) return get_attr(obj, key.str());
+      return Value::undefined(undefined_hint(object_name(obj) + " has no element " + key.repr()));
+  }
+}
+
+Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
+  if (obj.is_undefined()) raise_undefined(obj);
+  if (!obj.is_string() && !obj.is_list()) raise("TypeError: '" + obj.type_name() + "' object is not subscriptable");
+  auto index_or = [](const Value& v, bool& present) -> int64_t {
+    present = !(v.is_undefined() || v.is_none());
+    if (present && !v.is_int() && !v.is_bool()) raise("TypeError: slice indices must be integers or None");
+    return present ? v.as_int() : 0;
+  };
+  bool has_start, has_stop, has_step;
+  int64_t start = index_or(start_v, has_start), stop = index_or(stop_v, has_stop), step = index_or(step_v, has_step);
+  if (!has_step) step = 1;
+  if (step == 0) raise("ValueError: slice step cannot be zero");
+  std::u32string chars;
+  int64_t n;
+  if (obj.is_string()) {
+    chars = utf8_decode(obj.str());
+    n = static_cast<int64_t>(chars.size());
+  } else {
+    n = static_cast<int64_t>(obj.items().size());
+  }
+  auto clamp = [&](int64_t i, bool present, int64_t def) {
+    if (!present) return def;
+    if (i < 0) i += n;
+    if (step > 0) return std::clamp<int64_t>(i, 0, n);
+    return std::clamp<int64_t>(i, -1, n - 1);
+  };
+  int64_t lo = clamp(start, has_start, step > 0 ? 0 : n - 1);
+  int64_t hi = clamp(stop, has_stop, step > 0 ? n : -1);
+  std::vector<size_t> picks;
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) picks.push_back(static_cast<size_t>(i));
+  if (obj.is_string()) {
+    std::u32string out;
+    for (size_t i : picks) out += chars[i];
+    return Value(utf8_encode(out));
+  }
+  ValueList out;
+  for (size_t i : picks) out.push_back(obj.items()[i]);
+  return Value::list(std::move(out));
+}
+
+// ---------------------------------------------------------------- evaluation --
+
+std::string Evaluator::render(Dict variables) {
+  globals_ = std::make_shared<Scope>();
+  Dict builtins;
+  add_globals(builtins);
+  for (auto& [k, v] : builtins.items) globals_->vars[k] = std::move(v);
+  for (auto& [k, v] : variables.items) globals_->vars[k] = std::move(v);
+  auto top = std::make_shared<Scope>();
+  top->parent = globals_;
+  std::string out;
+  exec_body(program_.body, top, out);
+  return out;
+}
+
+Value Evaluator::call(const Value& callee, const CallArgs& args) {
+  if (callee.is_callable()) return callee.fn().fn(*this, args);
+  if (callee.is_undefined()) raise_undefined(callee);
+  raise("TypeError: '" + callee.type_name() + "' object is not callable");
+}
+
+Evaluator::Flow Evaluator::exec_body(const Body& body, const ScopePtr& scope, std::string& out) {
+  for (const auto& stmt : body) {
+    Flow f = exec(*stmt, scope, out);
+    if (f != Flow::kNormal) return f;
+  }
+  return Flow::kNormal;
+}
+
+Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+  try {
+    switch (stmt.kind) {
+      case Stmt::Kind::kText: out += stmt.text; return Flow::kNormal;
+      case Stmt::Kind::kOutput: out += eval(*stmt.expr, scope).to_str(); return Flow::kNormal;
+      case Stmt::Kind::kIf:
+        for (const auto& [cond, body] : stmt.branches) {
+          if (eval(*cond, scope).truthy()) return exec_body(body, scope, out);
+        }
+        return exec_body(stmt.else_body, scope, out);
+      case Stmt::Kind::kFor: return exec_for(stmt, scope, out);
+      case Stmt::Kind::kSet:
+      case Stmt::Kind::kSetBlock: exec_set(stmt, scope, out); return Flow::kNormal;
+      case Stmt::Kind::kMacro: scope->vars[stmt.text] = make_macro(stmt, scope); return Flow::kNormal;
+      case Stmt::Kind::kCallBlock: {
+        auto caller_stmt = std::make_shared<Stmt>();
+        Value caller = Value::callable("caller", [this, &stmt, scope](Evaluator&, const CallArgs& args) {
+          auto inner = std::make_shared<Scope>();
+          inner->parent = scope;
+          for (size_t i = 0; i < stmt.params.size(); ++i) {
+            const Value* v = args.get(i, stmt.params[i].first);
+            inner->vars[stmt.params[i].first] = v ? *v : stmt.params[i].second ? eval(*stmt.params[i].second, inner) : Value::undefined();
+          }
+          std::string body;
+          exec_body(stmt.body, inner, body);
+          return Value(body);
+        });
+        const Expr& call_expr = *stmt.expr;
+        Value callee = eval(*call_expr.args[0], scope);
+        CallArgs args = eval_args(call_expr, 1, scope);
+        args.keyword.emplace_back("caller", caller);
+        out += call(callee, args).to_str();
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kFilterBlock: {
+        std::string body;
+        auto inner = std::make_shared<Scope>();
+        inner->parent = scope;
+        exec_body(stmt.body, inner, body);
+        out += apply_filter_chain(stmt.filters, Value(body), scope).to_str();
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kBreak: return Flow::kBreak;
+      case Stmt::Kind::kContinue: return Flow::kContinue;
+      case Stmt::Kind::kScope: {
+        auto inner = std::make_shared<Scope>();
+        inner->parent = scope;
+        return exec_body(stmt.body, inner, out);
+      }
+    }
+  } catch (RenderError& e) {
+    if (!e.line) e.line = stmt.line;
+    throw;
+  }
+  return Flow::kNormal;
+}
+
+Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+  Value iterable = eval(*stmt.expr, scope);
+  ValueList all = iterable.iterate();
+  ValueList items;
+  auto bind = [&](Scope& s, const Value& item) {
+    if (stmt.targets.size() == 1) {
+      s.vars[stmt.targets[0]] = item;
+      return;
+    }
+    ValueList parts = item.iterate();
+    if (parts.size() != stmt.targets.size()) {
+      raise(std::string("ValueError: ") + (parts.size() < stmt.targets.size() ? "not enough" : "too many") +
+            " values to unpack (expected " + std::to_string(stmt.targets.size()) + ")");
+    }
+    for (size_t i = 0; i < parts.size(); ++i) s.vars[stmt.targets[i]] = parts[i];
+  };
+  if (stmt.condition) {
+    for (const auto& item : all) {
+      auto probe = std::make_shared<Scope>();
+      probe->parent = scope;
+      bind(*probe, item);
+      if (eval(*stmt.condition, probe).truthy()) items.push_back(item);
+    }
+  } else {
+    items = std::move(all);
+  }
+  if (items.empty()) {
+    auto inner = std::make_shared<Scope>();
+    inner->parent = scope;
+    return exec_body(stmt.else_body, inner, out) == Flow::kBreak ? Flow::kNormal : Flow::kNormal;
+  }
+  const Value* outer_loop = scope->lookup("loop");
+  int64_t depth = outer_loop && outer_loop->is_dict() && outer_loop->dict_items().find("depth")
+                      ? outer_loop->dict_items().find("depth")->as_int() + 1
+                      : 1;
+  const int64_t n = static_cast<int64_t>(items.size());
+  auto items_ptr = std::make_shared<ValueList>(items);
+  for (int64_t i = 0; i < n; ++i) {
+    auto inner = std::make_shared<Scope>();
+    inner->parent = scope;
+    bind(*inner, items[static_cast<size_t>(i)]);
+    Dict loop;
+    loop.items.reserve(12);
+    loop.items.emplace_back("index", Value(i + 1));
+    loop.items.emplace_back("index0", Value(i));
+    loop.items.emplace_back("revindex", Value(n - i));
+    loop.items.emplace_back("revindex0", Value(n - i - 1));
+    loop.items.emplace_back("first", Value(i == 0));
+    loop.items.emplace_back("last", Value(i == n - 1));
+    loop.items.emplace_back("length", Value(n));
+    loop.items.emplace_back("depth", Value(depth));
+    loop.items.emplace_back("depth0", Value(depth - 1));
+    if (i > 0) loop.items.emplace_back("previtem", items[static_cast<size_t>(i - 1)]);
+    if (i + 1 < n) loop.items.emplace_back("nextitem", items[static_cast<size_t>(i + 1)]);
+    loop.items.emplace_back("cycle", Value::callable("cycle", [i](Evaluator&, const CallArgs& args) {
+      if (args.positional.empty()) raise("TypeError: no items for cycling given");
+      return args.positional[static_cast<size_t>(i) % args.positional.size()];
+    }));
+    inner->vars["loop"] = Value::dict(std::move(loop));
+    Flow f = exec_body(stmt.body, inner, out);
+    if (f == Flow::kBreak) break;
+  }
+  return Flow::kNormal;
+}
+
+void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+  (void)out;
+  Value value;
+  if (stmt.kind == Stmt::Kind::kSetBlock) {
+    std::string body;
+    auto inner = std::make_shared<Scope>();
+    inner->parent = scope;
+    exec_body(stmt.body, inner, body);
+    value = apply_filter_chain(stmt.filters, Value(body), scope);
+  } else {
+    value = eval(*stmt.expr, scope);
+  }
+  if (!stmt.text.empty()) {
+    const Value* target = scope->lookup(stmt.targets[0]);
+    if (!target || !target->is_namespace()) raise("TemplateRuntimeError: cannot assign attribute on non-namespace object");
+    target->mutable_dict().set(stmt.text, std::move(value));
+    return;
+  }
+  if (stmt.targets.size() == 1) {
+    scope->vars[stmt.targets[0]] = std::move(value);
+    return;
+  }
+  ValueList parts = value.iterate();
+  if (parts.size() != stmt.targets.size()) raise("ValueError: wrong number of values to unpack");
+  for (size_t i = 0; i < parts.size(); ++i) scope->vars[stmt.targets[i]] = parts[i];
+}
+
+Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& scope) {
+  const Stmt* def = &stmt;
+  std::weak_ptr<Scope> weak = scope;
+  return Value::callable(stmt.text, [def, weak](Evaluator& ev, const CallArgs& args) {
+    auto closure = weak.lock();
+    auto inner = std::make_shared<Scope>();
+    inner->parent = closure ? closure : ev.globals_;
+    const auto& params = def->params;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Value* v = args.get(i, params[i].first);
+      if (v) {
+        inner->vars[params[i].first] = *v;
+      } else if (params[i].second) {
+        inner->vars[params[i].first] = ev.eval(*params[i].second, inner);
+      } else {
+        inner->vars[params[i].first] = Value::undefined("UndefinedError: parameter '" + params[i].first + "' was not provided");
+      }
+    }
+    ValueList varargs;
+    for (size_t i = params.size(); i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
+    inner->vars["varargs"] = Value::list(std::move(varargs));
+    Dict kwargs;
+    for (const auto& [k, v] : args.keyword) {
+      bool is_param = false;
+      for (const auto& p : params) is_param = is_param || p.first == k;
+      if (k == "caller") inner->vars["caller"] = v;
+      else if (!is_param) kwargs.set(k, v);
+    }
+    inner->vars["kwargs"] = Value::dict(std::move(kwargs));
+    std::string out;
+    ev.exec_body(def->body, inner, out);
+    return Value(out);
+  });
+}
+
+Value Evaluator::apply_filter_chain(const std::vector<ExprPtr>& filters, Value value, const ScopePtr& scope) {
+  for (const auto& f : filters) {
+    CallArgs args = eval_args(*f, 1, scope);
+    value = apply_filter(*this, f->name, value, args);
+  }
+  return value;
+}
+
+CallArgs Evaluator::eval_args(const Expr& expr, size_t first, const ScopePtr& scope) {
+  CallArgs args;
+  for (size_t i = first; i < expr.args.size(); ++i) args.positional.push_back(eval(*expr.args[i], scope));
+  for (const auto& [k, v] : expr.kwargs) args.keyword.emplace_back(k, eval(*v, scope));
+  return args;
+}
+
+Value Evaluator::eval(const Expr& expr, const ScopePtr& scope) {
+  try {
+    return eval_inner(expr, scope);
+  } catch (RenderError& e) {
+    if (!e.line) e.line = expr.line;
+    throw;
+  }
+}
+
+Value Evaluator::eval_inner(const Expr& expr, const ScopePtr& scope) {
+  switch (expr.kind) {
+    case Expr::Kind::kLiteral: return expr.literal;
+    case Expr::Kind::kName: {
+      const Value* v = scope->lookup(expr.name);
+      return v ? *v : Value::undefined(undefined_hint("'" + expr.name + "' is undefined"));
+    }
+    case Expr::Kind::kList:
+    case Expr::Kind::kTuple: {
+      ValueList items;
+      for (const auto& a : expr.args) items.push_back(eval(*a, scope));
+      return Value::list(std::move(items));
+    }
+    case Expr::Kind::kDict: {
+      Dict d;
+      for (size_t i = 0; i + 1 < expr.args.size(); i += 2) {
+        Value k = eval(*expr.args[i], scope);
+        d.set(key_string(k), eval(*expr.args[i + 1], scope));
+      }
+      return Value::dict(std::move(d));
+    }
+    case Expr::Kind::kGetAttr: return get_attr(eval(*expr.args[0], scope), expr.name);
+    case Expr::Kind::kGetItem: return get_item(eval(*expr.args[0], scope), eval(*expr.args[1], scope));
+    case Expr::Kind::kSlice: {
+      Value obj = eval(*expr.args[0], scope);
+      Value parts[3];
+      for (int i = 0; i < 3; ++i) {
+        if (expr.args[1 + i]) parts[i] = eval(*expr.args[1 + i], scope);
+      }
+      return slice(obj, parts[0], parts[1], parts[2]);
+    }
+    case Expr::Kind::kCall: {
+      Value callee = eval(*expr.args[0], scope);
+      CallArgs args = eval_args(expr, 1, scope);
+      return call(callee, args);
+    }
+    case Expr::Kind::kFilter: {
+      Value subject = eval(*expr.args[0], scope);
+      CallArgs args = eval_args(expr, 1, scope);
+      return apply_filter(*this, expr.name, subject, args);
+    }
+    case Expr::Kind::kTest: {
+      Value subject = eval(*expr.args[0], scope);
+      CallArgs args = eval_args(expr, 1, scope);
+      bool r = apply_test(*this, expr.name, subject, args);
+      return Value(expr.negated ? !r : r);
+    }
+    case Expr::Kind::kUnary: {
+      Value v = eval(*expr.args[0], scope);
+      if (expr.name == "not") return Value(!v.truthy());
+      if (v.is_undefined()) raise_undefined(v);
+      if (!v.is_number()) raise("TypeError: bad operand type for unary " + expr.name + ": '" + v.type_name() + "'");
+      if (expr.name == "+") return v.is_bool() ? Value(v.as_int()) : v;
+      return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+    }
+    case Expr::Kind::kBinary: return eval_binary(expr, scope);
+    case Expr::Kind::kCondition: {
+      if (eval(*expr.args[0], scope).truthy()) return eval(*expr.args[1], scope);
+      if (expr.args[2]) return eval(*expr.args[2], scope);
+      return Value::undefined(undefined_hint("the inline if-expression on line " + std::to_string(expr.line) +
+                                             " evaluated to false and no else section was defined."));
+    }
+  }
+  return Value();
+}
+
+Value Evaluator::eval_binary(const Expr& expr, const ScopePtr& scope) {
+  Value a = eval(*expr.args[0], scope);
+  if (expr.name == "and") return a.truthy() ? eval(*expr.args[1], scope) : a;
+  if (expr.name == "or") return a.truthy() ? a : eval(*expr.args[1], scope);
+  return binary_op(expr.name, a, eval(*expr.args[1], scope));
+}
+
+}  // namespace lemma::jinja

@@ -1,0 +1,430 @@
+// Jinja2's builtin filters (plus transformers' tojson), with Jinja2 3.1 semantics.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "lemma/tokenizer/jinja/builtins.h"
+
+namespace lemma::jinja {
+namespace {
+
+using Filter = Value (*)(Evaluator&, const Value&, const CallArgs&);
+
+// Key used for ordering in sort/dictsort/unique/min/max (lower-cased strings unless case_sensitive).
+Value sort_key(const Value& v, bool case_sensitive) {
+  if (v.is_string() && !case_sensitive) return Value(py_lower(v.str()));
+  return v;
+}
+
+Value f_default(Evaluator&, const Value& v, const CallArgs& args) {
+  Value fallback = arg_or(args, 0, "default_value", Value(""));
+  bool boolean = arg_or(args, 1, "boolean", Value(false)).truthy();
+  if (v.is_undefined() || (boolean && !v.truthy())) return fallback;
+  return v;
+}
+
+Value f_length(Evaluator&, const Value& v, const CallArgs&) { return Value(v.length()); }
+
+Value f_string(Evaluator&, const Value& v, const CallArgs&) { return Value(v.to_str()); }
+
+Value f_trim(Evaluator&, const Value& v, const CallArgs& args) {
+  return Value(py_strip(v.to_str(), arg_or(args, 0, "chars", Value::none()), true, true));
+}
+
+Value f_upper(Evaluator&, const Value& v, const CallArgs&) { return Value(py_upper(v.to_str())); }
+Value f_lower(Evaluator&, const Value& v, const CallArgs&) { return Value(py_lower(v.to_str())); }
+Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return Value(py_capitalize(v.to_str())); }
+
+Value f_title(Evaluator&, const Value& v, const CallArgs&) {
+  // Jinja splits at runs of [-\s({\[<] and capitalizes each word.
+  std::string s = v.to_str(), out;
+  bool word_start = true;
+  for (char c : s) {
+    bool sep = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' ||
+               c == '{' || c == '[' || c == '<';
+    if (sep) {
+      out += c;
+      word_start = true;
+    } else if (word_start) {
+      out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
+      word_start = false;
+    } else {
+      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+    }
+  }
+  return Value(out);
+}
+
+Value f_replace(Evaluator&, const Value& v, const CallArgs& args) {
+  std::string old = arg_or(args, 0, "old", Value("")).to_str();
+  std::string repl = arg_or(args, 1, "new", Value("")).to_str();
+  Value count = arg_or(args, 2, "count", Value::none());
+  return Value(py_replace(v.to_str(), old, repl, count.is_none() ? -1 : count.as_int()));
+}
+
+Value f_join(Evaluator&, const Value& v, const CallArgs& args) {
+  std::string sep = arg_or(args, 0, "d", Value("")).to_str();
+  Value attribute = arg_or(args, 1, "attribute", Value::none());
+  std::string out;
+  bool first = true;
+  for (const auto& item : v.iterate()) {
+    if (!first) out += sep;
+    first = false;
+    out += (attribute.is_none() ? item : resolve_attribute(item, attribute.to_str())).to_str();
+  }
+  return Value(out);
+}
+
+Value f_tojson(Evaluator&, const Value& v, const CallArgs& args) {
+  JsonStyle style;
+  bool ensure_ascii = arg_or(args, 0, "ensure_ascii", Value(false)).truthy();
+  Value indent = arg_or(args, 1, "indent", Value::none());
+  Value separators = arg_or(args, 2, "separators", Value::none());
+  style.sort_keys = arg_or(args, 3, "sort_keys", Value(false)).truthy();
+  if (!indent.is_none()) {
+    style.indent = static_cast<int>(indent.as_int());
+    style.item_separator = ",";
+  }
+  if (separators.is_list() && separators.items().size() == 2) {
+    style.item_separator = separators.items()[0].to_str();
+    style.key_separator = separators.items()[1].to_str();
+  }
+  std::string json = to_json(v, style);
+  if (!ensure_ascii) return Value(json);
+  std::string out;
+  for (char32_t c : utf8_decode(json)) {
+    char buf[16];
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x10000) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      char32_t x = c - 0x10000;
+      std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", static_cast<unsigned>(0xd800 + (x >> 10)),
+                    static_cast<unsigned>(0xdc00 + (x & 0x3ff)));
+      out += buf;
+    }
+  }
+  return Value(out);
+}
+
+Value f_first(Evaluator&, const Value& v, const CallArgs&) {
+  ValueList items = v.iterate();
+  if (items.empty()) return Value::undefined("UndefinedError: No first item, sequence was empty.");
+  return items.front();
+}
+
+Value f_last(Evaluator&, const Value& v, const CallArgs&) {
+  ValueList items = v.iterate();
+  if (items.empty()) return Value::undefined("UndefinedError: No last item, sequence was empty.");
+  return items.back();
+}
+
+Value f_list(Evaluator&, const Value& v, const CallArgs&) { return Value::list(v.iterate()); }
+
+Value f_items(Evaluator&, const Value& v, const CallArgs&) {
+  if (v.is_undefined()) return Value::generator({});
+  if (!v.is_dict()) raise("TypeError: Can only get item pairs from a mapping.");
+  ValueList out;
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({Value(k), x}));
+  return Value::generator(std::move(out));
+}
+
+Value f_dictsort(Evaluator&, const Value& v, const CallArgs& args) {
+  if (!v.is_dict()) raise("TypeError: dictsort expects a mapping");
+  bool case_sensitive = arg_or(args, 0, "case_sensitive", Value(false)).truthy();
+  std::string by = arg_or(args, 1, "by", Value("key")).to_str();
+  bool reverse = arg_or(args, 2, "reverse", Value(false)).truthy();
+  ValueList out;
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({Value(k), x}));
+  size_t pos = by == "value" ? 1 : 0;
+  std::stable_sort(out.begin(), out.end(), [&](const Value& a, const Value& b) {
+    Value ka = sort_key(a.items()[pos], case_sensitive), kb = sort_key(b.items()[pos], case_sensitive);
+    return reverse ? less_than(kb, ka) : less_than(ka, kb);
+  });
+  return Value::list(std::move(out));
+}
+
+Value f_sort(Evaluator&, const Value& v, const CallArgs& args) {
+  bool reverse = arg_or(args, 0, "reverse", Value(false)).truthy();
+  bool case_sensitive = arg_or(args, 1, "case_sensitive", Value(false)).truthy();
+  Value attribute = arg_or(args, 2, "attribute", Value::none());
+  ValueList items = v.iterate();
+  auto key = [&](const Value& x) {
+    return sort_key(attribute.is_none() ? x : resolve_attribute(x, attribute.to_str()), case_sensitive);
+  };
+  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    return reverse ? less_than(key(b), key(a)) : less_than(key(a), key(b));
+  });
+  return Value::list(std::move(items));
+}
+
+Value f_unique(Evaluator&, const Value& v, const CallArgs& args) {
+  bool case_sensitive = arg_or(args, 0, "case_sensitive", Value(false)).truthy();
+  Value attribute = arg_or(args, 1, "attribute", Value::none());
+  ValueList out, seen;
+  for (const auto& item : v.iterate()) {
+    Value k = sort_key(attribute.is_none() ? item : resolve_attribute(item, attribute.to_str()), case_sensitive);
+    bool dup = false;
+    for (const auto& s : seen) dup = dup || equals(s, k);
+    if (!dup) {
+      seen.push_back(k);
+      out.push_back(item);
+    }
+  }
+  return Value::generator(std::move(out));
+}
+
+Value min_max(const Value& v, const CallArgs& args, bool is_max) {
+  bool case_sensitive = arg_or(args, 0, "case_sensitive", Value(false)).truthy();
+  Value attribute = arg_or(args, 1, "attribute", Value::none());
+  ValueList items = v.iterate();
+  if (items.empty()) return Value::undefined(std::string("UndefinedError: No aggregated item, sequence was empty."));
+  auto key = [&](const Value& x) {
+    return sort_key(attribute.is_none() ? x : resolve_attribute(x, attribute.to_str()), case_sensitive);
+  };
+  Value best = items[0];
+  for (size_t i = 1; i < items.size(); ++i) {
+    if (is_max ? less_than(key(best), key(items[i])) : less_than(key(items[i]), key(best))) best = items[i];
+  }
+  return best;
+}
+Value f_min(Evaluator&, const Value& v, const CallArgs& args) { return min_max(v, args, false); }
+Value f_max(Evaluator&, const Value& v, const CallArgs& args) { return min_max(v, args, true); }
+
+Value f_sum(Evaluator&, const Value& v, const CallArgs& args) {
+  Value attribute = arg_or(args, 0, "attribute", Value::none());
+  Value total = arg_or(args, 1, "start", Value(static_cast<int64_t>(0)));
+  for (const auto& item : v.iterate()) {
+    total = binary_op("+", total, attribute.is_none() ? item : resolve_attribute(item, attribute.to_str()));
+  }
+  return total;
+}
+
+// select/reject/selectattr/rejectattr share this: keep items whose (attribute) passes the test.
+Value select_items(Evaluator& ev, const Value& v, const CallArgs& args, bool by_attribute, bool keep) {
+  size_t next = 0;
+  std::string attribute;
+  if (by_attribute) {
+    if (args.positional.empty()) raise("TypeError: missing attribute argument");
+    attribute = args.positional[0].to_str();
+    next = 1;
+  }
+  std::string test;
+  CallArgs test_args;
+  if (args.positional.size() > next) {
+    test = args.positional[next].to_str();
+    test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next) + 1, args.positional.end());
+    test_args.keyword = args.keyword;
+  }
+  ValueList out;
+  for (const auto& item : v.iterate()) {
+    Value subject = by_attribute ? resolve_attribute(item, attribute) : item;
+    bool pass = test.empty() ? subject.truthy() : apply_test(ev, test, subject, test_args);
+    if (pass == keep) out.push_back(item);
+  }
+  return Value::generator(std::move(out));
+}
+Value f_select(Evaluator& ev, const Value& v, const CallArgs& a) { return select_items(ev, v, a, false, true); }
+Value f_reject(Evaluator& ev, const Value& v, const CallArgs& a) { return select_items(ev, v, a, false, false); }
+Value f_selectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_items(ev, v, a, true, true); }
+Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_items(ev, v, a, true, false); }
+
+Value f_map(Evaluator& ev, const Value& v, const CallArgs& args) {
+  ValueList out;
+  const Value* attribute = nullptr;
+  for (const auto& [k, x] : args.keyword) {
+    if (k == "attribute") attribute = &x;
+  }
+  if (attribute) {
+    Value fallback = arg_or(CallArgs{{}, args.keyword}, static_cast<size_t>(-1), "default", Value());
+    bool has_default = args.get(static_cast<size_t>(-1), "default") != nullptr;
+    for (const auto& item : v.iterate()) {
+      Value r = resolve_attribute(item, attribute->to_str());
+      out.push_back(r.is_undefined() && has_default ? fallback : r);
+    }
+    return Value::generator(std::move(out));
+  }
+  if (args.positional.empty()) raise("FilterArgumentError: map requires a filter argument");
+  std::string filter = args.positional[0].to_str();
+  CallArgs rest;
+  rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+  rest.keyword = args.keyword;
+  for (const auto& item : v.iterate()) out.push_back(apply_filter(ev, filter, item, rest));
+  return Value::generator(std::move(out));
+}
+
+Value f_int(Evaluator&, const Value& v, const CallArgs& args) {
+  Value fallback = arg_or(args, 0, "default", Value(static_cast<int64_t>(0)));
+  if (v.is_int() || v.is_bool()) return Value(v.as_int());
+  if (v.is_float()) return Value(static_cast<int64_t>(v.as_double()));
+  if (v.is_string()) {
+    std::string s = py_strip(v.str(), Value::none(), true, true);
+    try {
+      size_t used = 0;
+      int64_t r = std::stoll(s, &used, static_cast<int>(arg_or(args, 1, "base", Value(static_cast<int64_t>(10))).as_int()));
+      if (used == s.size()) return Value(r);
+    } catch (...) {
+    }
+    try {
+      size_t used = 0;
+      double d = std::stod(s, &used);
+      if (used == s.size()) return Value(static_cast<int64_t>(d));
+    } catch (...) {
+    }
+  }
+  return fallback;
+}
+
+Value f_float(Evaluator&, const Value& v, const CallArgs& args) {
+  Value fallback = arg_or(args, 0, "default", Value(0.0));
+  if (v.is_number()) return Value(v.as_double());
+  if (v.is_string()) {
+    try {
+      size_t used = 0;
+      std::string s = py_strip(v.str(), Value::none(), true, true);
+      double d = std::stod(s, &used);
+      if (used == s.size()) return Value(d);
+    } catch (...) {
+    }
+  }
+  return fallback;
+}
+
+Value f_abs(Evaluator&, const Value& v, const CallArgs&) {
+  if (v.is_float()) return Value(std::fabs(v.as_double()));
+  if (v.is_number()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+  raise("TypeError: bad operand type for abs(): '" + v.type_name() + "'");
+}
+
+Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
+  int64_t precision = arg_or(args, 0, "precision", Value(static_cast<int64_t>(0))).as_int();
+  std::string method = arg_or(args, 1, "method", Value("common")).to_str();
+  double scale = std::pow(10.0, static_cast<double>(precision));
+  double x = v.as_double() * scale;
+  double r;
+  if (method == "ceil") r = std::ceil(x);
+  else if (method == "floor") r = std::floor(x);
+  else r = std::nearbyint(x);  // Python's round(): half to even
+  return Value(r / scale);
+}
+
+Value f_safe(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() ? v : Value(v.to_str()); }
+
+Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
+  std::string out;
+  for (char c : v.to_str()) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return Value(out);
+}
+
+Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
+  Value width = arg_or(args, 0, "width", Value(static_cast<int64_t>(4)));
+  bool first = arg_or(args, 1, "first", Value(false)).truthy();
+  bool blank = arg_or(args, 2, "blank", Value(false)).truthy();
+  std::string pad = width.is_string() ? width.str() : std::string(static_cast<size_t>(width.as_int()), ' ');
+  ValueList lines = py_split(v.to_str() + "\n", Value("\n"), -1, false);
+  lines.pop_back();  // splitlines() of s + "\n"
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i].str();
+    if (i > 0) {
+      out += "\n";
+      if (blank || !line.empty()) out += pad;
+    }
+    out += line;
+  }
+  if (first) out = pad + out;
+  return Value(out);
+}
+
+Value f_batch(Evaluator&, const Value& v, const CallArgs& args) {
+  int64_t n = arg_or(args, 0, "linecount", Value(static_cast<int64_t>(1))).as_int();
+  const Value* fill = args.get(1, "fill_with");
+  ValueList out, cur;
+  for (const auto& item : v.iterate()) {
+    cur.push_back(item);
+    if (static_cast<int64_t>(cur.size()) == n) {
+      out.push_back(Value::list(std::move(cur)));
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) {
+    if (fill && !fill->is_none()) {
+      while (static_cast<int64_t>(cur.size()) < n) cur.push_back(*fill);
+    }
+    out.push_back(Value::list(std::move(cur)));
+  }
+  return Value::generator(std::move(out));
+}
+
+Value f_reverse(Evaluator&, const Value& v, const CallArgs&) {
+  if (v.is_string()) {
+    std::u32string u = utf8_decode(v.str());
+    std::reverse(u.begin(), u.end());
+    return Value(utf8_encode(u));
+  }
+  ValueList items = v.iterate();
+  std::reverse(items.begin(), items.end());
+  return Value::generator(std::move(items));
+}
+
+Value f_format(Evaluator&, const Value& v, const CallArgs& args) {
+  return Value(percent_format(v.to_str(), Value::list(args.positional)));
+}
+
+Value f_attr(Evaluator&, const Value& v, const CallArgs& args) {
+  return get_attr(v, arg_or(args, 0, "name", Value("")).to_str());
+}
+
+Value f_center(Evaluator&, const Value& v, const CallArgs& args) {
+  std::string s = v.to_str();
+  int64_t width = arg_or(args, 0, "width", Value(static_cast<int64_t>(80))).as_int();
+  int64_t len = static_cast<int64_t>(utf8_length(s));
+  if (width <= len) return Value(s);
+  int64_t total = width - len, left = total / 2 + (total & width & 1);
+  return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(total - left), ' '));
+}
+
+Value f_wordcount(Evaluator&, const Value& v, const CallArgs&) {
+  return Value(static_cast<int64_t>(py_split(v.to_str(), Value::none(), -1, false).size()));
+}
+
+Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(v.repr()); }
+
+const std::unordered_map<std::string, Filter>& registry() {
+  static const std::unordered_map<std::string, Filter> filters = {
+      {"default", f_default}, {"d", f_default}, {"length", f_length}, {"count", f_length},
+      {"string", f_string}, {"trim", f_trim}, {"upper", f_upper}, {"lower", f_lower},
+      {"capitalize", f_capitalize}, {"title", f_title}, {"replace", f_replace}, {"join", f_join},
+      {"tojson", f_tojson}, {"first", f_first}, {"last", f_last}, {"list", f_list}, {"items", f_items},
+      {"dictsort", f_dictsort}, {"sort", f_sort}, {"unique", f_unique}, {"min", f_min}, {"max", f_max},
+      {"sum", f_sum}, {"select", f_select}, {"reject", f_reject}, {"selectattr", f_selectattr},
+      {"rejectattr", f_rejectattr}, {"map", f_map}, {"int", f_int}, {"float", f_float}, {"abs", f_abs},
+      {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_escape},
+      {"indent", f_indent}, {"batch", f_batch}, {"reverse", f_reverse}, {"format", f_format}, {"attr", f_attr},
+      {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint},
+  };
+  return filters;
+}
+
+}  // namespace
+
+bool has_filter(const std::string& name) { return registry().count(name) != 0; }
+
+Value apply_filter(Evaluator& ev, const std::string& name, const Value& subject, const CallArgs& args) {
+  auto it = registry().find(name);
+  if (it == registry().end()) raise("TemplateAssertionError: No filter named '" + name + "'.");
+  return it->second(ev, subject, args);
+}
+
+}  // namespace lemma::jinja

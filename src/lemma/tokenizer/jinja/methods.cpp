@@ -1,0 +1,398 @@
+// Python str/dict/list methods callable from templates, with the ImmutableSandboxedEnvironment's
+// rule that methods mutating lists and dicts are unsafe.
+#include <algorithm>
+#include <unordered_set>
+
+#include "lemma/tokenizer/jinja/builtins.h"
+
+namespace lemma::jinja {
+
+bool is_py_space(char32_t c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+  std::u32string u = utf8_decode(s);
+  std::u32string set;
+  bool whitespace = chars.is_none() || chars.is_undefined();
+  if (!whitespace) set = utf8_decode(chars.to_str());
+  auto strip_char = [&](char32_t c) { return whitespace ? is_py_space(c) : set.find(c) != std::u32string::npos; };
+  size_t b = 0, e = u.size();
+  if (left) {
+    while (b < e && strip_char(u[b])) ++b;
+  }
+  if (right) {
+    while (e > b && strip_char(u[e - 1])) --e;
+  }
+  return utf8_encode(u.substr(b, e - b));
+}
+
+ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right) {
+  ValueList out;
+  if (sep.is_none() || sep.is_undefined()) {
+    std::u32string u = utf8_decode(s);
+    std::vector<std::u32string> words;
+    if (!from_right) {
+      size_t i = 0;
+      while (i < u.size()) {
+        while (i < u.size() && is_py_space(u[i])) ++i;
+        if (i >= u.size()) break;
+        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
+          size_t e = u.size();
+          while (e > i && is_py_space(u[e - 1])) --e;
+          words.push_back(u.substr(i, e - i));
+          break;
+        }
+        size_t j = i;
+        while (j < u.size() && !is_py_space(u[j])) ++j;
+        words.push_back(u.substr(i, j - i));
+        i = j;
+      }
+    } else {
+      size_t i = u.size();
+      while (i > 0) {
+        while (i > 0 && is_py_space(u[i - 1])) --i;
+        if (i == 0) break;
+        if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
+          size_t b = 0;
+          while (b < i && is_py_space(u[b])) ++b;
+          words.push_back(u.substr(b, i - b));
+          break;
+        }
+        size_t j = i;
+        while (j > 0 && !is_py_space(u[j - 1])) --j;
+        words.push_back(u.substr(j, i - j));
+        i = j;
+      }
+      std::reverse(words.begin(), words.end());
+    }
+    for (const auto& w : words) out.emplace_back(utf8_encode(w));
+    return out;
+  }
+  const std::string& d = sep.str();
+  if (!sep.is_string()) raise("TypeError: must be str or None, not " + sep.type_name());
+  if (d.empty()) raise("ValueError: empty separator");
+  std::vector<std::string> parts;
+  if (!from_right) {
+    size_t start = 0;
+    for (;;) {
+      size_t p = s.find(d, start);
+      if (p == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit)) {
+        parts.push_back(s.substr(start));
+        break;
+      }
+      parts.push_back(s.substr(start, p - start));
+      start = p + d.size();
+    }
+  } else {
+    size_t end = s.size();
+    for (;;) {
+      size_t p = end >= d.size() ? s.rfind(d, end - d.size()) : std::string::npos;
+      if (p == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit)) {
+        parts.push_back(s.substr(0, end));
+        break;
+      }
+      parts.push_back(s.substr(p + d.size(), end - p - d.size()));
+      end = p;
+    }
+    std::reverse(parts.begin(), parts.end());
+  }
+  for (auto& p : parts) out.emplace_back(std::move(p));
+  return out;
+}
+
+std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count) {
+  std::string out;
+  if (old.empty()) {
+    std::u32string u = utf8_decode(s);
+    int64_t n = 0;
+    for (size_t i = 0; i <= u.size(); ++i) {
+      if (count < 0 || n < count) {
+        out += repl;
+        ++n;
+      }
+      if (i < u.size()) out += utf8_encode(u.substr(i, 1));
+    }
+    return out;
+  }
+  size_t start = 0;
+  int64_t n = 0;
+  for (;;) {
+    size_t p = s.find(old, start);
+    if (p == std::string::npos || (count >= 0 && n >= count)) break;
+    out += s.substr(start, p - start) + repl;
+    start = p + old.size();
+    ++n;
+  }
+  return out + s.substr(start);
+}
+
+std::string py_upper(const std::string& s) {
+  std::string out = s;
+  for (auto& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+  }
+  return out;
+}
+
+std::string py_lower(const std::string& s) {
+  std::string out = s;
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  }
+  return out;
+}
+
+std::string py_capitalize(const std::string& s) {
+  std::string out = py_lower(s);
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
+  return out;
+}
+
+namespace {
+
+std::string py_title(const std::string& s) {
+  std::string out = s;
+  bool prev_cased = false;
+  for (auto& c : out) {
+    bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
+    if (lower && !prev_cased) c = static_cast<char>(c - 32);
+    else if (upper && prev_cased) c = static_cast<char>(c + 32);
+    prev_cased = lower || upper || (static_cast<unsigned char>(c) >= 0x80 && prev_cased);
+  }
+  return out;
+}
+
+bool matches_affix(const std::string& s, const Value& affix, bool prefix) {
+  auto one = [&](const Value& a) {
+    if (!a.is_string()) raise("TypeError: " + std::string(prefix ? "startswith" : "endswith") +
+                              " first arg must be str or a tuple of str, not " + a.type_name());
+    const std::string& x = a.str();
+    if (x.size() > s.size()) return false;
+    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+  };
+  if (affix.is_list()) {
+    for (const auto& a : affix.items()) {
+      if (one(a)) return true;
+    }
+    return false;
+  }
+  return one(affix);
+}
+
+int64_t int_arg(const CallArgs& args, size_t i, const std::string& name, int64_t fallback) {
+  const Value* v = args.get(i, name);
+  if (!v || v->is_none()) return fallback;
+  if (!v->is_int() && !v->is_bool()) raise("TypeError: '" + v->type_name() + "' object cannot be interpreted as an integer");
+  return v->as_int();
+}
+
+std::string str_format(const std::string& fmt, const CallArgs& args) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    char c = fmt[i];
+    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out += '{';
+      ++i;
+    } else if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
+      out += '}';
+      ++i;
+    } else if (c == '{') {
+      size_t end = fmt.find('}', i);
+      if (end == std::string::npos) raise("ValueError: Single '{' encountered in format string");
+      std::string field = fmt.substr(i + 1, end - i - 1);
+      size_t colon = field.find(':');
+      if (colon != std::string::npos) field = field.substr(0, colon);
+      const Value* v = nullptr;
+      if (field.empty()) {
+        v = args.get(auto_index++, "\x01");
+      } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+        v = args.get(static_cast<size_t>(std::stoul(field)), "\x01");
+      } else {
+        v = args.get(static_cast<size_t>(-1), field);
+      }
+      if (!v) raise("IndexError: Replacement index out of range for positional args tuple");
+      out += v->to_str();
+      i = end;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Value str_method(const std::string& s, const std::string& name, const CallArgs& args) {
+  Value none = Value::none();
+  if (name == "strip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, true));
+  if (name == "lstrip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, false));
+  if (name == "rstrip") return Value(py_strip(s, arg_or(args, 0, "chars", none), false, true));
+  if (name == "split" || name == "rsplit") {
+    return Value::list(py_split(s, arg_or(args, 0, "sep", none), int_arg(args, 1, "maxsplit", -1), name == "rsplit"));
+  }
+  if (name == "splitlines") {
+    ValueList lines;
+    size_t start = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\n' || s[i] == '\r') {
+        lines.emplace_back(s.substr(start, i - start));
+        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+        start = i + 1;
+      }
+    }
+    if (start < s.size()) lines.emplace_back(s.substr(start));
+    return Value::list(std::move(lines));
+  }
+  if (name == "startswith" || name == "endswith") {
+    const Value* a = args.get(0, "prefix");
+    if (!a) raise("TypeError: " + name + "() takes at least 1 argument (0 given)");
+    return Value(matches_affix(s, *a, name == "startswith"));
+  }
+  if (name == "replace") {
+    const Value* o = args.get(0, "old");
+    const Value* r = args.get(1, "new");
+    if (!o || !r || !o->is_string() || !r->is_string()) raise("TypeError: replace() arguments must be str");
+    return Value(py_replace(s, o->str(), r->str(), int_arg(args, 2, "count", -1)));
+  }
+  if (name == "upper") return Value(py_upper(s));
+  if (name == "lower" || name == "casefold") return Value(py_lower(s));
+  if (name == "title") return Value(py_title(s));
+  if (name == "capitalize") return Value(py_capitalize(s));
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
+    const Value* a = args.get(0, "sub");
+    if (!a || !a->is_string()) raise("TypeError: must be str");
+    const std::string& sub = a->str();
+    if (name == "count") {
+      if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
+      int64_t n = 0;
+      for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+      return Value(n);
+    }
+    size_t p = (name == "find" || name == "index") ? s.find(sub) : s.rfind(sub);
+    if (p == std::string::npos) {
+      if (name == "index" || name == "rindex") raise("ValueError: substring not found");
+      return Value(static_cast<int64_t>(-1));
+    }
+    return Value(static_cast<int64_t>(utf8_length(s.substr(0, p))));
+  }
+  if (name == "join") {
+    const Value* a = args.get(0, "iterable");
+    if (!a) raise("TypeError: join() takes exactly one argument (0 given)");
+    std::string out;
+    bool first = true;
+    for (const auto& item : a->iterate()) {
+      if (!item.is_string()) raise("TypeError: sequence item: expected str instance, " + item.type_name() + " found");
+      if (!first) out += s;
+      first = false;
+      out += item.str();
+    }
+    return Value(out);
+  }
+  if (name == "format") return Value(str_format(s, args));
+  if (name == "removeprefix" || name == "removesuffix") {
+    std::string a = arg_or(args, 0, "prefix", Value("")).to_str();
+    if (name == "removeprefix" && s.compare(0, a.size(), a) == 0 && a.size() <= s.size()) return Value(s.substr(a.size()));
+    if (name == "removesuffix" && a.size() <= s.size() && s.compare(s.size() - a.size(), a.size(), a) == 0) {
+      return Value(s.substr(0, s.size() - a.size()));
+    }
+    return Value(s);
+  }
+  auto all_of = [&](auto pred) {
+    if (s.empty()) return Value(false);
+    for (unsigned char c : s) {
+      if (!pred(c)) return Value(false);
+    }
+    return Value(true);
+  };
+  if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") return all_of([](unsigned char c) { return std::isdigit(c) != 0; });
+  if (name == "isalpha") return all_of([](unsigned char c) { return std::isalpha(c) != 0 || c >= 0x80; });
+  if (name == "isalnum") return all_of([](unsigned char c) { return std::isalnum(c) != 0 || c >= 0x80; });
+  if (name == "isspace") return all_of([](unsigned char c) { return is_py_space(c); });
+  if (name == "islower") return Value(py_lower(s) == s && py_upper(s) != s);
+  if (name == "isupper") return Value(py_upper(s) == s && py_lower(s) != s);
+  raise("AttributeError: 'str' object has no attribute '" + name + "'");
+}
+
+Value dict_method(const Value& d, const std::string& name, const CallArgs& args) {
+  if (name == "get") {
+    const Value* k = args.get(0, "key");
+    if (!k) raise("TypeError: get expected at least 1 argument, got 0");
+    const Value* v = d.dict_items().find(key_string(*k));
+    return v ? *v : arg_or(args, 1, "default", Value::none());
+  }
+  ValueList out;
+  for (const auto& [k, v] : d.dict_items().items) {
+    if (name == "keys") out.emplace_back(k);
+    else if (name == "values") out.push_back(v);
+    else out.push_back(Value::list({Value(k), v}));
+  }
+  if (name == "copy") return Value::dict(d.dict_items());
+  return Value::list(std::move(out));
+}
+
+Value list_method(const Value& l, const std::string& name, const CallArgs& args) {
+  const Value* x = args.get(0, "value");
+  if (name == "copy") return Value::list(l.items());
+  if (!x) raise("TypeError: " + name + "() takes exactly one argument (0 given)");
+  int64_t n = 0;
+  for (size_t i = 0; i < l.items().size(); ++i) {
+    if (equals(l.items()[i], *x)) {
+      if (name == "index") return Value(static_cast<int64_t>(i));
+      ++n;
+    }
+  }
+  if (name == "index") raise("ValueError: " + x->repr() + " is not in list");
+  return Value(n);
+}
+
+const std::unordered_set<std::string> kStrMethods = {
+    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper",
+    "lower", "casefold", "title", "capitalize", "find", "rfind", "index", "rindex", "count", "join", "format",
+    "removeprefix", "removesuffix", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace",
+    "islower", "isupper"};
+const std::unordered_set<std::string> kDictMethods = {"get", "items", "keys", "values", "copy"};
+const std::unordered_set<std::string> kDictUnsafe = {"clear", "pop", "popitem", "setdefault", "update"};
+const std::unordered_set<std::string> kListMethods = {"index", "count", "copy"};
+const std::unordered_set<std::string> kListUnsafe = {"append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"};
+
+Value unsafe(const Value& obj, const std::string& name) {
+  return Value::undefined("SecurityError: access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
+}
+
+}  // namespace
+
+std::optional<Value> bound_method(const Value& obj, const std::string& name) {
+  if (obj.is_string() && kStrMethods.count(name)) {
+    std::string s = obj.str();
+    return Value::callable("str." + name, [s, name](Evaluator&, const CallArgs& args) { return str_method(s, name, args); });
+  }
+  if (obj.is_dict()) {
+    if (kDictUnsafe.count(name)) return unsafe(obj, name);
+    if (kDictMethods.count(name)) {
+      return Value::callable("dict." + name, [obj, name](Evaluator&, const CallArgs& args) { return dict_method(obj, name, args); });
+    }
+  }
+  if (obj.is_list()) {
+    if (kListUnsafe.count(name)) return unsafe(obj, name);
+    if (kListMethods.count(name)) {
+      return Value::callable("list." + name, [obj, name](Evaluator&, const CallArgs& args) { return list_method(obj, name, args); });
+    }
+  }
+  return std::nullopt;
+}
+
+Value resolve_attribute(const Value& item, const std::string& path) {
+  Value v = item;
+  size_t start = 0;
+  for (;;) {
+    size_t dot = path.find('.', start);
+    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    v = get_item(v, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
+    if (dot == std::string::npos) return v;
+    start = dot + 1;
+  }
+}
+
+}  // namespace lemma::jinja

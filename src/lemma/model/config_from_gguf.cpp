@@ -1,0 +1,118 @@
+#include "lemma/model/config_from_gguf.h"
+
+#include <vector>
+
+#include "lemma/base/error.h"
+#include "lemma/model/arch/arch_registry.h"
+#include "lemma/model/layers/linear.h"
+
+namespace lemma {
+
+namespace {
+
+class Keys {
+ public:
+  Keys(const GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  std::optional<int64_t> opt_int(std::string_view suffix) const { return file_.get_int(key(suffix)); }
+  std::optional<double> opt_float(std::string_view suffix) const { return file_.get_float(key(suffix)); }
+  std::optional<std::string> opt_string(std::string_view suffix) const { return file_.get_string(key(suffix)); }
+  int64_t require_int(std::string_view suffix) const {
+    auto v = opt_int(suffix);
+    if (!v) fail<FormatError>("{}: missing metadata key {}", file_.path(), key(suffix));
+    return *v;
+  }
+  std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
+
+ private:
+  const GgufFile& file_;
+  std::string arch_;
+};
+
+void read_rope_scaling(const GgufFile& file, const Keys& keys, ModelConfig& c) {
+  RopeScaling& s = c.rope.scaling;
+  std::string type = keys.opt_string("rope.scaling.type").value_or("none");
+  double factor = keys.opt_float("rope.scaling.factor").value_or(0.0);
+  if (auto legacy = keys.opt_float("rope.scale_linear"); legacy && type == "none" && *legacy != 1.0) {
+    type = "linear";
+    factor = *legacy;
+  }
+  if (type == "none" || ((type == "linear" || type == "yarn") && (factor == 0.0 || factor == 1.0))) {
+    s.type = RopeScalingType::kNone;
+  } else if (type == "linear") {
+    s.type = RopeScalingType::kLinear;
+    s.factor = factor;
+  } else if (type == "yarn") {
+    s.type = RopeScalingType::kYarn;
+    s.factor = factor;
+    s.original_max_position_embeddings =
+        keys.opt_int("rope.scaling.original_context_length").value_or(c.max_position_embeddings);
+    s.beta_fast = keys.opt_float("rope.scaling.yarn_beta_fast").value_or(32.0);
+    s.beta_slow = keys.opt_float("rope.scaling.yarn_beta_slow").value_or(1.0);
+    if (auto attn = keys.opt_float("rope.scaling.attn_factor"); attn && *attn != 1.0)
+      fail<Unsupported>("{}: {} = {} is not supported", file.path(), keys.key("rope.scaling.attn_factor"), *attn);
+  } else {
+    fail<Unsupported>("{}: {} \"{}\" is not supported (none, linear, yarn)", file.path(),
+                      keys.key("rope.scaling.type"), type);
+  }
+  if (const GgufTensor* freqs = file.tensor("rope_freqs.weight")) {
+    // Llama-3 scaling as per-frequency divisors of the base frequencies.
+    if (freqs->view.elements() != c.head_dim / 2)
+      fail<FormatError>("{}: rope_freqs.weight has {} values, expected head_dim/2 = {}", file.path(),
+                        freqs->view.elements(), c.head_dim / 2);
+    s.freq_divisors.resize(static_cast<size_t>(c.head_dim / 2));
+    layers::read_all_f32(freqs->view, s.freq_divisors);
+    if (s.type == RopeScalingType::kNone) s.type = RopeScalingType::kLlama3;
+  }
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GgufFile& file) {
+  const auto arch_name = file.get_string("general.architecture");
+  if (!arch_name) fail<FormatError>("{}: missing general.architecture", file.path());
+  const ArchSpec* arch = find_arch_by_gguf(*arch_name);
+  if (!arch)
+    fail<Unsupported>("{}: unsupported architecture \"{}\"; supported: {}", file.path(), *arch_name,
+                      supported_arch_names());
+  const Keys keys(file, *arch_name);
+  ModelConfig c;
+  c.arch = std::string(arch->name);
+  c.hidden_size = keys.require_int("embedding_length");
+  c.num_layers = keys.require_int("block_count");
+  c.intermediate_size = keys.require_int("feed_forward_length");
+  c.num_heads = keys.require_int("attention.head_count");
+  c.num_kv_heads = keys.opt_int("attention.head_count_kv").value_or(c.num_heads);
+  c.head_dim = keys.opt_int("attention.key_length").value_or(c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  if (auto value_length = keys.opt_int("attention.value_length"); value_length && *value_length != c.head_dim)
+    fail<Unsupported>("{}: value_length {} != key_length {} is not supported", file.path(), *value_length, c.head_dim);
+  c.max_position_embeddings = keys.opt_int("context_length").value_or(2048);
+  c.rms_norm_eps = static_cast<float>(keys.opt_float("attention.layer_norm_rms_epsilon").value_or(1e-5));
+
+  const GgufTensor* embedding = file.tensor("token_embd.weight");
+  if (auto vocab = keys.opt_int("vocab_size")) {
+    c.vocab_size = *vocab;
+  } else if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    c.vocab_size = static_cast<int64_t>(tokens->size());
+  } else if (embedding) {
+    c.vocab_size = embedding->view.shape[0];
+  }
+  c.tie_word_embeddings = file.tensor("output.weight") == nullptr;
+
+  c.rope.theta = keys.opt_float("rope.freq_base").value_or(10000.0);
+  c.rope.rotary_dim = keys.opt_int("rope.dimension_count").value_or(c.head_dim);
+  c.rope.layout = arch->gguf_rope_layout;
+  c.rope.max_position_embeddings = c.max_position_embeddings;
+  read_rope_scaling(file, keys, c);
+
+  if (auto window = keys.opt_int("attention.sliding_window"); window && *window > 0)
+    c.sliding_window.assign(static_cast<size_t>(c.num_layers), *window);
+  c.qkv_bias = arch->qkv_bias;
+  c.qk_norm = arch->qk_norm;
+  if (auto bos = file.get_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = static_cast<int32_t>(*bos);
+  if (auto eos = file.get_int("tokenizer.ggml.eos_token_id")) c.eos_token_id = static_cast<int32_t>(*eos);
+  c.validate();
+  return c;
+}
+
+}  // namespace lemma

@@ -1,0 +1,52 @@
+// ForwardBatch: the input of one model forward, a batch of sequences each with its new token ids,
+// how many of its tokens the KV cache already holds, and its block table. Plain data (spans into
+// caller-owned memory); the caller keeps the memory alive during forward().
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace lemma {
+
+enum class LogitsRequest {
+  kNone,  // no logits (e.g. a prefill chunk that is not the last)
+  kLast,  // logits of the last new token only (generation)
+  kAll,   // logits of every new token (scoring, perplexity, speculative verification)
+};
+
+struct SequenceInput {
+  std::span<const int32_t> token_ids;  // new tokens; they get positions num_cached .. num_cached + n - 1
+  int64_t num_cached = 0;              // tokens of this sequence already in the cache (positions 0..num_cached-1)
+  std::span<const int32_t> block_table;  // block ids covering positions 0 .. num_cached + n - 1
+  LogitsRequest logits = LogitsRequest::kLast;
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+  int64_t context_length() const { return num_cached + num_tokens(); }
+  int64_t num_logit_rows() const {
+    return logits == LogitsRequest::kAll ? num_tokens() : logits == LogitsRequest::kLast ? 1 : 0;
+  }
+};
+
+struct ForwardBatch {
+  std::vector<SequenceInput> sequences;
+
+  int64_t num_tokens() const {
+    int64_t n = 0;
+    for (const auto& s : sequences) n += s.num_tokens();
+    return n;
+  }
+  // Rows of the logits output: sequences in order, each contributing num_logit_rows().
+  int64_t num_logit_rows() const {
+    int64_t n = 0;
+    for (const auto& s : sequences) n += s.num_logit_rows();
+    return n;
+  }
+  int64_t max_context_length() const {
+    int64_t n = 0;
+    for (const auto& s : sequences) n = s.context_length() > n ? s.context_length() : n;
+    return n;
+  }
+};
+
+}  // namespace lemma

@@ -1,0 +1,26 @@
+#include "lemma/model/forward_workspace.h"
+
+namespace lemma {
+
+namespace {
+template <typename T>
+void grow(std::vector<T>& buffer, int64_t elements) {
+  if (static_cast<int64_t>(buffer.size()) < elements) buffer.resize(static_cast<size_t>(elements));
+}
+}  // namespace
+
+void ForwardWorkspace::reserve(const ModelConfig& c, int64_t num_tokens, int64_t num_logit_rows, int64_t max_context) {
+  grow(residual, num_tokens * c.hidden_size);
+  grow(normed, num_tokens * c.hidden_size);
+  grow(q, num_tokens * c.q_dim());
+  grow(k, num_tokens * c.kv_dim());
+  grow(v, num_tokens * c.kv_dim());
+  grow(attn_out, num_tokens * c.q_dim());
+  grow(gate, num_tokens * c.intermediate_size);
+  grow(up, num_tokens * c.intermediate_size);
+  grow(head_input, num_logit_rows * c.hidden_size);
+  grow(scores, max_context);
+  grow(positions, num_tokens);
+}
+
+}  // namespace lemma

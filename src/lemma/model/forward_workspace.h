@@ -1,0 +1,31 @@
+// ForwardWorkspace: the activation buffers of a forward, allocated once and reused across steps
+// (grown only when a batch needs more tokens or context than any before). One per concurrent
+// forward; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lemma/model/model_config.h"
+
+namespace lemma {
+
+struct ForwardWorkspace {
+  // Makes every buffer large enough for `num_tokens` new tokens, `num_logit_rows` logit rows and
+  // a context of `max_context` tokens. Allocates only when growing.
+  void reserve(const ModelConfig& config, int64_t num_tokens, int64_t num_logit_rows, int64_t max_context);
+
+  std::vector<float> residual;    // [tokens, hidden]
+  std::vector<float> normed;      // [tokens, hidden]
+  std::vector<float> q;           // [tokens, num_heads, head_dim]
+  std::vector<float> k;           // [tokens, num_kv_heads, head_dim]
+  std::vector<float> v;           // [tokens, num_kv_heads, head_dim]
+  std::vector<float> attn_out;    // [tokens, num_heads, head_dim]
+  std::vector<float> gate;        // [tokens, intermediate]
+  std::vector<float> up;          // [tokens, intermediate]
+  std::vector<float> head_input;  // [logit rows, hidden]
+  std::vector<float> scores;      // [max_context] attention scratch
+  std::vector<int64_t> positions;  // [tokens]
+};
+
+}  // namespace lemma

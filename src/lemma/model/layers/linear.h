@@ -1,0 +1,28 @@
+// Linear layers over weights kept in their file dtype (usually straight over the mmap):
+// y[M,N] = x[M,K] · W[N,K]^T (+ bias[N]), activations f32. Also the one-row dequantization used by the
+// embedding lookup. Pure functions, no allocation on the hot path beyond a per-call row buffer;
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "lemma/tensor/tensor_view.h"
+
+namespace lemma::layers {
+
+// True when linear()/read_row() can use weights of this dtype.
+bool is_supported_weight_dtype(DType dtype);
+
+// x: [M, K] f32 row-major; weight: [N, K] (any supported dtype); bias: [N] f32 or empty;
+// y: [M, N] f32 (overwritten).
+void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
+            std::span<float> y);
+
+// Row `row` of a [N, K] weight as f32: out has K elements.
+void read_row(const TensorView& weight, int64_t row, std::span<float> out);
+
+// A whole 1-D or small tensor as f32 (norm weights, biases, rope frequency divisors).
+void read_all_f32(const TensorView& tensor, std::span<float> out);
+
+}  // namespace lemma::layers

@@ -1,0 +1,137 @@
+#include "lemma/model/model.h"
+
+#include <cmath>
+
+#include "lemma/base/error.h"
+#include "lemma/model/layers/linear.h"
+#include "lemma/model/layers/paged_attention.h"
+#include "lemma/model/layers/rms_norm.h"
+#include "lemma/model/layers/rope.h"
+#include "lemma/model/layers/swiglu.h"
+
+namespace lemma {
+
+Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
+                          std::shared_ptr<const void> owner) {
+  config.validate();
+  Model m;
+  m.weights_ = load_model_weights(config, format, lookup);
+  m.rope_ = compute_rope_frequencies(config.rope, 0);
+  m.config_ = std::move(config);
+  m.format_ = format;
+  m.owner_ = std::move(owner);
+  return m;
+}
+
+void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<float> logits) const {
+  const ModelConfig& c = config_;
+  if (cache.num_layers() != c.num_layers)
+    fail<InvalidArgument>("forward: cache has {} layers, model {}", cache.num_layers(), c.num_layers);
+  for (size_t s = 0; s < batch.sequences.size(); ++s) {
+    const SequenceInput& seq = batch.sequences[s];
+    if (seq.num_cached < 0) fail<InvalidArgument>("forward: sequence {}: negative num_cached", s);
+    for (int32_t id : seq.token_ids)
+      if (id < 0 || id >= c.vocab_size)
+        fail<InvalidArgument>("forward: sequence {}: token id {} outside the vocabulary [0, {})", s, id, c.vocab_size);
+    const int64_t needed_blocks = (seq.context_length() + cache.block_size() - 1) / cache.block_size();
+    if (static_cast<int64_t>(seq.block_table.size()) < needed_blocks)
+      fail<InvalidArgument>("forward: sequence {}: {} tokens need {} blocks, block table has {}", s,
+                            seq.context_length(), needed_blocks, seq.block_table.size());
+    for (int64_t b = 0; b < needed_blocks; ++b) {
+      const int32_t id = seq.block_table[static_cast<size_t>(b)];
+      if (id < 0 || id >= cache.num_blocks())
+        fail<InvalidArgument>("forward: sequence {}: block id {} outside the cache's {} blocks", s, id,
+                              cache.num_blocks());
+    }
+  }
+  const int64_t needed = batch.num_logit_rows() * c.vocab_size;
+  if (static_cast<int64_t>(logits.size()) < needed)
+    fail<InvalidArgument>("forward: logits buffer has {} floats, needs {}", logits.size(), needed);
+}
+
+void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
+  validate(batch, cache, logits);
+  const ModelConfig& c = config_;
+  const int64_t T = batch.num_tokens();
+  const int64_t H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int64_t I = c.intermediate_size;
+  ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
+  if (T == 0) return;
+
+  // Embedding lookup and positions; one attention slice per sequence.
+  std::vector<layers::AttentionSequence> slices;
+  slices.reserve(batch.sequences.size());
+  int64_t row = 0;
+  for (const SequenceInput& seq : batch.sequences) {
+    slices.push_back({row, seq.num_tokens(), seq.context_length(), seq.block_table});
+    for (int64_t i = 0; i < seq.num_tokens(); ++i, ++row) {
+      layers::read_row(weights_.token_embedding, seq.token_ids[static_cast<size_t>(i)],
+                       std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
+      ws.positions[static_cast<size_t>(row)] = seq.num_cached + i;
+    }
+  }
+  const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
+  std::vector<RopeFrequencies> seq_rope;
+  if (dynamic_rope)
+    for (const SequenceInput& seq : batch.sequences)
+      seq_rope.push_back(compute_rope_frequencies(c.rope, seq.context_length()));
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
+    KvLayerView kv = cache.layer(l);
+
+    layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
+    layers::linear(ws.normed, T, w.q, w.q_bias, ws.q);
+    layers::linear(ws.normed, T, w.k, w.k_bias, ws.k);
+    layers::linear(ws.normed, T, w.v, w.v_bias, ws.v);
+    if (c.qk_norm) {
+      layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
+      layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
+    }
+    for (size_t s = 0; s < slices.size(); ++s) {
+      const auto& sl = slices[s];
+      const RopeFrequencies& freqs = dynamic_rope ? seq_rope[s] : rope_;
+      const auto positions = std::span<const int64_t>(ws.positions).subspan(static_cast<size_t>(sl.token_offset));
+      layers::apply_rope(std::span(ws.q).subspan(static_cast<size_t>(sl.token_offset * nh * hd)), sl.num_tokens, nh,
+                         hd, positions, freqs, c.rope.layout);
+      layers::apply_rope(std::span(ws.k).subspan(static_cast<size_t>(sl.token_offset * nkv * hd)), sl.num_tokens, nkv,
+                         hd, positions, freqs, c.rope.layout);
+      // Store the new keys/values at their slots.
+      for (int64_t i = 0; i < sl.num_tokens; ++i) {
+        const int64_t r = sl.token_offset + i;
+        const int64_t slot = kv.slot_offset(sl.block_table, ws.positions[static_cast<size_t>(r)]);
+        std::copy_n(ws.k.data() + r * nkv * hd, nkv * hd, kv.keys + slot);
+        std::copy_n(ws.v.data() + r * nkv * hd, nkv * hd, kv.values + slot);
+      }
+    }
+    layers::paged_attention(ws.q, kv, slices, {nh, scale, c.layer_sliding_window(l)}, ws.scores, ws.attn_out);
+    layers::linear(ws.attn_out, T, w.o, {}, ws.normed);
+    for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
+
+    layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
+    layers::linear(ws.normed, T, w.gate, {}, ws.gate);
+    layers::linear(ws.normed, T, w.up, {}, ws.up);
+    const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
+    layers::swiglu(act, std::span(ws.up).first(static_cast<size_t>(T * I)), act);
+    layers::linear(ws.gate, T, w.down, {}, ws.normed);
+    for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
+  }
+
+  // Gather the rows that want logits, normalise, project.
+  int64_t out_rows = 0;
+  for (size_t s = 0; s < slices.size(); ++s) {
+    const auto& sl = slices[s];
+    const LogitsRequest req = batch.sequences[s].logits;
+    const int64_t first = req == LogitsRequest::kAll ? 0 : sl.num_tokens - 1;
+    const int64_t count = batch.sequences[s].num_logit_rows();
+    if (count == 0) continue;
+    std::copy_n(ws.residual.data() + (sl.token_offset + first) * H, count * H, ws.head_input.data() + out_rows * H);
+    out_rows += count;
+  }
+  if (out_rows == 0) return;
+  layers::rms_norm(ws.head_input, out_rows, H, weights_.final_norm, c.rms_norm_eps, ws.head_input);
+  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits);
+}
+
+}  // namespace lemma

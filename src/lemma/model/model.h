@@ -1,0 +1,57 @@
+// Model: a loaded Llama-family decoder (config + weights over the mapped file) and its forward:
+// embedding, per layer RMSNorm -> attention over the block-table KV cache -> residual -> RMSNorm
+// -> SwiGLU MLP -> residual, then final RMSNorm and the LM head. Prefill and decode are the same
+// call (a sequence with num_cached = 0 and many tokens, or one new token after a prefix).
+// Move-only; immutable after load, so concurrent forward() calls are safe when each has its own
+// KvCache blocks and ForwardWorkspace.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "lemma/base/mapped_file.h"
+#include "lemma/model/forward_batch.h"
+#include "lemma/model/forward_workspace.h"
+#include "lemma/model/kv_cache.h"
+#include "lemma/model/model_config.h"
+#include "lemma/model/model_weights.h"
+
+namespace lemma {
+
+class Model {
+ public:
+  // A .gguf file, or a Hugging Face directory (config.json + model.safetensors or a sharded
+  // index), or a .safetensors file next to its config.json. Throws FormatError/Unsupported/IoError.
+  static Model open(const std::filesystem::path& path, LoadMode mode = LoadMode::kLazyMmap);
+  // From tensors already in memory (tests, converters). `owner` keeps their bytes alive.
+  static Model from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
+                            std::shared_ptr<const void> owner);
+
+  Model(Model&&) noexcept = default;
+  Model& operator=(Model&&) noexcept = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  WeightFormat format() const { return format_; }
+
+  // Runs the batch: writes the new tokens' keys/values into `cache` (at their block-table slots)
+  // and their logits into `logits` ([batch.num_logit_rows(), vocab] f32, sequences in order).
+  // Throws InvalidArgument (before touching the cache) for token ids out of range, block tables
+  // that do not cover the context or point outside the cache, or a too small `logits`.
+  void forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& workspace, std::span<float> logits) const;
+
+ private:
+  Model() = default;
+  void validate(const ForwardBatch& batch, const KvCache& cache, std::span<float> logits) const;
+
+  ModelConfig config_;
+  WeightFormat format_ = WeightFormat::kGguf;
+  ModelWeights weights_;
+  RopeFrequencies rope_;  // for every forward unless the scaling depends on the length (dynamic NTK)
+  std::shared_ptr<const void> owner_;
+};
+
+}  // namespace lemma

@@ -1,0 +1,52 @@
+// ModelConfig: the hyper-parameters of a decoder-only transformer (Llama family: Llama, Mistral,
+// Qwen2, Qwen3), independent of the file format they came from. Plain data; thread-safe to read.
+// Built by config_from_hf_json() / config_from_gguf(); validate() checks internal consistency.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lemma/model/rope_scaling.h"
+
+namespace lemma {
+
+struct ModelConfig {
+  std::string arch;  // registry name: "llama", "mistral", "qwen2", "qwen3"
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;     // query heads
+  int64_t num_kv_heads = 0;  // = num_heads (MHA), 1 (MQA) or a divisor (GQA)
+  int64_t head_dim = 0;      // may differ from hidden_size / num_heads (Qwen3)
+  int64_t max_position_embeddings = 0;
+  float rms_norm_eps = 1e-5f;
+
+  RopeConfig rope;
+
+  bool tie_word_embeddings = false;  // LM head = token embedding
+  bool qkv_bias = false;             // q/k/v projections carry biases (Qwen2)
+  bool qk_norm = false;              // per-head RMSNorm on q and k before RoPE (Qwen3)
+
+  // Keys visible to a query at position p in layer l: those at positions p' with
+  // p - p' < sliding_window[l] (0 = unlimited). Empty = no sliding window anywhere.
+  std::vector<int64_t> sliding_window;
+
+  std::optional<int32_t> bos_token_id;
+  std::optional<int32_t> eos_token_id;
+
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  int64_t layer_sliding_window(int64_t layer) const {
+    return sliding_window.empty() ? 0 : sliding_window[static_cast<size_t>(layer)];
+  }
+  // Throws InvalidArgument naming the first inconsistent field.
+  void validate() const;
+  // One line for logs: "llama: 2 layers, hidden 64, 4 heads x 16 (2 kv), vocab 512, rope default".
+  std::string summary() const;
+};
+
+}  // namespace lemma

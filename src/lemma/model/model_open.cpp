@@ -1,0 +1,50 @@
+// Model::open: picks the file format from the path and wires the format's tensor lookup into
+// Model::from_tensors. The opened file is kept alive by the Model (its views point into it).
+#include <memory>
+
+#include "lemma/base/error.h"
+#include "lemma/io/gguf.h"
+#include "lemma/io/safetensors_checkpoint.h"
+#include "lemma/model/config_from_gguf.h"
+#include "lemma/model/config_from_hf.h"
+#include "lemma/model/model.h"
+
+namespace lemma {
+
+namespace {
+
+Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
+  auto file = std::make_shared<GgufFile>(GgufFile::open(path.string(), mode));
+  ModelConfig config = config_from_gguf(*file);
+  const GgufFile* f = file.get();
+  TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {
+    const GgufTensor* t = f->tensor(name);
+    if (!t) return std::nullopt;
+    return t->view;
+  };
+  return Model::from_tensors(std::move(config), WeightFormat::kGguf, lookup, std::move(file));
+}
+
+Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode) {
+  ModelConfig config = config_from_hf_file(dir / "config.json");
+  auto file = std::make_shared<SafetensorsCheckpoint>(SafetensorsCheckpoint::open(weights.string(), mode));
+  const SafetensorsCheckpoint* f = file.get();
+  TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {
+    const SafetensorsTensor* t = f->tensor(name);
+    if (!t) return std::nullopt;
+    return t->view;
+  };
+  return Model::from_tensors(std::move(config), WeightFormat::kHf, lookup, std::move(file));
+}
+
+}  // namespace
+
+Model Model::open(const std::filesystem::path& path, LoadMode mode) {
+  if (std::filesystem::is_directory(path)) return open_hf(path, path, mode);
+  if (path.extension() == ".safetensors" || path.filename() == "model.safetensors.index.json")
+    return open_hf(path.parent_path(), path, mode);
+  if (path.filename() == "config.json") return open_hf(path.parent_path(), path.parent_path(), mode);
+  return open_gguf(path, mode);
+}
+
+}  // namespace lemma

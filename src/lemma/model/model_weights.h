@@ -1,0 +1,41 @@
+// ModelWeights: the tensors of a Llama-family model, found by name (weight_names.h) and checked
+// against the ModelConfig. Matrices stay TensorViews in their file dtype (usually over the mmap);
+// only 1-D tensors (norm weights, biases) are copied to f32 vectors at load. Immutable after
+// load; thread-safe to read. The views are valid while the file that owns them lives.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lemma/model/model_config.h"
+#include "lemma/model/weight_names.h"
+#include "lemma/tensor/tensor_view.h"
+
+namespace lemma {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;       // [hidden]
+  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  std::vector<float> q_bias, k_bias, v_bias;  // [q_dim], [kv_dim], [kv_dim] or empty
+  std::vector<float> q_norm, k_norm;  // [head_dim] or empty
+  std::vector<float> ffn_norm;        // [hidden]
+  TensorView gate, up, down;          // [ffn, hidden] x2, [hidden, ffn]
+};
+
+struct ModelWeights {
+  TensorView token_embedding;    // [vocab, hidden]
+  std::vector<float> final_norm;  // [hidden]
+  TensorView lm_head;            // [vocab, hidden] (= token_embedding when tied)
+  std::vector<LayerWeights> layers;
+};
+
+// Looks a tensor up by name; nullopt when absent.
+using TensorLookup = std::function<std::optional<TensorView>(const std::string& name)>;
+
+// Throws FormatError naming the tensor when one is missing or has the wrong shape, Unsupported for
+// weight dtypes lemma cannot multiply.
+ModelWeights load_model_weights(const ModelConfig& config, WeightFormat format, const TensorLookup& lookup);
+
+}  // namespace lemma

@@ -1,0 +1,210 @@
+// Model::forward against the float64 reference forward, and the KV-cache contracts: prefill then
+// decode equals one full forward; a batch with scattered block tables equals separate runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "lemma/base/error.h"
+#include "random_model.h"
+
+namespace lemma::testing {
+namespace {
+
+constexpr int64_t kBlockSize = 4;
+
+std::vector<int32_t> tokens_of(int64_t n, uint32_t seed, int64_t vocab) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  return t;
+}
+
+// All-position logits of one sequence from an empty, contiguous cache.
+std::vector<float> full_forward(const Model& model, const std::vector<int32_t>& tokens) {
+  const auto& c = model.config();
+  KvCache cache = KvCache::for_model(c, 64, kBlockSize);
+  ForwardWorkspace ws;
+  const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), kBlockSize);
+  ForwardBatch batch;
+  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(c.vocab_size));
+  model.forward(batch, cache, ws, logits);
+  return logits;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+double max_abs(const std::vector<double>& a) {
+  double m = 0;
+  for (double x : a) m = std::max(m, std::abs(x));
+  return m;
+}
+
+void expect_matches_reference(const ModelConfig& config, int64_t num_tokens) {
+  const RandomModel rm = make_random_model(config, 7);
+  const Model model = rm.build();
+  const auto tokens = tokens_of(num_tokens, 3, config.vocab_size);
+  const auto got = full_forward(model, tokens);
+  const auto want = reference_forward(rm, tokens);
+  EXPECT_LE(max_abs_diff(got, want), 1e-4 * max_abs(want) + 1e-5) << config.summary();
+}
+
+TEST(Forward, MatchesReferenceDefault) { expect_matches_reference(small_config(), 13); }
+
+TEST(Forward, MatchesReferenceVariants) {
+  ModelConfig mqa = small_config();
+  mqa.num_kv_heads = 1;
+  expect_matches_reference(mqa, 9);
+  ModelConfig mha = small_config();
+  mha.num_kv_heads = 4;
+  expect_matches_reference(mha, 9);
+  ModelConfig bias = small_config();
+  bias.qkv_bias = true;
+  expect_matches_reference(bias, 9);
+  ModelConfig qk = small_config();
+  qk.qk_norm = true;
+  qk.head_dim = 16;  // q_dim 64 != hidden 32, as in Qwen3
+  qk.rope.rotary_dim = 16;
+  expect_matches_reference(qk, 9);
+  ModelConfig tied = small_config();
+  tied.tie_word_embeddings = true;
+  expect_matches_reference(tied, 9);
+  ModelConfig linear = small_config();
+  linear.rope.scaling.type = RopeScalingType::kLinear;
+  linear.rope.scaling.factor = 4.0;
+  expect_matches_reference(linear, 9);
+}
+
+TEST(Forward, SlidingWindowMatchesReference) {
+  ModelConfig c = small_config();
+  c.sliding_window = {3, 5};
+  expect_matches_reference(c, 14);
+  // The window must matter: without it the logits differ.
+  const RandomModel windowed = make_random_model(c, 7);
+  ModelConfig full_cfg = c;
+  full_cfg.sliding_window.clear();
+  RandomModel full = windowed;
+  full.config = full_cfg;
+  const auto tokens = tokens_of(14, 3, c.vocab_size);
+  const auto a = full_forward(windowed.build(), tokens);
+  const auto b = full_forward(full.build(), tokens);
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(Forward, DynamicNtkMatchesReference) {
+  ModelConfig c = small_config();
+  c.max_position_embeddings = 8;
+  c.rope.max_position_embeddings = 8;
+  c.rope.scaling.type = RopeScalingType::kDynamicNtk;
+  c.rope.scaling.factor = 2.0;
+  expect_matches_reference(c, 20);  // longer than max_position_embeddings: the base is rescaled
+  // And it differs from plain RoPE.
+  const RandomModel dyn = make_random_model(c, 7);
+  RandomModel plain = dyn;
+  plain.config.rope.scaling = {};
+  const auto tokens = tokens_of(20, 3, c.vocab_size);
+  const auto a = full_forward(dyn.build(), tokens);
+  const auto b = full_forward(plain.build(), tokens);
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(Forward, PrefillThenDecodeEqualsFullForward) {
+  const RandomModel rm = make_random_model(small_config(), 11);
+  const Model model = rm.build();
+  const auto& c = model.config();
+  const auto tokens = tokens_of(15, 5, c.vocab_size);
+  const auto full = full_forward(model, tokens);
+
+  KvCache cache = KvCache::for_model(c, 16, kBlockSize);
+  ForwardWorkspace ws;
+  const std::vector<int32_t> table = {9, 3, 12, 0};  // scattered blocks
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  std::vector<float> logits(V);
+  const int64_t prompt = 6;
+  ForwardBatch prefill;
+  prefill.sequences.push_back({std::span(tokens).first(prompt), 0, table, LogitsRequest::kLast});
+  model.forward(prefill, cache, ws, logits);
+  for (size_t v = 0; v < V; ++v) ASSERT_NEAR(logits[v], full[(prompt - 1) * V + v], 1e-5);
+  for (int64_t p = prompt; p < static_cast<int64_t>(tokens.size()); ++p) {
+    ForwardBatch step;
+    step.sequences.push_back({std::span(tokens).subspan(static_cast<size_t>(p), 1), p, table, LogitsRequest::kLast});
+    model.forward(step, cache, ws, logits);
+    for (size_t v = 0; v < V; ++v) ASSERT_NEAR(logits[v], full[static_cast<size_t>(p) * V + v], 1e-5) << "pos " << p;
+  }
+}
+
+TEST(Forward, BatchOfSequencesEqualsSeparateRuns) {
+  const RandomModel rm = make_random_model(small_config(), 13);
+  const Model model = rm.build();
+  const auto& c = model.config();
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  const auto a = tokens_of(10, 1, c.vocab_size);
+  const auto b = tokens_of(7, 2, c.vocab_size);
+  const auto full_a = full_forward(model, a);
+  const auto full_b = full_forward(model, b);
+
+  KvCache cache = KvCache::for_model(c, 8, kBlockSize);
+  ForwardWorkspace ws;
+  const std::vector<int32_t> table_a = {5, 1, 6}, table_b = {2, 7};
+  // Step 1: prefix of a (4 tokens, all logits) and all of b (last logits) in one batch.
+  ForwardBatch batch;
+  batch.sequences.push_back({std::span(a).first(4), 0, table_a, LogitsRequest::kAll});
+  batch.sequences.push_back({b, 0, table_b, LogitsRequest::kLast});
+  std::vector<float> logits(5 * V);
+  model.forward(batch, cache, ws, logits);
+  for (size_t i = 0; i < 4 * V; ++i) ASSERT_NEAR(logits[i], full_a[i], 1e-5);
+  for (size_t v = 0; v < V; ++v) ASSERT_NEAR(logits[4 * V + v], full_b[6 * V + v], 1e-5);
+  // Step 2: the rest of a as a chunk (chunked prefill), nothing for b.
+  ForwardBatch rest;
+  rest.sequences.push_back({std::span(a).subspan(4), 4, table_a, LogitsRequest::kAll});
+  logits.assign(6 * V, 0.0f);
+  model.forward(rest, cache, ws, logits);
+  for (size_t i = 0; i < 6 * V; ++i) ASSERT_NEAR(logits[i], full_a[4 * V + i], 1e-5);
+}
+
+TEST(Forward, RejectsBadBatches) {
+  const Model model = make_random_model(small_config(), 1).build();
+  KvCache cache = KvCache::for_model(model.config(), 4, kBlockSize);
+  ForwardWorkspace ws;
+  std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
+  const std::vector<int32_t> bad_token = {1, 40}, ok = {1, 2, 3, 4, 5}, table = {0}, bad_block = {0, 4};
+  ForwardBatch b1;
+  b1.sequences.push_back({bad_token, 0, table, LogitsRequest::kLast});
+  EXPECT_THROW(model.forward(b1, cache, ws, logits), InvalidArgument);
+  ForwardBatch b2;
+  b2.sequences.push_back({ok, 0, table, LogitsRequest::kLast});  // 5 tokens need 2 blocks
+  EXPECT_THROW(model.forward(b2, cache, ws, logits), InvalidArgument);
+  ForwardBatch b3;
+  b3.sequences.push_back({ok, 0, bad_block, LogitsRequest::kLast});
+  EXPECT_THROW(model.forward(b3, cache, ws, logits), InvalidArgument);
+  ForwardBatch b4;
+  b4.sequences.push_back({ok, 0, std::vector<int32_t>{0, 1}, LogitsRequest::kAll});
+  EXPECT_THROW(model.forward(b4, cache, ws, logits), InvalidArgument);  // logits too small
+}
+
+TEST(Forward, MissingOrMisshapenTensorIsAFormatError) {
+  RandomModel rm = make_random_model(small_config(), 1);
+  rm.tensors = std::make_shared<std::map<std::string, std::vector<float>>>(*rm.tensors);
+  rm.tensors->erase("model.layers.1.mlp.up_proj.weight");
+  try {
+    rm.build();
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.1.mlp.up_proj.weight"), std::string::npos);
+  }
+  RandomModel rm2 = make_random_model(small_config(), 1);
+  rm2.shapes["model.layers.0.self_attn.k_proj.weight"] = Shape{8, 64};
+  EXPECT_THROW(rm2.build(), FormatError);
+}
+
+}  // namespace
+}  // namespace lemma::testing

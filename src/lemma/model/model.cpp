@@ -3,11 +3,11 @@
 #include <cmath>
 
 #include "lemma/base/error.h"
+#include "lemma/kernels/ops.h"
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/layers/rms_norm.h"
 #include "lemma/model/layers/rope.h"
-#include "lemma/model/layers/swiglu.h"
 
 namespace lemma {
 
@@ -113,7 +113,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     layers::linear(ws.normed, T, w.gate, {}, ws.gate);
     layers::linear(ws.normed, T, w.up, {}, ws.up);
     const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
-    layers::swiglu(act, std::span(ws.up).first(static_cast<size_t>(T * I)), act);
+    kernels::silu_mul(act, std::span(ws.up).first(static_cast<size_t>(T * I)), act);
     layers::linear(ws.gate, T, w.down, {}, ws.normed);
     for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
   }

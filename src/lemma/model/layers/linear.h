@@ -1,6 +1,7 @@
-// Linear layers over weights kept in their file dtype (usually straight over the mmap):
+// Linear layers over weights kept in their file dtype (usually straight over the mmap), through
+// kernels::matmul (f32/f16/bf16 vectorised, GGUF quants by reference):
 // y[M,N] = x[M,K] · W[N,K]^T (+ bias[N]), activations f32. Also the one-row dequantization used by the
-// embedding lookup. Pure functions, no allocation on the hot path beyond a per-call row buffer;
+// embedding lookup. Pure functions, no allocation;
 // thread-safe.
 #pragma once
 

@@ -45,7 +45,13 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (a.is_undefined()) raise_undefined(a);
   if (b.is_undefined()) raise_undefined(b);
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      // Markup + str escapes the plain operand (markupsafe), and the result stays Markup.
+      if (a.is_safe() || b.is_safe()) {
+        return Value::markup((a.is_safe() ? a.str() : html_escape(a.str())) + (b.is_safe() ? b.str() : html_escape(b.str())));
+      }
+      return Value(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list()) {
       ValueList items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
@@ -122,7 +128,7 @@ bool contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
-      return item.is_string() && container.dict_items().find(item.str()) != nullptr;
+      return container.dict_items().find(item) != nullptr;
     case Value::Kind::kUndefined: return false;
     default: raise("TypeError: argument of type '" + container.type_name() + "' is not iterable");
   }
@@ -151,12 +157,12 @@ Value get_attr(const Value& obj, const std::string& name) {
   switch (obj.kind()) {
     case Value::Kind::kUndefined: raise_undefined(obj);
     case Value::Kind::kNamespace: {
-      const Value* v = obj.dict_items().find(name);
+      const Value* v = obj.dict_items().get(name);
       return v ? *v : Value::undefined(undefined_hint("'Namespace object' has no attribute '" + name + "'"));
     }
     case Value::Kind::kDict: {
       if (auto m = bound_method(obj, name)) return *m;
-      const Value* v = obj.dict_items().find(name);
+      const Value* v = obj.dict_items().get(name);
       return v ? *v : Value::undefined(undefined_hint("'dict object' has no attribute '" + name + "'"));
     }
     default:
@@ -170,7 +176,7 @@ Value get_item(const Value& obj, const Value& key) {
     case Value::Kind::kUndefined: raise_undefined(obj);
     case Value::Kind::kDict:
     case Value::Kind::kNamespace: {
-      const Value* v = obj.dict_items().find(key_string(key));
+      const Value* v = obj.dict_items().find(key);
       if (v) return *v;
       if (key.is_string()) return get_attr(obj, key.str());
       return Value::undefined(undefined_hint("'dict object' has no attribute " + key.repr()));
@@ -242,8 +248,8 @@ std::string Evaluator::render(Dict variables) {
   globals_ = std::make_shared<Scope>();
   Dict builtins;
   add_globals(builtins);
-  for (auto& [k, v] : builtins.items) globals_->vars[k] = std::move(v);
-  for (auto& [k, v] : variables.items) globals_->vars[k] = std::move(v);
+  for (auto& [k, v] : builtins.items) globals_->vars[k.str()] = std::move(v);
+  for (auto& [k, v] : variables.items) globals_->vars[k.str()] = std::move(v);
   auto top = std::make_shared<Scope>();
   top->parent = globals_;
   std::string out;
@@ -354,8 +360,8 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std
     return exec_body(stmt.else_body, inner, out) == Flow::kBreak ? Flow::kNormal : Flow::kNormal;
   }
   const Value* outer_loop = scope->lookup("loop");
-  int64_t depth = outer_loop && outer_loop->is_dict() && outer_loop->dict_items().find("depth")
-                      ? outer_loop->dict_items().find("depth")->as_int() + 1
+  int64_t depth = outer_loop && outer_loop->is_dict() && outer_loop->dict_items().get("depth")
+                      ? outer_loop->dict_items().get("depth")->as_int() + 1
                       : 1;
   const int64_t n = static_cast<int64_t>(items.size());
   auto items_ptr = std::make_shared<ValueList>(items);
@@ -490,7 +496,7 @@ Value Evaluator::eval_inner(const Expr& expr, const ScopePtr& scope) {
       Dict d;
       for (size_t i = 0; i + 1 < expr.args.size(); i += 2) {
         Value k = eval(*expr.args[i], scope);
-        d.set(key_string(k), eval(*expr.args[i + 1], scope));
+        d.set(std::move(k), eval(*expr.args[i + 1], scope));
       }
       return Value::dict(std::move(d));
     }

@@ -25,10 +25,11 @@ Value f_default(Evaluator&, const Value& v, const CallArgs& args) {
 
 Value f_length(Evaluator&, const Value& v, const CallArgs&) { return Value(v.length()); }
 
-Value f_string(Evaluator&, const Value& v, const CallArgs&) { return Value(v.to_str()); }
+Value f_string(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() ? v : Value(v.to_str()); }
 
 Value f_trim(Evaluator&, const Value& v, const CallArgs& args) {
-  return Value(py_strip(v.to_str(), arg_or(args, 0, "chars", Value::none()), true, true));
+  std::string s = py_strip(v.to_str(), arg_or(args, 0, "chars", Value::none()), true, true);
+  return v.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
 }
 
 Value f_upper(Evaluator&, const Value& v, const CallArgs&) { return Value(py_upper(v.to_str())); }
@@ -127,7 +128,7 @@ Value f_items(Evaluator&, const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::generator({});
   if (!v.is_dict()) raise("TypeError: Can only get item pairs from a mapping.");
   ValueList out;
-  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({Value(k), x}));
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({k, x}));
   return Value::generator(std::move(out));
 }
 
@@ -137,7 +138,7 @@ Value f_dictsort(Evaluator&, const Value& v, const CallArgs& args) {
   std::string by = arg_or(args, 1, "by", Value("key")).to_str();
   bool reverse = arg_or(args, 2, "reverse", Value(false)).truthy();
   ValueList out;
-  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({Value(k), x}));
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({k, x}));
   size_t pos = by == "value" ? 1 : 0;
   std::stable_sort(out.begin(), out.end(), [&](const Value& a, const Value& b) {
     Value ka = sort_key(a.items()[pos], case_sensitive), kb = sort_key(b.items()[pos], case_sensitive);
@@ -219,6 +220,7 @@ Value select_items(Evaluator& ev, const Value& v, const CallArgs& args, bool by_
     test_args.keyword = args.keyword;
   }
   ValueList out;
+  if (!v.truthy()) return Value::generator({});  // Jinja: `if value:` guards the loop
   for (const auto& item : v.iterate()) {
     Value subject = by_attribute ? resolve_attribute(item, attribute) : item;
     bool pass = test.empty() ? subject.truthy() : apply_test(ev, test, subject, test_args);
@@ -233,6 +235,7 @@ Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return se
 
 Value f_map(Evaluator& ev, const Value& v, const CallArgs& args) {
   ValueList out;
+  if (!v.truthy()) return Value::generator({});  // Jinja: `if value:` guards the loop
   const Value* attribute = nullptr;
   for (const auto& [k, x] : args.keyword) {
     if (k == "attribute") attribute = &x;
@@ -310,22 +313,13 @@ Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
   return Value(r / scale);
 }
 
-Value f_safe(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() ? v : Value(v.to_str()); }
+Value f_safe(Evaluator&, const Value& v, const CallArgs&) { return v.is_safe() ? v : Value::markup(v.to_str()); }
 
 Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
-  std::string out;
-  for (char c : v.to_str()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value(out);
+  return v.is_safe() ? v : Value::markup(html_escape(v.to_str()));
 }
+
+Value f_forceescape(Evaluator&, const Value& v, const CallArgs&) { return Value::markup(html_escape(v.to_str())); }
 
 Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
   Value width = arg_or(args, 0, "width", Value(static_cast<int64_t>(4)));
@@ -410,7 +404,7 @@ const std::unordered_map<std::string, Filter>& registry() {
       {"dictsort", f_dictsort}, {"sort", f_sort}, {"unique", f_unique}, {"min", f_min}, {"max", f_max},
       {"sum", f_sum}, {"select", f_select}, {"reject", f_reject}, {"selectattr", f_selectattr},
       {"rejectattr", f_rejectattr}, {"map", f_map}, {"int", f_int}, {"float", f_float}, {"abs", f_abs},
-      {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_escape},
+      {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_forceescape},
       {"indent", f_indent}, {"batch", f_batch}, {"reverse", f_reverse}, {"format", f_format}, {"attr", f_attr},
       {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint},
   };

@@ -318,14 +318,14 @@ Value dict_method(const Value& d, const std::string& name, const CallArgs& args)
   if (name == "get") {
     const Value* k = args.get(0, "key");
     if (!k) raise("TypeError: get expected at least 1 argument, got 0");
-    const Value* v = d.dict_items().find(key_string(*k));
+    const Value* v = d.dict_items().find(*k);
     return v ? *v : arg_or(args, 1, "default", Value::none());
   }
   ValueList out;
   for (const auto& [k, v] : d.dict_items().items) {
-    if (name == "keys") out.emplace_back(k);
+    if (name == "keys") out.push_back(k);
     else if (name == "values") out.push_back(v);
-    else out.push_back(Value::list({Value(k), v}));
+    else out.push_back(Value::list({k, v}));
   }
   if (name == "copy") return Value::dict(d.dict_items());
   return Value::list(std::move(out));

@@ -43,6 +43,21 @@ std::string float_repr(double v) {
   return negative ? "-" + out : out;
 }
 
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string string_repr(const std::string& s) {
   char quote = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
   std::string out(1, quote);
@@ -131,13 +146,18 @@ void json_value(const Value& v, const JsonStyle& style, int level, std::string& 
         return;
       }
       if (style.sort_keys) {
-        std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return less_than(a.first, b.first); });
       }
       out += '{';
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += style.item_separator;
         newline_indent(style, level + 1, out);
-        json_string(items[i].first, out);
+        const Value& key = items[i].first;
+        if (key.is_string()) json_string(key.str(), out);
+        else if (key.is_none()) out += "\"null\"";
+        else if (key.is_bool()) out += key.as_bool() ? "\"true\"" : "\"false\"";
+        else if (key.is_number()) out += "\"" + key.repr() + "\"";
+        else raise("TypeError: keys must be str, int, float, bool or None, not " + key.type_name());
         out += style.key_separator;
         json_value(items[i].second, style, level + 1, out);
       }

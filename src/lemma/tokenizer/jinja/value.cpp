@@ -6,16 +6,24 @@ namespace lemma::jinja {
 
 void raise(std::string message) { throw RenderError{std::move(message)}; }
 
-const Value* Dict::find(const std::string& key) const {
+const Value* Dict::find(const Value& key) const {
+  if (key.is_string()) return get(key.str());
   for (const auto& [k, v] : items) {
-    if (k == key) return &v;
+    if (equals(k, key)) return &v;
   }
   return nullptr;
 }
 
-void Dict::set(const std::string& key, Value value) {
+const Value* Dict::get(std::string_view key) const {
+  for (const auto& [k, v] : items) {
+    if (k.is_string() && k.str() == key) return &v;
+  }
+  return nullptr;
+}
+
+void Dict::set(Value key, Value value) {
   for (auto& [k, v] : items) {
-    if (k == key) {
+    if (equals(k, key)) {
       v = std::move(value);
       return;
     }
@@ -45,6 +53,11 @@ Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t v) : kind_(Kind::kInt), i_(v) {}
 Value::Value(double v) : kind_(Kind::kFloat), f_(v) {}
 Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.safe_ = true;
+  return v;
+}
 
 Value Value::list(ValueList items) {
   Value v;
@@ -159,7 +172,7 @@ std::string Value::repr() const {
       for (const auto& [k, v] : dict_->items) {
         if (!first) out += ", ";
         first = false;
-        out += string_repr(k) + ": " + v.repr();
+        out += k.repr() + ": " + v.repr();
       }
       return out + (kind_ == Kind::kNamespace ? "}>" : "}");
     }
@@ -176,7 +189,7 @@ ValueList Value::iterate() const {
     case Kind::kGenerator: return *list_;
     case Kind::kDict: {
       ValueList keys;
-      for (const auto& [k, v] : dict_->items) keys.emplace_back(k);
+      for (const auto& [k, v] : dict_->items) keys.push_back(k);
       return keys;
     }
     case Kind::kString: {
@@ -248,11 +261,6 @@ bool less_than(const Value& a, const Value& b) {
     return x.size() < y.size();
   }
   raise("TypeError: '<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
-}
-
-std::string key_string(const Value& v) {
-  if (v.is_string()) return v.str();
-  return v.repr();
 }
 
 }  // namespace lemma::jinja

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,10 +25,12 @@ struct RenderError {
 class Value;
 using ValueList = std::vector<Value>;
 
+// A Python dict: keys are values (usually strings; templates also use int keys), insertion order kept.
 struct Dict {
-  std::vector<std::pair<std::string, Value>> items;
-  const Value* find(const std::string& key) const;
-  void set(const std::string& key, Value value);
+  std::vector<std::pair<Value, Value>> items;
+  const Value* find(const Value& key) const;
+  const Value* get(std::string_view key) const;  // string key
+  void set(Value key, Value value);
 };
 
 struct CallArgs {
@@ -77,6 +80,8 @@ class Value {
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
   bool is_listlike() const { return kind_ == Kind::kList || kind_ == Kind::kGenerator; }
+  bool is_safe() const { return safe_; }  // a Markup string (|safe, |escape)
+  static Value markup(std::string s);
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
@@ -103,6 +108,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
+  bool safe_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -114,8 +120,8 @@ class Value {
 bool equals(const Value& a, const Value& b);
 // Python ordering for < (numbers, strings, lists); raises TypeError otherwise.
 bool less_than(const Value& a, const Value& b);
-// Dict key for a value used as a subscript or `in` operand.
-std::string key_string(const Value& v);
+// markupsafe.escape: & < > " ' -> entities.
+std::string html_escape(const std::string& s);
 
 // Python-compatible formatting helpers (pyformat.cpp).
 std::string float_repr(double v);         // repr(float): 1.0, 0.1, 1e+16, inf, nan

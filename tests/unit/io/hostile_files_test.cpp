@@ -55,3 +55,32 @@ INSTANTIATE_TEST_SUITE_P(Cases, ValidSafetensors, ::testing::ValuesIn(valid_safe
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+const CraftedFile& valid_gguf(const std::string& name) {
+  static const auto files = valid_gguf_files();
+  for (const auto& f : files)
+    if (f.name == name) return f;
+  throw std::runtime_error("no crafted file " + name);
+}
+
+TEST(GgufVersions, Version2IsReadLikeVersion3) {
+  const auto f = GgufFile::parse(MappedFile::from_bytes(valid_gguf("valid_v2").bytes, "v2.gguf"));
+  EXPECT_EQ(f.version(), 2u);
+  ASSERT_EQ(f.tensors().size(), 2u);
+  EXPECT_EQ(f.tensor("b.weight")->view.shape, (Shape{2, 4}));
+  EXPECT_EQ(f.tensor("b.weight")->offset, 32u);
+}
+
+TEST(GgufVersions, VocabOnlyFileMayEndWithoutPadding) {
+  const auto& c = valid_gguf("valid_vocab_only");
+  EXPECT_NE(c.bytes.size() % 32, 0u);  // really unpadded
+  const auto f = GgufFile::parse(MappedFile::from_bytes(c.bytes, "vocab.gguf"));
+  EXPECT_TRUE(f.tensors().empty());
+  EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "gpt2");
+}
+
+}  // namespace
+}  // namespace lemma::testing

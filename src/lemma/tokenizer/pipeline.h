@@ -1,0 +1,42 @@
+// The loaded tokenizer state behind lemma::Tokenizer (internal to this folder). Built once by
+// a loader, then shared read-only. `model` refers to `vocab`, so a Pipeline never moves.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "lemma/tokenizer/added_tokens.h"
+#include "lemma/tokenizer/decoders.h"
+#include "lemma/tokenizer/model.h"
+#include "lemma/tokenizer/normalizers.h"
+#include "lemma/tokenizer/post_processor.h"
+#include "lemma/tokenizer/pre_tokenizers.h"
+#include "lemma/tokenizer/tokenizer.h"
+#include "lemma/tokenizer/vocab.h"
+
+namespace lemma::tok {
+
+struct Pipeline {
+  Pipeline() = default;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  Vocab vocab;
+  AddedTokens added;
+  NormalizerPtr normalizer;          // may be null
+  PreTokenizerPtr pre_tokenizer;     // may be null (the whole segment is one word)
+  std::unique_ptr<const Model> model;
+  DecoderPtr decoder;                // may be null (concatenate token texts)
+  PostProcessor post;
+  bool clean_up_spaces = false;      // transformers' clean_up_tokenization_spaces
+  std::optional<int32_t> bos, eos, eot, pad, unk;
+  std::string source;                // "tokenizer.json" or "gguf"
+  std::string model_kind;            // e.g. "BPE", "SPM"
+
+  static Tokenizer finish(std::unique_ptr<Pipeline> p) {
+    return Tokenizer(std::shared_ptr<const Pipeline>(std::move(p)));
+  }
+};
+
+}  // namespace lemma::tok

@@ -1,0 +1,49 @@
+#include "lemma/tokenizer/streaming.h"
+
+#include "lemma/tokenizer/utf8.h"
+
+namespace lemma {
+
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special)
+    : tok_(tok), skip_special_(skip_special) {}
+
+std::string StreamingDetokenizer::push(int32_t id) {
+  pending_.push_back(id);
+  std::vector<int32_t> window = context_;
+  window.insert(window.end(), pending_.begin(), pending_.end());
+  const std::string all = tok_.decode_raw(window, skip_special_);
+  // The context's text is normally a prefix of the window's; if a decoder rule changed it,
+  // fall back to emitting relative to the common length.
+  const size_t base = all.compare(0, context_text_.size(), context_text_) == 0
+                          ? context_text_.size()
+                          : std::min(context_text_.size(), all.size());
+  const std::string_view fresh = std::string_view(all).substr(std::min(all.size(), base + emitted_));
+  const size_t complete = tok::complete_utf8_prefix(fresh);
+  std::string out = tok::sanitize_utf8(fresh.substr(0, complete));
+  emitted_ += complete;
+  if (complete == fresh.size()) {
+    // Everything is out: the last id becomes the context for the next one.
+    context_.assign(1, pending_.back());
+    pending_.clear();
+    context_text_ = tok_.decode_raw(context_, skip_special_);
+    emitted_ = 0;
+  }
+  return out;
+}
+
+std::string StreamingDetokenizer::flush() {
+  if (pending_.empty()) return {};
+  std::vector<int32_t> window = context_;
+  window.insert(window.end(), pending_.begin(), pending_.end());
+  const std::string all = tok_.decode_raw(window, skip_special_);
+  const size_t base = all.compare(0, context_text_.size(), context_text_) == 0 ? context_text_.size()
+                                                                                 : std::min(context_text_.size(), all.size());
+  std::string out = tok::sanitize_utf8(std::string_view(all).substr(std::min(all.size(), base + emitted_)));
+  context_.clear();
+  pending_.clear();
+  context_text_.clear();
+  emitted_ = 0;
+  return out;
+}
+
+}  // namespace lemma

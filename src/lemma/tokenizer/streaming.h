@@ -1,0 +1,33 @@
+// StreamingDetokenizer: turns a stream of generated ids into text pieces that are always whole
+// UTF-8 code points, whatever the tokens split (byte-level BPE pieces, "<0xE2>" byte tokens).
+// It decodes a short window (one already-emitted context token + the pending ids) so per-token
+// decoder rules, such as SentencePiece's dummy-prefix space, behave as in a full decode().
+// One instance per output stream; not thread-safe. The Tokenizer must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lemma/tokenizer/tokenizer.h"
+
+namespace lemma {
+
+class StreamingDetokenizer {
+ public:
+  explicit StreamingDetokenizer(const Tokenizer& tok, bool skip_special = true);
+  // Newly completed text (possibly empty).
+  std::string push(int32_t id);
+  // Whatever is left; bytes that never formed a code point come out as U+FFFD.
+  std::string flush();
+
+ private:
+  const Tokenizer& tok_;
+  bool skip_special_;
+  std::vector<int32_t> context_;  // emitted ids kept for the decoder's context
+  std::vector<int32_t> pending_;  // ids whose text is not fully emitted yet
+  std::string context_text_;      // decode_raw(context_)
+  size_t emitted_ = 0;            // bytes of decode_raw(context_ + pending_) past context_text_ already returned
+};
+
+}  // namespace lemma

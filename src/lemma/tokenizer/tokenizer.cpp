@@ -1,0 +1,145 @@
+#include "lemma/tokenizer/tokenizer.h"
+
+#include <fmt/format.h>
+
+#include "lemma/base/error.h"
+#include "lemma/tokenizer/pipeline.h"
+#include "lemma/tokenizer/utf8.h"
+
+namespace lemma {
+namespace {
+
+// transformers' clean_up_tokenization: removes the spaces BPE decoding leaves before
+// punctuation and English contractions.
+std::string clean_up_tokenization(std::string s) {
+  static const std::pair<const char*, const char*> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) {
+    const std::string f = from, t = to;
+    std::string out;
+    size_t last = 0, pos;
+    while ((pos = s.find(f, last)) != std::string::npos) {
+      out.append(s, last, pos - last);
+      out += t;
+      last = pos + f.size();
+    }
+    out.append(s, last, std::string::npos);
+    s = std::move(out);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  const auto& p = *p_;
+  std::vector<int32_t> ids;
+  if (add_special) ids = p.post.prefix;
+  const std::string clean = tok::sanitize_utf8(text);
+  bool at_start = true;
+  for (auto& raw : p.added.split(clean, /*normalized_phase=*/false, parse_special)) {
+    if (raw.id >= 0) {
+      ids.push_back(raw.id);
+      at_start = false;
+      continue;
+    }
+    std::string normalized = p.normalizer ? p.normalizer->apply(std::move(raw.text)) : std::move(raw.text);
+    for (auto& seg : p.added.split(normalized, /*normalized_phase=*/true, parse_special)) {
+      if (seg.id >= 0) {
+        ids.push_back(seg.id);
+      } else {
+        std::vector<std::string> words{std::move(seg.text)};
+        if (p.pre_tokenizer) p.pre_tokenizer->apply(words, at_start);
+        for (const auto& w : words) p.model->encode_word(w, ids);
+      }
+      at_start = false;
+    }
+    at_start = false;
+  }
+  if (add_special) ids.insert(ids.end(), p.post.suffix.begin(), p.post.suffix.end());
+  return ids;
+}
+
+std::string Tokenizer::decode_impl(std::span<const int32_t> ids, bool skip_special, bool raw,
+                                   bool clean_up) const {
+  const auto& p = *p_;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= p.vocab.size()) {
+      fail<InvalidArgument>("token id {} is outside the vocabulary (size {})", id, p.vocab.size());
+    }
+    if (skip_special && is_special(id)) continue;
+    tokens.push_back(p.vocab.text(id));
+  }
+  if (p.decoder) p.decoder->apply(tokens, raw);
+  std::string text;
+  for (const auto& t : tokens) text += t;
+  if (raw) return text;
+  text = tok::sanitize_utf8(text);
+  return clean_up ? clean_up_tokenization(std::move(text)) : text;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  return decode_impl(ids, skip_special, false, p_->clean_up_spaces);
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special, bool clean_up_spaces) const {
+  return decode_impl(ids, skip_special, false, clean_up_spaces);
+}
+
+std::string Tokenizer::decode_raw(std::span<const int32_t> ids, bool skip_special) const {
+  return decode_impl(ids, skip_special, true, false);
+}
+
+int32_t Tokenizer::vocab_size() const { return p_->vocab.size(); }
+
+std::string_view Tokenizer::token_text(int32_t id) const {
+  if (id < 0 || id >= p_->vocab.size()) return {};
+  return p_->vocab.text(id);
+}
+
+std::optional<int32_t> Tokenizer::token_id(std::string_view text) const { return p_->vocab.find(text); }
+
+TokenType Tokenizer::token_type(int32_t id) const {
+  if (id < 0 || id >= p_->vocab.size()) return TokenType::kUnused;
+  return p_->vocab.type(id);
+}
+
+std::optional<int32_t> Tokenizer::bos_id() const { return p_->bos; }
+std::optional<int32_t> Tokenizer::eos_id() const { return p_->eos; }
+std::optional<int32_t> Tokenizer::eot_id() const { return p_->eot; }
+std::optional<int32_t> Tokenizer::pad_id() const { return p_->pad; }
+std::optional<int32_t> Tokenizer::unk_id() const { return p_->unk; }
+
+bool Tokenizer::adds_bos() const {
+  return p_->bos && !p_->post.prefix.empty() && p_->post.prefix.front() == *p_->bos;
+}
+
+bool Tokenizer::adds_eos() const {
+  return p_->eos && !p_->post.suffix.empty() && p_->post.suffix.back() == *p_->eos;
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+  const TokenType t = token_type(id);
+  return t == TokenType::kControl || t == TokenType::kUnknown;
+}
+
+std::string Tokenizer::summary() const {
+  const auto& p = *p_;
+  auto id_str = [&](const std::optional<int32_t>& id) {
+    return id ? fmt::format("{} '{}'", *id, p.vocab.text(*id)) : std::string("none");
+  };
+  size_t n_special = 0;
+  for (const auto& t : p.added.tokens()) n_special += t.special ? 1 : 0;
+  return fmt::format(
+      "{} tokenizer from {}: {} tokens ({} added, {} special); model {}; normalizer {}; "
+      "pre-tokenizer {}; decoder {}; bos {}, eos {}, eot {}, unk {}, pad {}; adds bos: {}, adds eos: {}",
+      p.model_kind, p.source, p.vocab.size(), p.added.tokens().size(), n_special, p.model->describe(),
+      p.normalizer ? p.normalizer->describe() : "none", p.pre_tokenizer ? p.pre_tokenizer->describe() : "none",
+      p.decoder ? p.decoder->describe() : "none", id_str(p.bos), id_str(p.eos), id_str(p.eot), id_str(p.unk),
+      id_str(p.pad), adds_bos(), adds_eos());
+}
+
+}  // namespace lemma

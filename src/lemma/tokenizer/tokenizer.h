@@ -1,0 +1,70 @@
+// lemma::Tokenizer: text <-> token ids for byte-level BPE and SentencePiece-style models,
+// built as the pipeline tokenizer.json describes (added tokens -> normalizer -> pre-tokenizer
+// -> model -> post-processor; decoder for the way back), from tokenizer.json or from GGUF
+// tokenizer.ggml.* metadata mapped onto the same pipeline.
+// Immutable after load; every const method is thread-safe. Copies share the loaded state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lemma/tokenizer/gguf_metadata.h"
+#include "lemma/tokenizer/vocab.h"
+
+namespace lemma {
+
+namespace tok {
+struct Pipeline;
+}
+
+class Tokenizer {
+ public:
+  // tokenizer.json + optional tokenizer_config.json in `dir`. Throws IoError / FormatError.
+  static Tokenizer from_hf_dir(const std::string& dir);
+  static Tokenizer from_hf_json(const std::string& tokenizer_json_text,
+                                const std::string& tokenizer_config_json_text /* may be empty */);
+  static Tokenizer from_gguf_metadata(const GgufMetadataLookup& md);
+
+  // add_special: add BOS/EOS as the model's metadata says. parse_special: match control-token
+  // text (e.g. "<|im_end|>") in `text`; non-special added tokens are always matched.
+  // Invalid UTF-8 in `text` is replaced by U+FFFD first.
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // Out-of-range ids throw InvalidArgument. Applies transformers' clean_up_tokenization_spaces
+  // when tokenizer_config.json asks for it; the overload below decides explicitly.
+  std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special, bool clean_up_spaces) const;
+
+  int32_t vocab_size() const;
+  std::string_view token_text(int32_t id) const;  // raw vocab string ("" out of range)
+  std::optional<int32_t> token_id(std::string_view text) const;
+  TokenType token_type(int32_t id) const;
+
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  std::optional<int32_t> eot_id() const;
+  std::optional<int32_t> pad_id() const;
+  std::optional<int32_t> unk_id() const;
+  bool adds_bos() const;
+  bool adds_eos() const;
+  // Control tokens (and the unknown token): dropped by decode(skip_special = true).
+  bool is_special(int32_t id) const;
+  std::string summary() const;
+
+  // Decoding without the final UTF-8 repair: bytes as the decoder produced them, possibly
+  // ending inside a code point. Used by StreamingDetokenizer.
+  std::string decode_raw(std::span<const int32_t> ids, bool skip_special) const;
+
+ private:
+  explicit Tokenizer(std::shared_ptr<const tok::Pipeline> p) : p_(std::move(p)) {}
+  std::string decode_impl(std::span<const int32_t> ids, bool skip_special, bool raw, bool clean_up) const;
+
+  std::shared_ptr<const tok::Pipeline> p_;
+  friend struct tok::Pipeline;
+};
+
+}  // namespace lemma

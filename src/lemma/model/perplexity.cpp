@@ -1,0 +1,64 @@
+#include "lemma/model/perplexity.h"
+
+#include <cmath>
+
+#include "lemma/base/error.h"
+
+namespace lemma {
+
+namespace {
+
+// -log softmax(logits)[target], in double.
+double negative_log_likelihood(std::span<const float> logits, int32_t target) {
+  float max_logit = logits[0];
+  for (float v : logits) max_logit = std::max(max_logit, v);
+  double sum = 0.0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v) - max_logit);
+  return std::log(sum) - (static_cast<double>(logits[static_cast<size_t>(target)]) - max_logit);
+}
+
+}  // namespace
+
+PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t> tokens,
+                                    const PerplexityOptions& options) {
+  const int64_t ctx = options.context;
+  if (ctx < 4) fail<InvalidArgument>("perplexity: context must be at least 4, got {}", ctx);
+  const int64_t num_chunks = static_cast<int64_t>(tokens.size()) / ctx;
+  if (num_chunks == 0)
+    fail<InvalidArgument>("perplexity: {} tokens are fewer than one context of {}", tokens.size(), ctx);
+  const int64_t vocab = model.config().vocab_size;
+  const int64_t first_scored = ctx / 2;
+
+  constexpr int64_t kBlockSize = 16;
+  KvCache cache = KvCache::for_model(model.config(), (ctx + kBlockSize - 1) / kBlockSize, kBlockSize);
+  const std::vector<int32_t> table = contiguous_block_table(ctx, kBlockSize);
+  ForwardWorkspace workspace;
+  std::vector<float> logits(static_cast<size_t>(ctx * vocab));
+  std::vector<int32_t> chunk(static_cast<size_t>(ctx));
+
+  PerplexityResult result;
+  result.num_chunks = num_chunks;
+  double total_nll = 0.0;
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    std::copy_n(tokens.begin() + c * ctx, ctx, chunk.begin());
+    if (options.bos_token_id) chunk[0] = *options.bos_token_id;
+    ForwardBatch batch;
+    batch.sequences.push_back({chunk, 0, table, LogitsRequest::kAll});
+    model.forward(batch, cache, workspace, logits);
+    double chunk_nll = 0.0;
+    for (int64_t i = first_scored; i < ctx - 1; ++i) {
+      const auto row = std::span<const float>(logits).subspan(static_cast<size_t>(i * vocab), static_cast<size_t>(vocab));
+      chunk_nll += negative_log_likelihood(row, chunk[static_cast<size_t>(i + 1)]);
+    }
+    const int64_t scored = ctx - 1 - first_scored;
+    total_nll += chunk_nll;
+    result.num_scored_tokens += scored;
+    result.chunk_mean_nll.push_back(chunk_nll / static_cast<double>(scored));
+    if (options.on_chunk)
+      options.on_chunk(c, num_chunks, std::exp(total_nll / static_cast<double>(result.num_scored_tokens)));
+  }
+  result.perplexity = std::exp(total_nll / static_cast<double>(result.num_scored_tokens));
+  return result;
+}
+
+}  // namespace lemma

@@ -1,0 +1,88 @@
+// Every tiny-* preset, from both its GGUF and its HF copy: all-position logits of the four golden
+// sequences within golden/README.md's f32 tolerance with argmax equal everywhere, and the 32-token
+// greedy continuation exactly (llama.cpp b4748 / 2026-07 as the reference).
+#include <gtest/gtest.h>
+
+#include "golden_models.h"
+#include "lemma/model/greedy_generate.h"
+#include "lemma/model/model.h"
+#include "support/shared_data.h"
+
+namespace lemma::testing {
+namespace {
+
+struct Case {
+  std::string preset;
+  bool gguf;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = info.param.preset + (info.param.gguf ? "_gguf" : "_hf");
+  for (char& ch : name)
+    if (ch == '-') ch = '_';
+  return name;
+}
+
+class ModelGolden : public ::testing::TestWithParam<Case> {
+ protected:
+  // Loads the golden JSON and the model; skips (fails under CI) when data or generator are missing.
+  void SetUp() override {
+    const auto json_path = shared_data("golden/models/" + GetParam().preset + ".json");
+    LEMMA_REQUIRE_SHARED(json_path);
+    std::string why;
+    const auto files = ensure_preset(GetParam().preset, why);
+    if (!files) {
+      if (running_in_ci()) FAIL() << why;
+      GTEST_SKIP() << why;
+    }
+    golden_ = &golden_json("models/" + GetParam().preset + ".json");
+    const auto& want = (*golden_)["files"][GetParam().gguf ? "gguf" : "safetensors"]["sha256"];
+    const auto path = GetParam().gguf ? files->gguf : files->hf_dir / "model.safetensors";
+    if (const auto sha = sha256_of(path)) {
+      ASSERT_EQ(*sha, want.get<std::string>()) << path;
+    }
+    model_.emplace(Model::open(GetParam().gguf ? files->gguf : files->hf_dir));
+  }
+
+  const nlohmann::json* golden_ = nullptr;
+  std::optional<Model> model_;
+};
+
+TEST_P(ModelGolden, AllPositionLogits) {
+  const int64_t vocab = model_->config().vocab_size;
+  ASSERT_EQ(vocab, (*golden_)["n_vocab"].get<int64_t>());
+  for (const auto& seq : (*golden_)["sequences"]) {
+    const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
+    constexpr int64_t kBlockSize = 16;
+    KvCache cache = KvCache::for_model(model_->config(), 16, kBlockSize);
+    ForwardWorkspace ws;
+    const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), kBlockSize);
+    ForwardBatch batch;
+    batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
+    std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab));
+    model_->forward(batch, cache, ws, logits);
+    const auto cmp = compare_logits(logits, vocab, seq["logits"], seq["argmax"]);
+    EXPECT_LE(cmp.max_abs_diff, cmp.tolerance()) << seq["name"] << ": max |logit| " << cmp.max_abs_golden;
+    EXPECT_EQ(cmp.argmax_mismatches, 0) << seq["name"];
+  }
+}
+
+TEST_P(ModelGolden, GreedyContinuation) {
+  const auto& greedy = (*golden_)["greedy"];
+  const auto prompt = greedy["prompt"].get<std::vector<int32_t>>();
+  const auto want = greedy["tokens"].get<std::vector<int32_t>>();
+  EXPECT_EQ(generate_greedy(*model_, prompt, greedy["n_predict"].get<int64_t>()), want);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const char* p : {"tiny", "tiny-gqa", "tiny-mqa", "tiny-qwen2", "tiny-qwen3", "tiny-rope-linear", "tiny-rope-yarn",
+                        "tiny-rope-llama3", "tiny-tied"})
+    for (bool gguf : {true, false}) cases.push_back({p, gguf});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, ModelGolden, ::testing::ValuesIn(all_cases()), case_name);
+
+}  // namespace
+}  // namespace lemma::testing

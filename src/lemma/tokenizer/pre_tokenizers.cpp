@@ -112,7 +112,7 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   void apply(std::vector<std::string>& pieces, bool) const override {
     std::vector<std::string> out;
     for (auto& p : pieces) {
-      if (add_prefix_space_ && (p.empty() || p[0] != ' ')) p.insert(p.begin(), ' ');
+      if (add_prefix_space_ && !p.empty() && p[0] != ' ') p.insert(p.begin(), ' ');
       if (re_) {
         split_piece(*re_, p, SplitBehavior::kIsolated, false, out);
       } else {

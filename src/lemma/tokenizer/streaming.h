@@ -2,7 +2,7 @@
 // UTF-8 code points, whatever the tokens split (byte-level BPE pieces, "<0xE2>" byte tokens).
 // It decodes a short window (one already-emitted context token + the pending ids) so per-token
 // decoder rules, such as SentencePiece's dummy-prefix space, behave as in a full decode().
-// One instance per output stream; not thread-safe. The Tokenizer must outlive it.
+// One instance per output stream; not thread-safe. It holds its own (shared) Tokenizer handle.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ class StreamingDetokenizer {
   std::string flush();
 
  private:
-  const Tokenizer& tok_;
+  Tokenizer tok_;
   bool skip_special_;
   std::vector<int32_t> context_;  // emitted ids kept for the decoder's context
   std::vector<int32_t> pending_;  // ids whose text is not fully emitted yet

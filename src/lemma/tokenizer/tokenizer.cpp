@@ -73,9 +73,14 @@ std::string Tokenizer::decode_impl(std::span<const int32_t> ids, bool skip_speci
     if (skip_special && is_special(id)) continue;
     tokens.push_back(p.vocab.text(id));
   }
-  if (p.decoder) p.decoder->apply(tokens, raw);
   std::string text;
-  for (const auto& t : tokens) text += t;
+  if (p.decoder) {
+    p.decoder->apply(tokens, raw);
+    for (const auto& t : tokens) text += t;
+  } else {
+    // HF joins the token texts with spaces when tokenizer.json has no decoder.
+    for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
+  }
   if (raw) return text;
   text = tok::sanitize_utf8(text);
   return clean_up ? clean_up_tokenization(std::move(text)) : text;

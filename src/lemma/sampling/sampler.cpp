@@ -1,0 +1,114 @@
+#include "lemma/sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace lemma {
+
+Sampler::Sampler(SamplingParams params, uint64_t default_seed)
+    : params_(std::move(params)), rng_(params_.seed.value_or(default_seed)) {}
+
+void Sampler::ensure_scratch(size_t vocab) {
+  if (work_.size() == vocab) return;
+  work_.assign(vocab, 0.0f);
+  ids_.assign(vocab, 0);
+  counts_.assign(vocab, 0);
+  flags_.assign(vocab, 0);
+  weights_.assign(vocab, 0.0);
+}
+
+SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                             std::span<const int32_t> output_tokens) {
+  ensure_scratch(logits.size());
+  SampleResult result;
+  std::span<float> work(work_);
+  std::copy(logits.begin(), logits.end(), work.begin());
+  result.nan_count = mask_nan(work);
+
+  apply_logit_bias(work, params_.logit_bias);
+  if (params_.repetition_penalty != 1.0f) {
+    apply_repetition_penalty(work, prompt_tokens, params_.repetition_penalty, flags_);
+    apply_repetition_penalty(work, output_tokens, params_.repetition_penalty, flags_);
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, counts_);
+  }
+
+  if (params_.is_greedy()) {
+    result.token = argmax(work);
+  } else {
+    apply_temperature(work, params_.temperature);
+    const size_t count = select_candidates(work);
+    result.token = count == 0 ? kNoToken : draw(work, count);
+  }
+
+  // Raw logprobs: reuse `work` for log_softmax of the unprocessed logits.
+  result.logprob = -std::numeric_limits<float>::infinity();
+  if (result.token != kNoToken) {
+    log_softmax(logits, work);
+    result.logprob = work[static_cast<size_t>(result.token)];
+  }
+  if (params_.logprobs > 0) {
+    result.top.resize(std::min(static_cast<size_t>(params_.logprobs), logits.size()));
+    top_logprobs(logits, result.top, ids_);
+  }
+  return result;
+}
+
+size_t Sampler::select_candidates(std::span<const float> logits) {
+  size_t count = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] > -std::numeric_limits<float>::infinity()) ids_[count++] = static_cast<int32_t>(i);
+  }
+  if (count == 0) return 0;
+  auto by_logit = [&](int32_t a, int32_t b) {
+    const float va = logits[static_cast<size_t>(a)], vb = logits[static_cast<size_t>(b)];
+    return va != vb ? va > vb : a < b;
+  };
+  const auto begin = ids_.begin();
+  const bool use_top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count;
+  if (use_top_k && params_.min_p <= 0.0f && params_.top_p >= 1.0f) {
+    std::partial_sort(begin, begin + params_.top_k, begin + static_cast<std::ptrdiff_t>(count), by_logit);
+  } else {
+    std::sort(begin, begin + static_cast<std::ptrdiff_t>(count), by_logit);
+  }
+  const double max = logits[static_cast<size_t>(ids_[0])];
+  if (params_.min_p > 0.0f) {  // p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p)
+    const double threshold = std::log(static_cast<double>(params_.min_p));
+    size_t keep = 1;
+    while (keep < count && logits[static_cast<size_t>(ids_[keep])] - max >= threshold) ++keep;
+    count = keep;
+  }
+  if (use_top_k) count = std::min(count, static_cast<size_t>(params_.top_k));
+  if (params_.top_p < 1.0f) {  // smallest prefix whose probability reaches top_p
+    double total = 0.0;
+    for (size_t i = 0; i < count; ++i) {
+      weights_[i] = std::exp(logits[static_cast<size_t>(ids_[i])] - max);
+      total += weights_[i];
+    }
+    double cumulative = 0.0;
+    size_t keep = 0;
+    while (keep < count && cumulative < params_.top_p * total) cumulative += weights_[keep++];
+    count = std::max<size_t>(keep, 1);
+  }
+  return count;
+}
+
+int32_t Sampler::draw(std::span<const float> logits, size_t count) {
+  const double max = logits[static_cast<size_t>(ids_[0])];
+  double total = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    weights_[i] = std::exp(logits[static_cast<size_t>(ids_[i])] - max);
+    total += weights_[i];
+  }
+  const double target = rng_.next_double() * total;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    cumulative += weights_[i];
+    if (target < cumulative) return ids_[i];
+  }
+  return ids_[count - 1];  // rounding left target at the very top
+}
+
+}  // namespace lemma

@@ -1,0 +1,54 @@
+// Sampler: one request's logits -> token, applying SamplingParams in vLLM's order:
+//   NaN masked -> logit_bias -> repetition/presence/frequency penalties -> greedy argmax if
+//   temperature is 0, else temperature -> min_p -> top_k -> top_p -> seeded inverse-CDF draw.
+// Reported logprobs are of the raw logits (vLLM's default "raw_logprobs"). Owns scratch buffers
+// sized to the vocabulary on first use (no allocation per step afterwards) and the request's Rng.
+// Not thread-safe: one Sampler per request.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lemma/sampling/logit_ops.h"
+#include "lemma/sampling/rng.h"
+#include "lemma/sampling/sampling_params.h"
+
+namespace lemma {
+
+struct SampleResult {
+  int32_t token = kNoToken;  // kNoToken: no finite logit remained (every logit NaN or -inf)
+  float logprob = 0.0f;      // raw log-softmax of `token` (-inf when token is kNoToken)
+  int64_t nan_count = 0;     // NaN logits seen (they are never sampled)
+  std::vector<TokenLogprob> top;  // params.logprobs entries when requested
+};
+
+class Sampler {
+ public:
+  // `params` must be valid (validate()); default_seed is used when params.seed is unset.
+  Sampler(SamplingParams params, uint64_t default_seed);
+
+  // `prompt_tokens` and `output_tokens` feed the penalties (repetition uses both, presence and
+  // frequency only the output). Consumes one Rng draw per non-greedy call.
+  SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                      std::span<const int32_t> output_tokens);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  void ensure_scratch(size_t vocab);
+  // Sorts the finite candidates (logit desc, id asc) and truncates by min_p, top_k, top_p;
+  // returns how many remain (a prefix of ids_).
+  size_t select_candidates(std::span<const float> logits);
+  int32_t draw(std::span<const float> logits, size_t count);
+
+  SamplingParams params_;
+  Rng rng_;
+  std::vector<float> work_;
+  std::vector<int32_t> ids_;
+  std::vector<int32_t> counts_;
+  std::vector<uint8_t> flags_;
+  std::vector<double> weights_;
+};
+
+}  // namespace lemma

@@ -1,0 +1,32 @@
+// SamplingParams: how one request turns logits into its next token (OpenAI/vLLM semantics).
+// Plain data, copyable; validate() is the boundary check (throws InvalidArgument naming the field).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace lemma {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0 (below 1e-5) = greedy
+  int32_t top_k = 0;                // <= 0: disabled
+  float top_p = 1.0f;               // (0, 1]; 1: disabled
+  float min_p = 0.0f;               // [0, 1]; 0: disabled
+  float repetition_penalty = 1.0f;  // > 0; 1: disabled (prompt and output tokens)
+  float presence_penalty = 0.0f;    // [-2, 2] (output tokens)
+  float frequency_penalty = 0.0f;   // [-2, 2] (output tokens)
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token -> added logit
+  std::optional<uint64_t> seed;     // unset: the sampler's default seed
+  int32_t logprobs = 0;             // top-n raw logprobs to report per token (0: none)
+
+  bool is_greedy() const { return temperature < kGreedyTemperature; }
+  // Throws InvalidArgument for values outside the ranges above, non-finite values, or
+  // logit_bias ids outside [0, vocab_size) (vocab_size <= 0 skips that check).
+  void validate(int64_t vocab_size = 0) const;
+
+  static constexpr float kGreedyTemperature = 1e-5f;
+};
+
+}  // namespace lemma

@@ -16,7 +16,8 @@ namespace {
 
 std::optional<int32_t> id_key(const GgufMetadataLookup& md, const tok::Vocab& vocab, const char* key) {
   auto v = md.get_int(key);
-  if (!v) return std::nullopt;
+  // -1 (often stored as uint32 0xFFFFFFFF) is the converters' way of saying "none".
+  if (!v || *v == -1 || *v == 0xFFFFFFFF) return std::nullopt;
   if (*v < 0 || *v >= vocab.size()) {
     log().warn("tokenizer: GGUF {} = {} is outside the vocabulary; ignored", key, *v);
     return std::nullopt;

@@ -95,7 +95,14 @@ class SplitPreTokenizer final : public PreTokenizer {
     for (const auto& p : pieces) split_piece(re_, p, behavior_, invert_, out);
     pieces = std::move(out);
   }
-  std::string describe() const override { return "Split(" + re_.pattern() + ")"; }
+  std::string describe() const override {
+    // Long patterns are shortened (at a UTF-8 boundary) to keep summaries to one paragraph.
+    const std::string& pat = re_.pattern();
+    if (pat.size() <= 40) return "Split(" + pat + ")";
+    size_t cut = 40;
+    while (cut > 0 && (static_cast<unsigned char>(pat[cut]) & 0xC0) == 0x80) --cut;
+    return "Split(" + pat.substr(0, cut) + "...)";
+  }
 
  private:
   Regex re_;

@@ -246,3 +246,24 @@ TEST(TokenizerPerformance, LoadAndEncodeWikitext) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+TEST(Tokenizer, SummaryNamesModelPreTokenizerAndSpecialIds) {
+  const auto path = testing::shared_data("tokenizers/ggml-vocab-deepseek-llm.gguf");
+  LEMMA_REQUIRE_SHARED(path);
+  const Tokenizer tok = Tokenizer::from_gguf_metadata(testing::GgufTestReader(path.string()));
+  const std::string s = tok.summary();
+  std::printf("%s\n", s.c_str());
+  EXPECT_NE(s.find("deepseek-llm"), std::string::npos);
+  EXPECT_NE(s.find("102400"), std::string::npos);
+  EXPECT_NE(s.find("bos 100000"), std::string::npos);
+  EXPECT_TRUE(tok.adds_bos());
+  const Tokenizer hf = Tokenizer::from_hf_dir(testing::shared_data("hf/llama2-spm").string());
+  std::printf("%s\n", hf.summary().c_str());
+  EXPECT_NE(hf.summary().find("byte_fallback"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lemma

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "lemma/base/logging.h"
+#include "lemma/kernels/dequantize.h"
 #include "lemma/kernels/reference/reference_kernels.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
@@ -13,6 +14,20 @@ namespace {
 template <DType T>
 void reference(const MatmulArgs& args) {
   matmul_reference(T, args);
+}
+
+// Quantized weights: the reference decoder feeding vectorised FMAs.
+template <DType T, Isa I>
+void dequant_then_fma(const MatmulArgs& args) {
+  const DequantizeFn decode = dequantize_fn(T);
+  const DTypeInfo& info = dtype_info(T);
+  const auto elements = static_cast<int64_t>(info.block_elements);
+  const auto bytes = static_cast<int64_t>(info.block_bytes);
+  if constexpr (I == Isa::kAvx2) {
+    x86::matmul_dequant_avx2(args, decode, elements, bytes);
+  } else {
+    x86::matmul_dequant_avx512(args, decode, elements, bytes);
+  }
 }
 
 constexpr auto kF32 = MatmulPrecision::kF32Activations;
@@ -37,6 +52,22 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_f32", DType::kF32, Isa::kAvx512, kF32, false, x86::matmul_f32_avx512},
     {"avx512_f16", DType::kF16, Isa::kAvx512, kF32, false, x86::matmul_f16_avx512},
     {"avx512_bf16", DType::kBF16, Isa::kAvx512, kF32, false, x86::matmul_bf16_avx512},
+    {"avx2_q4_0", DType::kQ4_0, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_0, Isa::kAvx2>},
+    {"avx2_q4_1", DType::kQ4_1, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_1, Isa::kAvx2>},
+    {"avx2_q5_0", DType::kQ5_0, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ5_0, Isa::kAvx2>},
+    {"avx2_q5_1", DType::kQ5_1, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ5_1, Isa::kAvx2>},
+    {"avx2_q8_0", DType::kQ8_0, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ8_0, Isa::kAvx2>},
+    {"avx2_q4_k", DType::kQ4_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_K, Isa::kAvx2>},
+    {"avx2_q5_k", DType::kQ5_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ5_K, Isa::kAvx2>},
+    {"avx2_q6_k", DType::kQ6_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ6_K, Isa::kAvx2>},
+    {"avx512_q4_0", DType::kQ4_0, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_0, Isa::kAvx512>},
+    {"avx512_q4_1", DType::kQ4_1, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_1, Isa::kAvx512>},
+    {"avx512_q5_0", DType::kQ5_0, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ5_0, Isa::kAvx512>},
+    {"avx512_q5_1", DType::kQ5_1, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ5_1, Isa::kAvx512>},
+    {"avx512_q8_0", DType::kQ8_0, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ8_0, Isa::kAvx512>},
+    {"avx512_q4_k", DType::kQ4_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_K, Isa::kAvx512>},
+    {"avx512_q5_k", DType::kQ5_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ5_K, Isa::kAvx512>},
+    {"avx512_q6_k", DType::kQ6_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ6_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);

@@ -13,8 +13,10 @@ TEST(Registry, PicksHighestIsaAndFallsBack) {
   EXPECT_EQ(kernel_name_for(DType::kF32, 64, Isa::kAvx2), "avx2_f32");
   EXPECT_EQ(kernel_name_for(DType::kBF16, 64, Isa::kAvx512), "avx512_bf16");
   EXPECT_EQ(kernel_name_for(DType::kF16, 64, Isa::kAmx), "avx512_f16");  // no AMX kernel yet
-  EXPECT_EQ(kernel_name_for(DType::kQ4_K, 512, Isa::kAvx512), "reference_q4_k");
-  EXPECT_EQ(kernel_name_for(DType::kQ8_0, 96, Isa::kAvx2), "reference_q8_0");
+  EXPECT_EQ(kernel_name_for(DType::kQ4_K, 512, Isa::kScalar), "reference_q4_k");
+  EXPECT_EQ(kernel_name_for(DType::kQ4_K, 512, Isa::kAvx512), "avx512_q4_k");
+  EXPECT_EQ(kernel_name_for(DType::kQ8_0, 96, Isa::kAvx2), "avx2_q8_0");
+  EXPECT_EQ(kernel_name_for(DType::kQ6_K, 256, Isa::kAmx), "avx512_q6_k");
 }
 
 TEST(Registry, ShapeAndDtypeLimits) {

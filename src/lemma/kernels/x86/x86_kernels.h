@@ -10,6 +10,10 @@
 
 namespace lemma::kernels::x86 {
 
+// Decodes n stored values (whole blocks) to f32; the same type as DequantizeFn, restated here so
+// the ISA files need not include dtype headers with inline code.
+using RowDecoder = void (*)(const void* src, float* dst, int64_t n);
+
 void convert_f16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
 void convert_f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
 void convert_bf16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
@@ -27,6 +31,11 @@ void matmul_bf16_avx2(const MatmulArgs& args);
 void matmul_f32_avx512(const MatmulArgs& args);
 void matmul_f16_avx512(const MatmulArgs& args);
 void matmul_bf16_avx512(const MatmulArgs& args);
+
+// Block-quantized weights (blocks of block_elements values in block_bytes bytes; K a multiple of
+// block_elements and of 8), decoded 256 values at a time with `decode`.
+void matmul_dequant_avx2(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
+void matmul_dequant_avx512(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
 
 // bf16 weights with x rounded to bf16 and vdpbf16ps (needs CpuFeatures::avx512_bf16).
 void matmul_bf16_dpbf16_avx512(const MatmulArgs& args);

@@ -16,6 +16,8 @@ struct Case {
   bool gguf;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.preset << (c.gguf ? " (gguf)" : " (hf)"); }
+
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string name = info.param.preset + (info.param.gguf ? "_gguf" : "_hf");
   for (char& ch : name)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lemma/base/error.h"
+#include "lemma/model/weight_names.h"
 #include "random_model.h"
 
 namespace lemma::testing {
@@ -204,6 +205,45 @@ TEST(Forward, MissingOrMisshapenTensorIsAFormatError) {
   RandomModel rm2 = make_random_model(small_config(), 1);
   rm2.shapes["model.layers.0.self_attn.k_proj.weight"] = Shape{8, 64};
   EXPECT_THROW(rm2.build(), FormatError);
+}
+
+}  // namespace
+}  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+// llama.cpp's GGUF llama layout: q/k rows permuted within each head (row 2i+t <- row t*d/2+i) and
+// interleaved RoPE compute the same function as HF's layout with half-split RoPE.
+void expect_interleaved_equals_half_split(int64_t head_dim, int64_t num_tokens) {
+  ModelConfig c = small_config();
+  c.head_dim = head_dim;
+  c.rope.rotary_dim = head_dim;
+  const RandomModel hf = make_random_model(c, 21);
+  RandomModel gguf_like = hf;
+  gguf_like.tensors = std::make_shared<std::map<std::string, std::vector<float>>>(*hf.tensors);
+  gguf_like.config.rope.layout = RopeLayout::kInterleaved;
+  for (int64_t l = 0; l < c.num_layers; ++l)
+    for (auto role : {WeightRole::kQ, WeightRole::kK}) {
+      const std::string name = weight_name(WeightFormat::kHf, role, l);
+      const auto& src = hf.at(name);
+      auto& dst = (*gguf_like.tensors)[name];
+      const int64_t K = c.hidden_size, heads = static_cast<int64_t>(src.size()) / (K * head_dim);
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < head_dim / 2; ++i)
+          for (int64_t t = 0; t < 2; ++t)
+            std::copy_n(src.begin() + (h * head_dim + t * head_dim / 2 + i) * K, K,
+                        dst.begin() + (h * head_dim + 2 * i + t) * K);
+    }
+  const auto tokens = tokens_of(num_tokens, 4, c.vocab_size);
+  const auto a = full_forward(hf.build(), tokens);
+  const auto b = full_forward(gguf_like.build(), tokens);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4) << "head_dim " << head_dim << " element " << i;
+}
+
+TEST(Forward, InterleavedRopeOnPermutedRowsEqualsHalfSplit) {
+  expect_interleaved_equals_half_split(8, 7);
+  expect_interleaved_equals_half_split(64, 7);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ struct Expr {
     kTest,       // args[0] is [not] name(args[1..])
     kUnary,      // name in {"not", "-", "+"}, args[0]
     kBinary,     // name = operator, args[0], args[1]
+    kCompare,    // chained comparison: args[0] then kwargs = (operator, operand)...
     kCondition,  // args[1] if args[0] else args[2] (args[2] may be null)
   };
   Kind kind;

@@ -22,7 +22,10 @@ std::string undefined_hint(const std::string& what) { return "UndefinedError: " 
 
 std::string object_name(const Value& v) {
   if (v.is_none()) return "'None'";
-  return "'" + v.type_name() + " object'";
+  std::string out = "'";
+  out += v.type_name();
+  out += " object'";
+  return out;
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
@@ -360,9 +363,8 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std
     return exec_body(stmt.else_body, inner, out) == Flow::kBreak ? Flow::kNormal : Flow::kNormal;
   }
   const Value* outer_loop = scope->lookup("loop");
-  int64_t depth = outer_loop && outer_loop->is_dict() && outer_loop->dict_items().get("depth")
-                      ? outer_loop->dict_items().get("depth")->as_int() + 1
-                      : 1;
+  (void)outer_loop;
+  const int64_t depth = 1;  // only recursive loops nest depth, and those are not supported
   const int64_t n = static_cast<int64_t>(items.size());
   auto items_ptr = std::make_shared<ValueList>(items);
   for (int64_t i = 0; i < n; ++i) {
@@ -440,7 +442,7 @@ Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& scope) {
     }
     ValueList varargs;
     for (size_t i = params.size(); i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
-    inner->vars["varargs"] = Value::list(std::move(varargs));
+    inner->vars["varargs"] = Value::tuple(std::move(varargs));
     Dict kwargs;
     for (const auto& [k, v] : args.keyword) {
       bool is_param = false;
@@ -490,7 +492,7 @@ Value Evaluator::eval_inner(const Expr& expr, const ScopePtr& scope) {
     case Expr::Kind::kTuple: {
       ValueList items;
       for (const auto& a : expr.args) items.push_back(eval(*a, scope));
-      return Value::list(std::move(items));
+      return expr.kind == Expr::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     case Expr::Kind::kDict: {
       Dict d;
@@ -535,6 +537,16 @@ Value Evaluator::eval_inner(const Expr& expr, const ScopePtr& scope) {
       return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
     }
     case Expr::Kind::kBinary: return eval_binary(expr, scope);
+    case Expr::Kind::kCompare: {
+      // a < b < c == (a < b) and (b < c), each operand evaluated once.
+      Value left = eval(*expr.args[0], scope);
+      for (const auto& [op, operand] : expr.kwargs) {
+        Value right = eval(*operand, scope);
+        if (!binary_op(op, left, right).truthy()) return Value(false);
+        left = std::move(right);
+      }
+      return Value(true);
+    }
     case Expr::Kind::kCondition: {
       if (eval(*expr.args[0], scope).truthy()) return eval(*expr.args[1], scope);
       if (expr.args[2]) return eval(*expr.args[2], scope);

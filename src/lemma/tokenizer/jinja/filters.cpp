@@ -38,22 +38,19 @@ Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return Value(p
 
 Value f_title(Evaluator&, const Value& v, const CallArgs&) {
   // Jinja splits at runs of [-\s({\[<] and capitalizes each word.
-  std::string s = v.to_str(), out;
+  std::u32string out;
   bool word_start = true;
-  for (char c : s) {
-    bool sep = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' ||
-               c == '{' || c == '[' || c == '<';
+  for (char32_t c : utf8_decode(v.to_str())) {
+    bool sep = c == '-' || is_py_space(c) || c == '(' || c == '{' || c == '[' || c == '<';
     if (sep) {
       out += c;
       word_start = true;
-    } else if (word_start) {
-      out += (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
-      word_start = false;
     } else {
-      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+      out += word_start ? cp_upper(c) : cp_lower(c);
+      word_start = false;
     }
   }
-  return Value(out);
+  return Value(utf8_encode(out));
 }
 
 Value f_replace(Evaluator&, const Value& v, const CallArgs& args) {
@@ -128,7 +125,7 @@ Value f_items(Evaluator&, const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::generator({});
   if (!v.is_dict()) raise("TypeError: Can only get item pairs from a mapping.");
   ValueList out;
-  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({k, x}));
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::tuple({k, x}));
   return Value::generator(std::move(out));
 }
 
@@ -138,7 +135,7 @@ Value f_dictsort(Evaluator&, const Value& v, const CallArgs& args) {
   std::string by = arg_or(args, 1, "by", Value("key")).to_str();
   bool reverse = arg_or(args, 2, "reverse", Value(false)).truthy();
   ValueList out;
-  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::list({k, x}));
+  for (const auto& [k, x] : v.dict_items().items) out.push_back(Value::tuple({k, x}));
   size_t pos = by == "value" ? 1 : 0;
   std::stable_sort(out.begin(), out.end(), [&](const Value& a, const Value& b) {
     Value ka = sort_key(a.items()[pos], case_sensitive), kb = sort_key(b.items()[pos], case_sensitive);
@@ -377,7 +374,11 @@ Value f_format(Evaluator&, const Value& v, const CallArgs& args) {
 }
 
 Value f_attr(Evaluator&, const Value& v, const CallArgs& args) {
-  return get_attr(v, arg_or(args, 0, "name", Value("")).to_str());
+  // getattr only: dict keys are not attributes.
+  std::string name = arg_or(args, 0, "name", Value("")).to_str();
+  if (v.is_namespace()) return get_attr(v, name);
+  if (auto m = bound_method(v, name)) return *m;
+  return Value::undefined("UndefinedError: '" + v.type_name() + " object' has no attribute '" + name + "'");
 }
 
 Value f_center(Evaluator&, const Value& v, const CallArgs& args) {
@@ -417,7 +418,7 @@ bool has_filter(const std::string& name) { return registry().count(name) != 0; }
 
 Value apply_filter(Evaluator& ev, const std::string& name, const Value& subject, const CallArgs& args) {
   auto it = registry().find(name);
-  if (it == registry().end()) raise("TemplateAssertionError: No filter named '" + name + "'.");
+  if (it == registry().end()) raise("TemplateRuntimeError: No filter named '" + name + "' found.");
   return it->second(ev, subject, args);
 }
 

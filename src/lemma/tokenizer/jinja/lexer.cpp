@@ -101,21 +101,13 @@ class Lexer {
       if (sign != '-' && sign != '+') sign = '\0';
       int text_line = line_;
       line_ += count_newlines(text);
-      if (sign == '-') {
-        size_t end = text.size();
-        while (end > 0 && is_space(text[end - 1])) --end;
-        text.resize(end);
-      } else if (sign != '+' && opt_.lstrip_blocks && kind != '{') {
-        size_t l_pos = text.rfind('\n');
-        l_pos = l_pos == std::string::npos ? 0 : l_pos + 1;
-        if (l_pos > 0 || line_starting) {
-          bool all_space = l_pos < text.size();
-          for (size_t i = l_pos; i < text.size(); ++i) all_space = all_space && is_space(text[i]);
-          if (all_space) text.resize(l_pos);
-        }
-      }
+      strip_before_tag(text, sign, kind == '{', line_starting);
       emit_text(text, text_line);
       pos_ = start + 2 + (sign ? 1 : 0);
+      if (kind == '%' && lex_raw()) {
+        line_starting = pos_ > 0 && src_[pos_ - 1] == '\n';
+        continue;
+      }
       if (kind == '#') {
         lex_comment();
       } else {
@@ -128,6 +120,68 @@ class Lexer {
   }
 
  private:
+  // Whitespace control on the text before a tag: `-` strips all trailing whitespace;
+  // lstrip_blocks strips a block/comment tag's indentation when only spaces precede it on its line.
+  void strip_before_tag(std::string& text, char sign, bool variable, bool line_starting) const {
+    if (sign == '-') {
+      size_t end = text.size();
+      while (end > 0 && is_space(text[end - 1])) --end;
+      text.resize(end);
+    } else if (sign != '+' && opt_.lstrip_blocks && !variable) {
+      size_t l_pos = text.rfind('\n');
+      l_pos = l_pos == std::string::npos ? 0 : l_pos + 1;
+      if (l_pos > 0 || line_starting) {
+        bool all_space = l_pos < text.size();
+        for (size_t i = l_pos; i < text.size(); ++i) all_space = all_space && is_space(text[i]);
+        if (all_space) text.resize(l_pos);
+      }
+    }
+  }
+
+  // Matches `\s*<word>\s*` at `at`; returns the position after it or npos.
+  size_t match_word(size_t at, const char* word) const {
+    while (at < src_.size() && is_space(src_[at])) ++at;
+    size_t n = std::strlen(word);
+    if (src_.compare(at, n, word) != 0) return std::string::npos;
+    at += n;
+    if (at < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[at])) || src_[at] == '_')) return std::string::npos;
+    while (at < src_.size() && is_space(src_[at])) ++at;
+    return at;
+  }
+
+  // `{% raw %}...{% endraw %}` (pos_ is just after `{%` and its sign): the body is text.
+  bool lex_raw() {
+    size_t at = match_word(pos_, "raw");
+    if (at == std::string::npos) return false;
+    char open_sign = src_[at] == '-' ? '-' : '\0';
+    if (src_.compare(at + (open_sign ? 1 : 0), 2, "%}") != 0) return false;
+    int start_line = line_;
+    advance(at + (open_sign ? 1 : 0) + 2 - pos_);
+    if (open_sign == '-') {
+      while (pos_ < src_.size() && is_space(src_[pos_])) advance(1);
+    }
+    bool line_starting = pos_ > 0 && src_[pos_ - 1] == '\n';
+    for (size_t search = pos_;;) {
+      size_t tag = src_.find("{%", search);
+      if (tag == std::string::npos) throw SyntaxError{"Missing end of raw directive", start_line};
+      size_t p = tag + 2;
+      char sign = (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) ? src_[p] : '\0';
+      size_t end = match_word(p + (sign ? 1 : 0), "endraw");
+      char close_sign = end != std::string::npos && end < src_.size() && (src_[end] == '-' || src_[end] == '+') ? src_[end] : '\0';
+      if (end == std::string::npos || src_.compare(end + (close_sign ? 1 : 0), 2, "%}") != 0) {
+        search = tag + 2;
+        continue;
+      }
+      std::string body = src_.substr(pos_, tag - pos_);
+      int body_line = line_;
+      strip_before_tag(body, sign, false, line_starting);
+      emit_text(body, body_line);
+      advance(end + (close_sign ? 1 : 0) + 2 - pos_);
+      after_end(close_sign, true);
+      return true;
+    }
+  }
+
   size_t find_tag(size_t from) const {
     for (size_t i = from; i + 1 < src_.size(); ++i) {
       if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;

@@ -128,40 +128,100 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
   return out + s.substr(start);
 }
 
-std::string py_upper(const std::string& s) {
-  std::string out = s;
-  for (auto& c : out) {
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+// Case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (what chat content
+// realistically holds); other scripts are left unchanged.
+char32_t cp_upper(char32_t c) {
+  if (c >= 'a' && c <= 'z') return c - 32;
+  if (c < 0x80) return c;
+  if (c >= 0xe0 && c <= 0xfe && c != 0xf7) return c - 32;
+  if (c == 0xff) return 0x178;
+  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17f) {
+    bool odd_lower = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+    if (odd_lower ? (c % 2 == 0) : (c % 2 == 1)) return c - 1;
+    return c;
   }
-  return out;
+  if (c >= 0x3b1 && c <= 0x3c9 && c != 0x3c2) return c - 32;
+  if (c == 0x3c2) return 0x3a3;
+  if (c >= 0x430 && c <= 0x44f) return c - 32;
+  if (c >= 0x450 && c <= 0x45f) return c - 80;
+  return c;
+}
+
+char32_t cp_lower(char32_t c) {
+  if (c >= 'A' && c <= 'Z') return c + 32;
+  if (c < 0x80) return c;
+  if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;
+  if (c == 0x178) return 0xff;
+  if (c >= 0x100 && c <= 0x17f && c != 0x130 && c != 0x131 && c != 0x138 && c != 0x149 && c != 0x17f) {
+    bool odd_lower = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
+    if (odd_lower ? (c % 2 == 1) : (c % 2 == 0)) return c + 1;
+    return c;
+  }
+  if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;
+  if (c >= 0x410 && c <= 0x42f) return c + 32;
+  if (c >= 0x400 && c <= 0x40f) return c + 80;
+  return c;
+}
+
+bool cp_is_cased(char32_t c) { return cp_upper(c) != c || cp_lower(c) != c || c == 0xdf; }
+
+namespace {
+
+bool is_ascii(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string py_upper(const std::string& s) {
+  if (is_ascii(s)) {
+    std::string out = s;
+    for (auto& c : out) {
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+    }
+    return out;
+  }
+  std::u32string out;
+  for (char32_t c : utf8_decode(s)) {
+    if (c == 0xdf) out += U"SS";
+    else out += cp_upper(c);
+  }
+  return utf8_encode(out);
 }
 
 std::string py_lower(const std::string& s) {
-  std::string out = s;
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  if (is_ascii(s)) {
+    std::string out = s;
+    for (auto& c : out) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    }
+    return out;
   }
-  return out;
+  std::u32string out;
+  for (char32_t c : utf8_decode(s)) out += cp_lower(c);
+  return utf8_encode(out);
 }
 
 std::string py_capitalize(const std::string& s) {
-  std::string out = py_lower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 32);
-  return out;
+  std::u32string u = utf8_decode(py_lower(s));
+  if (!u.empty()) u[0] = cp_upper(u[0]);
+  return utf8_encode(u);
 }
 
 namespace {
 
 std::string py_title(const std::string& s) {
-  std::string out = s;
+  std::u32string u = utf8_decode(s);
   bool prev_cased = false;
-  for (auto& c : out) {
-    bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
-    if (lower && !prev_cased) c = static_cast<char>(c - 32);
-    else if (upper && prev_cased) c = static_cast<char>(c + 32);
-    prev_cased = lower || upper || (static_cast<unsigned char>(c) >= 0x80 && prev_cased);
+  for (auto& c : u) {
+    bool cased = cp_is_cased(c);
+    c = cased ? (prev_cased ? cp_lower(c) : cp_upper(c)) : c;
+    prev_cased = cased;
   }
-  return out;
+  return utf8_encode(u);
 }
 
 bool matches_affix(const std::string& s, const Value& affix, bool prefix) {
@@ -325,7 +385,7 @@ Value dict_method(const Value& d, const std::string& name, const CallArgs& args)
   for (const auto& [k, v] : d.dict_items().items) {
     if (name == "keys") out.push_back(k);
     else if (name == "values") out.push_back(v);
-    else out.push_back(Value::list({k, v}));
+    else out.push_back(Value::tuple({k, v}));
   }
   if (name == "copy") return Value::dict(d.dict_items());
   return Value::list(std::move(out));
@@ -334,6 +394,23 @@ Value dict_method(const Value& d, const std::string& name, const CallArgs& args)
 Value list_method(const Value& l, const std::string& name, const CallArgs& args) {
   const Value* x = args.get(0, "value");
   if (name == "copy") return Value::list(l.items());
+  // The immutable sandbox forbids append/extend/insert/remove/reverse/sort but (as Jinja2 3.1
+  // does) not pop and clear, which mutate the list in place.
+  if (name == "clear") {
+    l.mutable_items().clear();
+    return Value::none();
+  }
+  if (name == "pop") {
+    ValueList& items = l.mutable_items();
+    if (items.empty()) raise("IndexError: pop from empty list");
+    int64_t n = static_cast<int64_t>(items.size());
+    int64_t i = x ? x->as_int() : n - 1;
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) raise("IndexError: pop index out of range");
+    Value v = items[static_cast<size_t>(i)];
+    items.erase(items.begin() + i);
+    return v;
+  }
   if (!x) raise("TypeError: " + name + "() takes exactly one argument (0 given)");
   int64_t n = 0;
   for (size_t i = 0; i < l.items().size(); ++i) {
@@ -353,8 +430,8 @@ const std::unordered_set<std::string> kStrMethods = {
     "islower", "isupper"};
 const std::unordered_set<std::string> kDictMethods = {"get", "items", "keys", "values", "copy"};
 const std::unordered_set<std::string> kDictUnsafe = {"clear", "pop", "popitem", "setdefault", "update"};
-const std::unordered_set<std::string> kListMethods = {"index", "count", "copy"};
-const std::unordered_set<std::string> kListUnsafe = {"append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear"};
+const std::unordered_set<std::string> kListMethods = {"index", "count", "copy", "pop", "clear"};
+const std::unordered_set<std::string> kListUnsafe = {"append", "extend", "insert", "remove", "reverse", "sort"};
 
 Value unsafe(const Value& obj, const std::string& name) {
   return Value::undefined("SecurityError: access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");

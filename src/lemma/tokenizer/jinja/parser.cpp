@@ -212,7 +212,7 @@ class Parser {
     }
     auto s = make_stmt(Stmt::Kind::kSetBlock, line);
     s->targets = std::move(targets);
-    if (is_op("|")) parse_filter_chain(s->filters);
+    if (accept_op("|")) parse_filter_chain(s->filters);
     expect_block_end();
     std::string end;
     s->body = parse_until({"endset"}, &end);
@@ -328,7 +328,9 @@ class Parser {
   }
 
   ExprPtr parse_compare() {
-    ExprPtr l = parse_math1();
+    int start_line = cur().line;
+    ExprPtr first = parse_math1();
+    std::vector<std::pair<std::string, ExprPtr>> rest;
     for (;;) {
       int line = cur().line;
       std::string op;
@@ -344,10 +346,15 @@ class Parser {
       } else {
         break;
       }
-      // Chains (a < b < c) are rare in templates; they associate left here.
-      l = binary(op, std::move(l), parse_math1(), line);
+      (void)line;
+      rest.emplace_back(std::move(op), parse_math1());
     }
-    return l;
+    if (rest.empty()) return first;
+    if (rest.size() == 1) return binary(rest[0].first, std::move(first), std::move(rest[0].second), start_line);
+    auto chain = make(Expr::Kind::kCompare, start_line);
+    chain->args.push_back(std::move(first));
+    chain->kwargs = std::move(rest);
+    return chain;
   }
 
   ExprPtr parse_math1() {

@@ -65,6 +65,11 @@ Value Value::list(ValueList items) {
   v.list_ = std::make_shared<ValueList>(std::move(items));
   return v;
 }
+Value Value::tuple(ValueList items) {
+  Value v = list(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
 Value Value::generator(ValueList items) {
   Value v = list(std::move(items));
   v.kind_ = Kind::kGenerator;
@@ -158,12 +163,13 @@ std::string Value::repr() const {
     case Kind::kFloat: return float_repr(f_);
     case Kind::kString: return string_repr(s_);
     case Kind::kList: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i) out += ", ";
         out += (*list_)[i].repr();
       }
-      return out + "]";
+      if (tuple_ && list_->size() == 1) out += ",";
+      return out + (tuple_ ? ")" : "]");
     }
     case Kind::kDict:
     case Kind::kNamespace: {
@@ -225,6 +231,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::kNone: return true;
     case Value::Kind::kString: return a.str() == b.str();
     case Value::Kind::kList: {
+      if (a.is_tuple() != b.is_tuple()) return false;
       const auto &x = a.items(), &y = b.items();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {

@@ -60,6 +60,8 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   static Value list(ValueList items = {});
+  static Value tuple(ValueList items);  // a list that prints as (a, b) and differs from lists in ==
+  bool is_tuple() const { return tuple_; }
   static Value generator(ValueList items);
   static Value dict(Dict d = {});
   static Value namespace_object(Dict d = {});
@@ -109,6 +111,7 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
   bool safe_ = false;
+  bool tuple_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;

@@ -4,6 +4,9 @@
 //                   byte fallback, SentencePiece decoder.
 // Control / unknown tokens become special added tokens, user-defined ones always-matched added
 // tokens, as llama.cpp's partitioning treats them.
+#include <algorithm>
+#include <cctype>
+
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 #include "lemma/tokenizer/bpe_model.h"
@@ -34,6 +37,19 @@ std::vector<std::pair<std::string, std::string>> split_merges(const std::vector<
     out.emplace_back(m.substr(0, space), m.substr(space + 1));
   }
   return out;
+}
+
+// Token attributes GGUF cannot store but HF's tokenizer.json has, keyed by general.name as
+// llama.cpp does: Phi-3's turn tokens (and "</s>") swallow the whitespace after them.
+void apply_known_token_flags(const GgufMetadataLookup& md, std::vector<tok::AddedToken>& added) {
+  std::string name = md.get_string("general.name").value_or("");
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos) {
+    for (auto& a : added) {
+      a.rstrip = (a.special || a.content == "</s>") && a.content != "<unk>" && a.content != "<s>" &&
+                 a.content != "<|endoftext|>";
+    }
+  }
 }
 
 tok::PreTokenizerPtr build_pre_tokenizer(const tok::GgufPreTokenizer& pre) {
@@ -74,6 +90,7 @@ Tokenizer Tokenizer::from_gguf_metadata(const GgufMetadataLookup& md) {
     a.special = t != TokenType::kUserDefined;
     added.push_back(std::move(a));
   }
+  apply_known_token_flags(md, added);
   p->added = tok::AddedTokens(std::move(added));
 
   bool add_bos = false;

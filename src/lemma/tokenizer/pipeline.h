@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lemma/tokenizer/added_tokens.h"
 #include "lemma/tokenizer/decoders.h"
@@ -31,10 +32,15 @@ struct Pipeline {
   PostProcessor post;
   bool clean_up_spaces = false;      // transformers' clean_up_tokenization_spaces
   std::optional<int32_t> bos, eos, eot, pad, unk;
+  std::vector<int32_t> eog;          // ids that end generation (eos, eot and known turn ends)
   std::string source;                // "tokenizer.json" or "gguf"
   std::string model_kind;            // e.g. "BPE", "SPM"
 
+  // Fills `eog` from eos/eot and the vocabulary's well-known end-of-turn texts.
+  void collect_end_of_generation_ids();
+
   static Tokenizer finish(std::unique_ptr<Pipeline> p) {
+    p->collect_end_of_generation_ids();
     return Tokenizer(std::shared_ptr<const Pipeline>(std::move(p)));
   }
 };

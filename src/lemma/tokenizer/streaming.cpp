@@ -22,8 +22,14 @@ std::string StreamingDetokenizer::push(int32_t id) {
   std::string out = tok::sanitize_utf8(fresh.substr(0, complete));
   emitted_ += complete;
   if (complete == fresh.size()) {
-    // Everything is out: the last id becomes the context for the next one.
-    context_.assign(1, pending_.back());
+    // Everything is out: the last visible id becomes the context for the next one (a skipped
+    // special token would make the next token look like the first and lose its space).
+    for (auto it = pending_.rbegin(); it != pending_.rend(); ++it) {
+      if (!(skip_special_ && tok_.is_special(*it))) {
+        context_.assign(1, *it);
+        break;
+      }
+    }
     pending_.clear();
     context_text_ = tok_.decode_raw(context_, skip_special_);
     emitted_ = 0;

@@ -1,6 +1,9 @@
 #include "lemma/tokenizer/tokenizer.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lemma/base/error.h"
 #include "lemma/tokenizer/pipeline.h"
@@ -31,6 +34,25 @@ std::string clean_up_tokenization(std::string s) {
 }
 
 }  // namespace
+
+namespace tok {
+
+void Pipeline::collect_end_of_generation_ids() {
+  // The texts chat models use to end a turn (the list llama.cpp also keys on).
+  static const char* const kTurnEnds[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
+                                          "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+                                          "<|end_of_text|>", "<end_of_utterance>"};
+  eog.clear();
+  if (eos) eog.push_back(*eos);
+  if (eot) eog.push_back(*eot);
+  for (const char* t : kTurnEnds) {
+    if (auto id = vocab.find(t); id && vocab.type(*id) == TokenType::kControl) eog.push_back(*id);
+  }
+  std::sort(eog.begin(), eog.end());
+  eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+}
+
+}  // namespace tok
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   const auto& p = *p_;
@@ -126,6 +148,12 @@ bool Tokenizer::adds_eos() const {
   return p_->eos && !p_->post.suffix.empty() && p_->post.suffix.back() == *p_->eos;
 }
 
+const std::vector<int32_t>& Tokenizer::end_of_generation_ids() const { return p_->eog; }
+
+bool Tokenizer::is_end_of_generation(int32_t id) const {
+  return std::binary_search(p_->eog.begin(), p_->eog.end(), id);
+}
+
 bool Tokenizer::is_special(int32_t id) const {
   const TokenType t = token_type(id);
   return t == TokenType::kControl || t == TokenType::kUnknown;
@@ -140,11 +168,12 @@ std::string Tokenizer::summary() const {
   for (const auto& t : p.added.tokens()) n_special += t.special ? 1 : 0;
   return fmt::format(
       "{} tokenizer from {}: {} tokens ({} added, {} special); model {}; normalizer {}; "
-      "pre-tokenizer {}; decoder {}; bos {}, eos {}, eot {}, unk {}, pad {}; adds bos: {}, adds eos: {}",
+      "pre-tokenizer {}; decoder {}; bos {}, eos {}, eot {}, unk {}, pad {}; adds bos: {}, adds eos: {}; "
+      "end-of-generation ids [{}]",
       p.model_kind, p.source, p.vocab.size(), p.added.tokens().size(), n_special, p.model->describe(),
       p.normalizer ? p.normalizer->describe() : "none", p.pre_tokenizer ? p.pre_tokenizer->describe() : "none",
       p.decoder ? p.decoder->describe() : "none", id_str(p.bos), id_str(p.eos), id_str(p.eot), id_str(p.unk),
-      id_str(p.pad), adds_bos(), adds_eos());
+      id_str(p.pad), adds_bos(), adds_eos(), fmt::join(p.eog, ", "));
 }
 
 }  // namespace lemma

@@ -51,6 +51,9 @@ class Tokenizer {
   std::optional<int32_t> unk_id() const;
   bool adds_bos() const;
   bool adds_eos() const;
+  // Ids that end generation: eos, eot and control tokens with well-known end-of-turn texts.
+  const std::vector<int32_t>& end_of_generation_ids() const;
+  bool is_end_of_generation(int32_t id) const;
   // Control tokens (and the unknown token): dropped by decode(skip_special = true).
   bool is_special(int32_t id) const;
   std::string summary() const;

@@ -267,3 +267,30 @@ TEST(Tokenizer, SummaryNamesModelPreTokenizerAndSpecialIds) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+// The GGUF and tokenizer.json forms of Phi-3 agree with special-token parsing too (rstrip).
+TEST(GgufLoader, Phi3GgufMatchesTokenizerJsonWithSpecialTokens) {
+  const auto gguf = testing::shared_data("tokenizers/ggml-vocab-phi-3.gguf");
+  LEMMA_REQUIRE_SHARED(gguf);
+  const Tokenizer g = Tokenizer::from_gguf_metadata(testing::GgufTestReader(gguf.string()));
+  const Tokenizer h = Tokenizer::from_hf_dir(testing::shared_data("hf/phi-3-mini").string());
+  for (const char* text : {"<|user|>\nHi there<|end|>\n<|assistant|>\n  Hello</s>  x", "a <s> b <unk>  c",
+                           "<|system|>  sys<|end|><|endoftext|> z"}) {
+    EXPECT_EQ(g.encode(text, false, true), h.encode(text, false, true)) << text;
+    // The GGUF adds BOS (tokenizer.ggml.add_bos_token), Phi-3's tokenizer_config does not.
+    auto with_bos = g.encode(text, true, false);
+    ASSERT_EQ(with_bos.front(), 1);
+    with_bos.erase(with_bos.begin());
+    EXPECT_EQ(with_bos, h.encode(text, true, false)) << text;
+  }
+  EXPECT_TRUE(g.is_end_of_generation(32007));
+  EXPECT_TRUE(h.is_end_of_generation(32007));
+  EXPECT_TRUE(g.is_end_of_generation(*g.eos_id()));
+  EXPECT_FALSE(g.is_end_of_generation(1));
+}
+
+}  // namespace
+}  // namespace lemma

@@ -1,5 +1,7 @@
 // StreamingDetokenizer: pushing ids one at a time must reproduce decode() exactly and never
 // return a partial UTF-8 sequence.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,25 @@ TEST(StreamingDetokenizer, ByteTokensWaitForWholeCodePoint) {
   EXPECT_EQ(stream.push(*a), " a");  // later "▁" keeps its space
   EXPECT_EQ(stream.push(*b0), "");
   EXPECT_EQ(stream.flush(), "\xef\xbf\xbd");  // a dangling byte becomes U+FFFD
+}
+
+}  // namespace
+}  // namespace lemma
+
+namespace lemma {
+namespace {
+
+// A skipped special token in mid-stream must not make the next "▁word" lose its space.
+TEST(StreamingDetokenizer, SkippedSpecialKeepsFollowingSpace) {
+  LEMMA_REQUIRE_SHARED(testing::shared_data("hf/phi-3-mini/tokenizer.json"));
+  const Tokenizer tok = Tokenizer::from_hf_dir(testing::shared_data("hf/phi-3-mini").string());
+  const auto ids = tok.encode("Hi there<|end|> again and<|assistant|> more", false, true);
+  ASSERT_TRUE(std::find(ids.begin(), ids.end(), 32007) != ids.end());
+  StreamingDetokenizer stream(tok, /*skip_special=*/true);
+  std::string text;
+  for (int32_t id : ids) text += stream.push(id);
+  text += stream.flush();
+  EXPECT_EQ(text, tok.decode(ids, /*skip_special=*/true));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "lemma/kernels/isa.h"
 #include "lemma/tensor/dtype.h"
 
 namespace lemma::kernels {
@@ -16,6 +17,9 @@ using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 bool can_dequantize(DType type);
 // The converter for `type`; nullptr when !can_dequantize(type).
 DequantizeFn dequantize_fn(DType type);
+// The fastest converter for `type` that runs under `isa`; always bit-identical to
+// dequantize_fn(type). nullptr when !can_dequantize(type).
+DequantizeFn dequantize_fn(DType type, Isa isa);
 // Throws Unsupported for types it cannot convert; n must be a whole number of blocks (asserted).
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 

@@ -19,7 +19,7 @@ void reference(const MatmulArgs& args) {
 // Quantized weights: the reference decoder feeding vectorised FMAs.
 template <DType T, Isa I>
 void dequant_then_fma(const MatmulArgs& args) {
-  const DequantizeFn decode = dequantize_fn(T);
+  const DequantizeFn decode = dequantize_fn(T, I);
   const DTypeInfo& info = dtype_info(T);
   const auto elements = static_cast<int64_t>(info.block_elements);
   const auto bytes = static_cast<int64_t>(info.block_bytes);

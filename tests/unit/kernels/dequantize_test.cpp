@@ -174,6 +174,44 @@ TEST(Dequantize, FloatTypesAndMultipleBlocks) {
   EXPECT_EQ(y2[32], 6.0f);
 }
 
+// Random blocks whose f16 scale fields are any non-NaN pattern (zero, subnormal, huge, infinite).
+std::vector<uint8_t> random_blocks(DType type, int blocks, std::mt19937& rng) {
+  const DTypeInfo& info = dtype_info(type);
+  std::vector<uint8_t> bytes(info.block_bytes * static_cast<size_t>(blocks));
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int b = 0; b < blocks; ++b) {
+    uint8_t* block = bytes.data() + b * info.block_bytes;
+    const int scale_fields = type == DType::kQ6_K ? 1 : (type == DType::kQ4_K || type == DType::kQ5_K ||
+                                                         type == DType::kQ4_1 || type == DType::kQ5_1) ? 2 : 1;
+    for (int f = 0; f < scale_fields; ++f) {
+      uint8_t* field = type == DType::kQ6_K ? block + info.block_bytes - 2 : block + 2 * f;
+      uint16_t h = static_cast<uint16_t>(rng());
+      if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0) h &= 0xFC00;  // NaN -> infinity
+      if (b % 5 == 0) h = static_cast<uint16_t>(h & 0x83FF);        // subnormal
+      std::memcpy(field, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+TEST(Dequantize, EveryIsaDecoderMatchesReferenceBits) {
+  std::mt19937 rng(3);
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
+                     DType::kQ5_K, DType::kQ6_K}) {
+    const int blocks = 9;
+    const auto bytes = random_blocks(type, blocks, rng);
+    const int64_t n = blocks * static_cast<int64_t>(dtype_info(type).block_elements);
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+    dequantize_fn(type)(bytes.data(), want.data(), n);
+    for (Isa isa : available_isas()) {
+      std::fill(got.begin(), got.end(), 0.0f);
+      dequantize_fn(type, isa)(bytes.data(), got.data(), n);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << dtype_name(type) << " on " << isa_name(isa);
+    }
+  }
+}
+
 TEST(Dequantize, UnsupportedTypesThrow) {
   float out[256];
   uint8_t bytes[512] = {};

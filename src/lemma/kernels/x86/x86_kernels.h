@@ -24,6 +24,13 @@ void convert_f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
 void convert_bf16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
 void convert_f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
 
+// Block decoders, bit-identical to the reference ones (see dequantize.h).
+void decode_q8_0_avx512(const void* src, float* dst, int64_t n);
+void decode_q4_0_avx512(const void* src, float* dst, int64_t n);
+void decode_q4_k_avx512(const void* src, float* dst, int64_t n);
+void decode_q5_k_avx512(const void* src, float* dst, int64_t n);
+void decode_q6_k_avx512(const void* src, float* dst, int64_t n);
+
 void matmul_f32_avx2(const MatmulArgs& args);
 void matmul_f16_avx2(const MatmulArgs& args);
 void matmul_bf16_avx2(const MatmulArgs& args);

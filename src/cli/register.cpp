@@ -4,9 +4,15 @@
 namespace lemma::cli {
 
 void register_version(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_template(CLI::App& app);
+void register_inspect(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_version(app);
+  register_tokenize(app);
+  register_template(app);
+  register_inspect(app);
 }
 
 }  // namespace lemma::cli

@@ -1,7 +1,8 @@
 // SafetensorsCheckpoint: every tensor of a Hugging Face checkpoint, single-file or sharded, by name.
 // open() accepts a directory (model.safetensors.index.json or model.safetensors), an index file, or
 // one .safetensors file. For an index it opens each shard once and checks that every weight_map
-// entry is in the shard it names and that no tensor appears in two shards. Move-only; views stay
+// entry is in the shard it names and that no tensor appears in two shards (a shard's tensors that
+// weight_map does not list are still served: the index is a locator, not a filter). Move-only; views stay
 // valid while the checkpoint lives. Thread-safe to read.
 #pragma once
 

@@ -57,49 +57,69 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
 }
 
 size_t Sampler::select_candidates(std::span<const float> logits) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float max = kNegInf;
   size_t count = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > -std::numeric_limits<float>::infinity()) ids_[count++] = static_cast<int32_t>(i);
+    if (logits[i] > kNegInf) {
+      ids_[count++] = static_cast<int32_t>(i);
+      max = std::max(max, logits[i]);
+    }
   }
   if (count == 0) return 0;
+  const auto begin = ids_.begin();
+  auto end = [&] { return begin + static_cast<std::ptrdiff_t>(count); };
+  if (params_.min_p > 0.0f) {  // p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p)
+    const double threshold = std::log(static_cast<double>(params_.min_p));
+    count = static_cast<size_t>(std::remove_if(begin, end(), [&](int32_t t) {
+                                  return logits[static_cast<size_t>(t)] - static_cast<double>(max) < threshold;
+                                }) - begin);
+  }
+  // (logit desc, id asc) is a strict total order, so the top-k *set* is the same everywhere.
   auto by_logit = [&](int32_t a, int32_t b) {
     const float va = logits[static_cast<size_t>(a)], vb = logits[static_cast<size_t>(b)];
     return va != vb ? va > vb : a < b;
   };
-  const auto begin = ids_.begin();
-  const bool use_top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count;
-  if (use_top_k && params_.min_p <= 0.0f && params_.top_p >= 1.0f) {
-    std::partial_sort(begin, begin + params_.top_k, begin + static_cast<std::ptrdiff_t>(count), by_logit);
-  } else {
-    std::sort(begin, begin + static_cast<std::ptrdiff_t>(count), by_logit);
+  bool reordered = false;
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count) {
+    std::nth_element(begin, begin + params_.top_k, end(), by_logit);
+    count = static_cast<size_t>(params_.top_k);
+    reordered = true;
   }
-  const double max = logits[static_cast<size_t>(ids_[0])];
-  if (params_.min_p > 0.0f) {  // p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p)
-    const double threshold = std::log(static_cast<double>(params_.min_p));
-    size_t keep = 1;
-    while (keep < count && logits[static_cast<size_t>(ids_[keep])] - max >= threshold) ++keep;
-    count = keep;
-  }
-  if (use_top_k) count = std::min(count, static_cast<size_t>(params_.top_k));
-  if (params_.top_p < 1.0f) {  // smallest prefix whose probability reaches top_p
+  if (params_.top_p < 1.0f && count > 1) {
+    // Smallest most-likely prefix whose mass reaches top_p: sort a growing head, not the vocabulary.
     double total = 0.0;
-    for (size_t i = 0; i < count; ++i) {
-      weights_[i] = std::exp(logits[static_cast<size_t>(ids_[i])] - max);
-      total += weights_[i];
+    for (size_t i = 0; i < count; ++i) total += std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[i])]) - max);
+    const double target = static_cast<double>(params_.top_p) * total;
+    size_t head = std::min<size_t>(count, 64);
+    for (;;) {
+      std::partial_sort(begin, begin + static_cast<std::ptrdiff_t>(head), end(), by_logit);
+      double cumulative = 0.0;
+      size_t keep = 0;
+      while (keep < head && cumulative < target) {
+        cumulative += std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[keep])]) - max);
+        ++keep;
+      }
+      if (cumulative >= target || head == count) {
+        count = std::max<size_t>(keep, 1);
+        break;
+      }
+      head = std::min(count, head * 4);
     }
-    double cumulative = 0.0;
-    size_t keep = 0;
-    while (keep < count && cumulative < params_.top_p * total) cumulative += weights_[keep++];
-    count = std::max<size_t>(keep, 1);
+    reordered = true;
   }
+  // Draw in id order so the token a given random number maps to does not depend on how the
+  // standard library arranged equal-rank elements.
+  if (reordered) std::sort(begin, end());
   return count;
 }
 
 int32_t Sampler::draw(std::span<const float> logits, size_t count) {
-  const double max = logits[static_cast<size_t>(ids_[0])];
+  float max = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < count; ++i) max = std::max(max, logits[static_cast<size_t>(ids_[i])]);
   double total = 0.0;
   for (size_t i = 0; i < count; ++i) {
-    weights_[i] = std::exp(logits[static_cast<size_t>(ids_[i])] - max);
+    weights_[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[i])]) - max);
     total += weights_[i];
   }
   const double target = rng_.next_double() * total;

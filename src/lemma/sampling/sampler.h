@@ -37,8 +37,8 @@ class Sampler {
 
  private:
   void ensure_scratch(size_t vocab);
-  // Sorts the finite candidates (logit desc, id asc) and truncates by min_p, top_k, top_p;
-  // returns how many remain (a prefix of ids_).
+  // Filters the finite candidates by min_p, top_k, top_p (sorting only as much as needed);
+  // returns how many remain: a prefix of ids_, in increasing id order.
   size_t select_candidates(std::span<const float> logits);
   int32_t draw(std::span<const float> logits, size_t count);
 

@@ -80,6 +80,33 @@ TEST(Sampler, TopPKeepsSmallestPrefixReachingP) {
   EXPECT_LT(chi_square(s, log_probs(kProbs), {0, 2.0 / 9, 3.0 / 9, 4.0 / 9}, 30000), kChi2Df2);
 }
 
+TEST(Sampler, TopPOverALargeNucleus) {
+  // 1000 equal logits: the nucleus for 0.4995 is exactly 500 tokens, lowest ids first (ties by id),
+  // more than the first sorted head of 64, so the head has to grow.
+  SamplingParams p = params_with(1.0f);
+  p.top_p = 0.4995f;
+  Sampler s(p, 0);
+  const std::vector<float> logits(1000, 0.25f);
+  std::vector<int> seen(1000, 0);
+  for (int i = 0; i < 20000; ++i) {
+    const int32_t t = s.sample(logits, kNone, kNone).token;
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, 500);
+    seen[static_cast<size_t>(t)] = 1;
+  }
+  int distinct = 0;
+  for (int v : seen) distinct += v;
+  EXPECT_GT(distinct, 480);
+}
+
+TEST(Sampler, TopKThenTopPRenormalises) {
+  SamplingParams p = params_with(1.0f);
+  p.top_k = 3;    // {0.4, 0.3, 0.2} -> {0.444, 0.333, 0.222}
+  p.top_p = 0.6f; // 0.444 < 0.6, so 0.333 joins; 0.777 >= 0.6 stops
+  Sampler s(p, 0);
+  EXPECT_LT(chi_square(s, log_probs(kProbs), {0, 0, 3.0 / 7, 4.0 / 7}, 20000), kChi2Df1);
+}
+
 TEST(Sampler, MinPKeepsTokensNearTheTop) {
   SamplingParams p = params_with(1.0f);
   p.min_p = 0.6f;  // keep p >= 0.24

@@ -129,7 +129,8 @@ Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json_text, const 
     if (!unk_text) unk_text = config_token(config, "unk_token");
     if (unk_text) {
       p->unk = p->vocab.find(*unk_text);
-      if (p->unk) p->vocab.set(*p->unk, *unk_text, TokenType::kUnknown);
+      // Only a special added unk is skipped by decode(skip_special), as in HF; keep it special.
+      if (p->unk && p->vocab.type(*p->unk) == TokenType::kControl) p->vocab.set(*p->unk, *unk_text, TokenType::kUnknown);
     }
 
     tok::BpeOptions opts;

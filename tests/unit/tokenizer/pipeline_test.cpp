@@ -7,6 +7,7 @@
 #include "lemma/tokenizer/gguf_pre_tokenizers.h"
 #include "lemma/tokenizer/pre_tokenizers.h"
 #include "lemma/tokenizer/tokenizer.h"
+#include "golden_util.h"
 #include "support/shared_data.h"
 
 namespace lemma {
@@ -179,6 +180,8 @@ TEST(HfLoader, BosEosFromConfigAndTemplate) {
   EXPECT_TRUE(l.adds_bos());
   EXPECT_FALSE(l.adds_eos());
   EXPECT_TRUE(l.is_special(1));
+  EXPECT_EQ(l.token_type(0), TokenType::kUnknown);
+  EXPECT_TRUE(l.is_special(0));
   EXPECT_EQ(l.token_type(l.token_id("<0x0A>").value()), TokenType::kByte);
   const Tokenizer p = Tokenizer::from_hf_dir(phi3.string());
   EXPECT_FALSE(p.adds_bos());
@@ -290,6 +293,41 @@ TEST(GgufLoader, Phi3GgufMatchesTokenizerJsonWithSpecialTokens) {
   EXPECT_TRUE(h.is_end_of_generation(32007));
   EXPECT_TRUE(g.is_end_of_generation(*g.eos_id()));
   EXPECT_FALSE(g.is_end_of_generation(1));
+}
+
+}  // namespace
+}  // namespace lemma
+
+#include <random>
+
+#include "lemma/tokenizer/utf8.h"
+
+namespace lemma {
+namespace {
+
+// Random byte strings (often invalid UTF-8, with control characters, spaces and multi-byte
+// sequences) must encode without error and decode back to their UTF-8-repaired form.
+TEST(Tokenizer, RandomBytesRoundTrip) {
+  for (const char* name : {"ggml-vocab-gpt-2", "ggml-vocab-llama-spm", "ggml-vocab-deepseek-llm"}) {
+    const auto path = testing::shared_data(std::string("tokenizers/") + name + ".gguf");
+    LEMMA_REQUIRE_SHARED(path);
+    const Tokenizer tok = Tokenizer::from_gguf_metadata(testing::GgufTestReader(path.string()));
+    std::mt19937 rng(42);
+    const std::string alphabet[] = {" ", "  ", "\n", "\t", "a", "Z", "9", "'s", "\xc3\xa9", "\xe4\xb8\xad",
+                                    "\xf0\x9f\x98\x80", "\xe2\x96\x81", "\xff", "\xe2\x82", "<s>", "\r"};
+    for (int i = 0; i < 200; ++i) {
+      std::string text;
+      const int n = static_cast<int>(rng() % 24);
+      for (int k = 0; k < n; ++k) text += alphabet[rng() % std::size(alphabet)];
+      const auto ids = tok.encode(text, false, false);
+      std::string expected = tok::sanitize_utf8(text);
+      if (std::string_view(name) == "ggml-vocab-llama-spm") {
+        // SentencePiece cannot tell a literal "▁" from a space: both decode to " ".
+        for (size_t p; (p = expected.find("\xe2\x96\x81")) != std::string::npos;) expected.replace(p, 3, " ");
+      }
+      EXPECT_EQ(tok.decode(ids), expected) << name << ": " << testing::escaped(text);
+    }
+  }
 }
 
 }  // namespace

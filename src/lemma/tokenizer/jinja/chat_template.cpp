@@ -37,6 +37,8 @@ std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
     return evaluator.render(std::move(vars));
   } catch (const jinja::RenderError& e) {
     throw TemplateError(name_ + ":" + std::to_string(e.line) + ": " + e.message);
+  } catch (const std::bad_alloc&) {
+    throw TemplateError(name_ + ": MemoryError: out of memory while rendering");
   }
 }
 

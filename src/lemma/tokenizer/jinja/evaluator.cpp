@@ -1,5 +1,6 @@
 #include "lemma/tokenizer/jinja/evaluator.h"
 
+#include <climits>
 #include <cmath>
 
 namespace lemma::jinja {
@@ -17,6 +18,8 @@ void raise_undefined(const Value& undefined) {
 }
 
 namespace {
+
+constexpr int64_t kMaxSequenceBytes = int64_t{64} << 20;  // cap on 'x' * n and [..] * n
 
 std::string undefined_hint(const std::string& what) { return "UndefinedError: " + what; }
 
@@ -68,6 +71,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     const Value* count = seq == &a ? &b : &a;
     if (seq && (count->is_int() || count->is_bool())) {
       int64_t n = std::max<int64_t>(0, count->as_int());
+      const int64_t unit = seq->is_string() ? static_cast<int64_t>(seq->str().size()) : static_cast<int64_t>(seq->items().size());
+      if (unit > 0 && n > kMaxSequenceBytes / unit) raise("MemoryError: repeated sequence too large");
       if (seq->is_string()) {
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += seq->str();
@@ -86,18 +91,29 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value(a.as_double() / b.as_double());
   }
   if (ints) {
-    int64_t x = a.as_int(), y = b.as_int();
-    if (op == "+") return Value(x + y);
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
+    // Python ints are unbounded; lemma's are 64-bit and overflow is an error.
+    int64_t x = a.as_int(), y = b.as_int(), r = 0;
+    auto checked = [&](bool overflow) {
+      if (overflow) raise("OverflowError: integer result does not fit in 64 bits");
+      return Value(r);
+    };
+    if (op == "+") return checked(__builtin_add_overflow(x, y, &r));
+    if (op == "-") return checked(__builtin_sub_overflow(x, y, &r));
+    if (op == "*") return checked(__builtin_mul_overflow(x, y, &r));
     if (op == "//" || op == "%") {
       if (y == 0) raise(op == "%" ? "ZeroDivisionError: integer modulo by zero" : "ZeroDivisionError: integer division or modulo by zero");
+      if (y == -1) return op == "%" ? Value(static_cast<int64_t>(0)) : checked(__builtin_sub_overflow(int64_t{0}, x, &r));
       return Value(op == "//" ? floor_div(x, y) : py_mod(x, y));
     }
     if (op == "**") {
       if (y >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < y; ++i) r *= x;
+        if (x == 0) return Value(static_cast<int64_t>(y == 0 ? 1 : 0));
+        if (x == 1) return Value(static_cast<int64_t>(1));
+        if (x == -1) return Value(static_cast<int64_t>(y % 2 ? -1 : 1));
+        r = 1;  // |x| >= 2: at most 63 steps before overflow
+        for (int64_t i = 0; i < y; ++i) {
+          if (__builtin_mul_overflow(r, x, &r)) raise("OverflowError: integer result does not fit in 64 bits");
+        }
         return Value(r);
       }
       return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
@@ -234,7 +250,10 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
   int64_t lo = clamp(start, has_start, step > 0 ? 0 : n - 1);
   int64_t hi = clamp(stop, has_stop, step > 0 ? n : -1);
   std::vector<size_t> picks;
-  for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) picks.push_back(static_cast<size_t>(i));
+  for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
+    picks.push_back(static_cast<size_t>(i));
+    if (__builtin_add_overflow(i, step, &i)) break;
+  }
   if (obj.is_string()) {
     std::u32string out;
     for (size_t i : picks) out += chars[i];
@@ -277,8 +296,11 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, const ScopePtr& scope, st
 Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
   try {
     switch (stmt.kind) {
-      case Stmt::Kind::kText: out += stmt.text; return Flow::kNormal;
-      case Stmt::Kind::kOutput: out += eval(*stmt.expr, scope).to_str(); return Flow::kNormal;
+      case Stmt::Kind::kText:
+      case Stmt::Kind::kOutput:
+        out += stmt.kind == Stmt::Kind::kText ? stmt.text : eval(*stmt.expr, scope).to_str();
+        if (out.size() > kMaxOutputBytes) raise("MemoryError: rendered output exceeds 256 MiB");
+        return Flow::kNormal;
       case Stmt::Kind::kIf:
         for (const auto& [cond, body] : stmt.branches) {
           if (eval(*cond, scope).truthy()) return exec_body(body, scope, out);
@@ -368,6 +390,7 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std
   const int64_t n = static_cast<int64_t>(items.size());
   auto items_ptr = std::make_shared<ValueList>(items);
   for (int64_t i = 0; i < n; ++i) {
+    if (++loop_iterations_ > kMaxLoopIterations) raise("RuntimeError: more than 10 million loop iterations in one render");
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
     bind(*inner, items[static_cast<size_t>(i)]);
@@ -426,6 +449,11 @@ Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& scope) {
   const Stmt* def = &stmt;
   std::weak_ptr<Scope> weak = scope;
   return Value::callable(stmt.text, [def, weak](Evaluator& ev, const CallArgs& args) {
+    if (ev.call_depth_ >= kMaxCallDepth) raise("RecursionError: maximum recursion depth exceeded");
+    struct DepthGuard {
+      int& depth;
+      ~DepthGuard() { --depth; }
+    } guard{++ev.call_depth_};
     auto closure = weak.lock();
     auto inner = std::make_shared<Scope>();
     inner->parent = closure ? closure : ev.globals_;
@@ -534,7 +562,9 @@ Value Evaluator::eval_inner(const Expr& expr, const ScopePtr& scope) {
       if (v.is_undefined()) raise_undefined(v);
       if (!v.is_number()) raise("TypeError: bad operand type for unary " + expr.name + ": '" + v.type_name() + "'");
       if (expr.name == "+") return v.is_bool() ? Value(v.as_int()) : v;
-      return v.is_float() ? Value(-v.as_double()) : Value(-v.as_int());
+      if (v.is_float()) return Value(-v.as_double());
+      if (v.as_int() == INT64_MIN) raise("OverflowError: integer result does not fit in 64 bits");
+      return Value(-v.as_int());
     }
     case Expr::Kind::kBinary: return eval_binary(expr, scope);
     case Expr::Kind::kCompare: {

@@ -19,6 +19,12 @@ struct Scope {
   const Value* lookup(const std::string& name) const;
 };
 
+// Limits that keep a hostile template from exhausting the stack, memory or time; real chat
+// templates stay far below them.
+constexpr int kMaxCallDepth = 200;
+constexpr int64_t kMaxLoopIterations = 10'000'000;
+constexpr size_t kMaxOutputBytes = size_t{256} << 20;
+
 class Evaluator {
  public:
   Evaluator(const Program& program, std::time_t now) : program_(program), now_(now) {}
@@ -49,6 +55,8 @@ class Evaluator {
   const Program& program_;
   std::time_t now_;
   ScopePtr globals_;
+  int call_depth_ = 0;         // nested macro calls (limit: kMaxCallDepth)
+  int64_t loop_iterations_ = 0;  // over the whole render (limit: kMaxLoopIterations)
 };
 
 // Binary operators with Python semantics ("+", "-", "*", "/", "//", "%", "**", "~", "==", ...).

@@ -1,5 +1,6 @@
 // Jinja2's builtin filters (plus transformers' tojson), with Jinja2 3.1 semantics.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <unordered_map>
 
@@ -294,7 +295,10 @@ Value f_float(Evaluator&, const Value& v, const CallArgs& args) {
 
 Value f_abs(Evaluator&, const Value& v, const CallArgs&) {
   if (v.is_float()) return Value(std::fabs(v.as_double()));
-  if (v.is_number()) return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+  if (v.is_number()) {
+    if (v.as_int() == INT64_MIN) raise("OverflowError: integer result does not fit in 64 bits");
+    return Value(static_cast<int64_t>(std::llabs(v.as_int())));
+  }
   raise("TypeError: bad operand type for abs(): '" + v.type_name() + "'");
 }
 

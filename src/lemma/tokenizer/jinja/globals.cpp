@@ -39,6 +39,10 @@ std::string percent_format(const std::string& format, const Value& args) {
       v = values[next++];
     }
     char buf[512];
+    if (conv != 's' && conv != 'r' && !v.is_number()) {
+      raise(std::string("TypeError: %") + conv + " format: a real number is required, not " + v.type_name());
+    }
+    if (spec.size() > 20) raise("ValueError: format specification too long");
     switch (conv) {
       case 's': out += v.to_str(); break;
       case 'r': out += v.repr(); break;

@@ -1,6 +1,7 @@
 // Python str/dict/list methods callable from templates, with the ImmutableSandboxedEnvironment's
 // rule that methods mutating lists and dicts are unsafe.
 #include <algorithm>
+#include <charconv>
 #include <unordered_set>
 
 #include "lemma/tokenizer/jinja/builtins.h"
@@ -269,7 +270,9 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
       if (field.empty()) {
         v = args.get(auto_index++, "\x01");
       } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-        v = args.get(static_cast<size_t>(std::stoul(field)), "\x01");
+        size_t index = 0;
+        std::from_chars(field.data(), field.data() + field.size(), index);
+        v = args.get(index, "\x01");
       } else {
         v = args.get(static_cast<size_t>(-1), field);
       }
@@ -466,7 +469,9 @@ Value resolve_attribute(const Value& item, const std::string& path) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    v = get_item(v, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
+    int64_t index = 0;
+    if (numeric) numeric = std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    v = get_item(v, numeric ? Value(index) : Value(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }

@@ -1,11 +1,26 @@
 #include "lemma/tokenizer/jinja/parser.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <initializer_list>
 
 namespace lemma::jinja {
 namespace {
 
 using T = Token::Type;
+
+// Nesting limits keep hostile templates from exhausting the stack (Jinja2 has Python's).
+constexpr int kMaxExpressionDepth = 100;
+constexpr int kMaxBlockDepth = 100;
+
+int64_t parse_int_literal(const Token& t) {
+  int64_t v = 0;
+  auto res = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+  if (res.ec != std::errc() || res.ptr != t.text.data() + t.text.size()) {
+    throw SyntaxError{"integer literal too large: " + t.text, t.line};
+  }
+  return v;
+}
 
 ExprPtr make(Expr::Kind kind, int line, std::string name = {}) {
   auto e = std::make_unique<Expr>();
@@ -117,7 +132,16 @@ class Parser {
     }
   }
 
+  struct DepthGuard {
+    int& depth;
+    DepthGuard(int& d, int limit, const Parser& p) : depth(d) {
+      if (++depth > limit) p.fail("template nesting too deep");
+    }
+    ~DepthGuard() { --depth; }
+  };
+
   StmtPtr parse_statement() {
+    DepthGuard guard(block_depth_, kMaxBlockDepth, *this);
     int line = cur().line;
     std::string tag = next().text;
     if (tag == "if") return parse_if(line);
@@ -394,6 +418,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter = true) {
+    DepthGuard guard(expr_depth_, kMaxExpressionDepth, *this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       Token t = next();
@@ -424,10 +449,10 @@ class Parser {
       }
       case T::kInt:
         ++pos_;
-        return literal(Value(static_cast<int64_t>(std::stoll(t.text))), t.line);
+        return literal(Value(parse_int_literal(t)), t.line);
       case T::kFloat:
         ++pos_;
-        return literal(Value(std::stod(t.text)), t.line);
+        return literal(Value(std::strtod(t.text.c_str(), nullptr)), t.line);
       case T::kOp:
         if (t.text == "(") {
           ++pos_;
@@ -486,7 +511,7 @@ class Parser {
         if (cur().type == T::kInt) {
           auto g = make(Expr::Kind::kGetItem, line);
           g->args.push_back(std::move(node));
-          g->args.push_back(literal(Value(static_cast<int64_t>(std::stoll(next().text))), line));
+          g->args.push_back(literal(Value(parse_int_literal(next())), line));
           node = std::move(g);
         } else {
           auto g = make(Expr::Kind::kGetAttr, line, expect_name());
@@ -611,6 +636,8 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int expr_depth_ = 0;
+  int block_depth_ = 0;
 };
 
 }  // namespace

@@ -15,10 +15,10 @@ namespace lemma::testing {
 
 namespace fs = std::filesystem;
 
-std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why) {
+std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why, const std::string& dtype) {
   const fs::path root = build_scratch("golden-models");
-  const fs::path dir = root / preset;
-  PresetFiles files{dir / (preset + "-f32.gguf"), dir / "hf"};
+  const fs::path dir = root / (dtype == "f32" ? preset : preset + "-" + dtype);
+  PresetFiles files{dir / (preset + "-" + dtype + ".gguf"), dir / "hf"};
   if (fs::exists(dir / "complete")) return files;
   const fs::path tool = shared_dir() / "tools" / "make_bench_model.py";
   if (!fs::exists(tool) || !fs::exists("/usr/bin/python3")) {
@@ -27,10 +27,10 @@ std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string&
   }
   // Generate into a private folder, then rename it into place (atomic; a concurrent test that
   // wins the race leaves its copy, which is identical).
-  const fs::path tmp = root / (preset + ".tmp." + std::to_string(::getpid()));
+  const fs::path tmp = root / (dir.filename().string() + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp);
   const std::string cmd = "/usr/bin/python3 '" + tool.string() + "' --preset " + preset +
-                          " --seed 0 --dtype f32 --out '" + tmp.string() + "' > /dev/null 2>&1";
+                          " --seed 0 --dtype " + dtype + " --out '" + tmp.string() + "' > /dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     why = "generator failed: " + cmd;
     fs::remove_all(tmp);

@@ -14,13 +14,14 @@
 namespace lemma::testing {
 
 struct PresetFiles {
-  std::filesystem::path gguf;    // <dir>/<preset>-f32.gguf
+  std::filesystem::path gguf;    // <dir>/<preset>-<dtype>.gguf
   std::filesystem::path hf_dir;  // <dir>/hf
 };
 
-// Generates the preset (seed 0, f32) unless already there. Returns nullopt and sets `why` when the
+// Generates the preset (seed 0, `dtype` "f32" or "bf16") unless already there. Returns nullopt and sets `why` when the
 // generator cannot run (no /usr/bin/python3 with numpy, no shared tools).
-std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why);
+std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why,
+                                         const std::string& dtype = "f32");
 
 // Parsed shared/data/golden/<relative>; cached per process.
 const nlohmann::json& golden_json(const std::string& relative);

@@ -18,7 +18,9 @@ enum class LogitsRequest {
 struct SequenceInput {
   std::span<const int32_t> token_ids;  // new tokens; they get positions num_cached .. num_cached + n - 1
   int64_t num_cached = 0;              // tokens of this sequence already in the cache (positions 0..num_cached-1)
-  std::span<const int32_t> block_table;  // block ids covering positions 0 .. num_cached + n - 1
+  // Block ids covering positions 0 .. num_cached + n - 1; entries wholly before
+  // config.first_attended_position(num_cached) are not read (may be -1 once freed).
+  std::span<const int32_t> block_table;
   LogitsRequest logits = LogitsRequest::kLast;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

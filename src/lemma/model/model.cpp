@@ -37,7 +37,8 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
     if (static_cast<int64_t>(seq.block_table.size()) < needed_blocks)
       fail<InvalidArgument>("forward: sequence {}: {} tokens need {} blocks, block table has {}", s,
                             seq.context_length(), needed_blocks, seq.block_table.size());
-    for (int64_t b = 0; b < needed_blocks; ++b) {
+    // Blocks wholly before the sliding window are never read and may have been freed.
+    for (int64_t b = c.first_attended_position(seq.num_cached) / cache.block_size(); b < needed_blocks; ++b) {
       const int32_t id = seq.block_table[static_cast<size_t>(b)];
       if (id < 0 || id >= cache.num_blocks())
         fail<InvalidArgument>("forward: sequence {}: block id {} outside the cache's {} blocks", s, id,

@@ -1,5 +1,7 @@
 #include "lemma/model/model_config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lemma/base/error.h"
@@ -42,6 +44,16 @@ void ModelConfig::validate() const {
                           num_layers);
   for (int64_t w : sliding_window)
     if (w < 0) fail<InvalidArgument>("model config ({}): negative sliding window {}", arch, w);
+}
+
+int64_t ModelConfig::first_attended_position(int64_t position) const {
+  if (sliding_window.empty()) return 0;
+  int64_t widest = 0;
+  for (int64_t w : sliding_window) {
+    if (w == 0) return 0;  // a full-attention layer needs everything
+    widest = std::max(widest, w);
+  }
+  return std::max<int64_t>(0, position - widest + 1);
 }
 
 std::string ModelConfig::summary() const {

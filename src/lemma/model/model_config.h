@@ -43,6 +43,10 @@ struct ModelConfig {
   int64_t layer_sliding_window(int64_t layer) const {
     return sliding_window.empty() ? 0 : sliding_window[static_cast<size_t>(layer)];
   }
+  // The earliest position any layer still attends to when the first new token is at `position`:
+  // 0 unless every layer has a sliding window, else position - max window + 1 (clamped to 0).
+  // KV blocks wholly before it are never read again and may be freed (block table entry -1).
+  int64_t first_attended_position(int64_t position) const;
   // Throws InvalidArgument naming the first inconsistent field.
   void validate() const;
   // One line for logs: "llama: 2 layers, hidden 64, 4 heads x 16 (2 kv), vocab 512, rope default".

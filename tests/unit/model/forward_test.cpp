@@ -248,3 +248,72 @@ TEST(Forward, InterleavedRopeOnPermutedRowsEqualsHalfSplit) {
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+TEST(Forward, SlidingWindowNeedsOnlyTheBlocksInTheWindow) {
+  // Window 4, blocks of 2: decoding reuses at most 3 live blocks while the sequence grows to 16;
+  // freed blocks are marked -1 in the table and recycled, and logits equal the full forward.
+  ModelConfig c = small_config();
+  c.sliding_window = {4, 3};
+  EXPECT_EQ(c.first_attended_position(10), 7);
+  const RandomModel rm = make_random_model(c, 17);
+  const Model model = rm.build();
+  const auto tokens = tokens_of(16, 8, c.vocab_size);
+  const auto full = full_forward(model, tokens);
+  const int64_t block_size = 2;
+  KvCache cache = KvCache::for_model(c, 3, block_size);
+  ForwardWorkspace ws;
+  const size_t V = static_cast<size_t>(c.vocab_size);
+  std::vector<float> logits(V);
+  std::vector<int32_t> table, free_blocks = {0, 1, 2};
+  for (int64_t p = 0; p < static_cast<int64_t>(tokens.size()); ++p) {
+    // Free blocks wholly before the window, then make sure position p has a block.
+    const int64_t first_block = c.first_attended_position(p) / block_size;
+    for (int64_t b = 0; b < first_block; ++b)
+      if (table[static_cast<size_t>(b)] >= 0) {
+        free_blocks.push_back(table[static_cast<size_t>(b)]);
+        table[static_cast<size_t>(b)] = -1;
+      }
+    if (p % block_size == 0) {
+      ASSERT_FALSE(free_blocks.empty()) << "more than 3 blocks live at position " << p;
+      table.push_back(free_blocks.back());
+      free_blocks.pop_back();
+    }
+    ForwardBatch step;
+    step.sequences.push_back({std::span(tokens).subspan(static_cast<size_t>(p), 1), p, table, LogitsRequest::kLast});
+    model.forward(step, cache, ws, logits);
+    for (size_t v = 0; v < V; ++v) ASSERT_NEAR(logits[v], full[static_cast<size_t>(p) * V + v], 1e-5) << "pos " << p;
+  }
+}
+
+TEST(Forward, ScaledRopePrefillThenDecodeEqualsFullForward) {
+  for (auto type : {RopeScalingType::kLinear, RopeScalingType::kYarn, RopeScalingType::kLlama3}) {
+    ModelConfig c = small_config();
+    c.rope.scaling.type = type;
+    c.rope.scaling.factor = 4.0;
+    c.rope.scaling.original_max_position_embeddings = 16;
+    const Model model = make_random_model(c, 5).build();
+    const auto tokens = tokens_of(12, 9, c.vocab_size);
+    const auto full = full_forward(model, tokens);
+    KvCache cache = KvCache::for_model(c, 4, 4);
+    ForwardWorkspace ws;
+    const std::vector<int32_t> table = {3, 1, 2};
+    const size_t V = static_cast<size_t>(c.vocab_size);
+    std::vector<float> logits(V);
+    ForwardBatch prefill;
+    prefill.sequences.push_back({std::span(tokens).first(5), 0, table, LogitsRequest::kLast});
+    model.forward(prefill, cache, ws, logits);
+    for (int64_t p = 5; p < 12; ++p) {
+      ForwardBatch step;
+      step.sequences.push_back({std::span(tokens).subspan(static_cast<size_t>(p), 1), p, table, LogitsRequest::kLast});
+      model.forward(step, cache, ws, logits);
+      for (size_t v = 0; v < V; ++v)
+        ASSERT_NEAR(logits[v], full[static_cast<size_t>(p) * V + v], 1e-5) << to_string(type) << " pos " << p;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lemma::testing

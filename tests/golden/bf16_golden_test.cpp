@@ -1,0 +1,72 @@
+// BF16 weights (make_bench_model.py --dtype bf16, same seed): the GGUF and the HF copy hold the same
+// numbers, so they agree closely with each other, and both stay within golden/README.md's bf16
+// tolerance of the f32 golden logits (2e-2 * max|golden|; argmax equal where the golden
+// top1-top2 gap exceeds that).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "golden_models.h"
+#include "lemma/model/model.h"
+#include "support/shared_data.h"
+
+namespace lemma::testing {
+namespace {
+
+std::vector<float> all_logits(const Model& model, const std::vector<int32_t>& tokens) {
+  KvCache cache = KvCache::for_model(model.config(), 16, 16);
+  ForwardWorkspace ws;
+  const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), 16);
+  ForwardBatch batch;
+  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.config().vocab_size));
+  model.forward(batch, cache, ws, logits);
+  return logits;
+}
+
+TEST(Bf16Golden, TinyGqaBothFormats) {
+  const std::string preset = "tiny-gqa";
+  LEMMA_REQUIRE_SHARED(shared_data("golden/models/" + preset + ".json"));
+  std::string why;
+  const auto files = ensure_preset(preset, why, "bf16");
+  if (!files) {
+    if (running_in_ci()) FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  const Model gguf = Model::open(files->gguf);
+  const Model hf = Model::open(files->hf_dir);
+  ASSERT_EQ(gguf.weights().layers[0].q.dtype, DType::kBF16);
+  ASSERT_EQ(hf.weights().layers[0].q.dtype, DType::kBF16);
+  const auto& seq = golden_json("models/" + preset + ".json")["sequences"][2];  // len64
+  const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
+  const auto a = all_logits(gguf, tokens);
+  const auto b = all_logits(hf, tokens);
+  const size_t V = static_cast<size_t>(gguf.config().vocab_size);
+  double max_golden = 0, diff_formats = 0, diff_golden = 0;
+  int64_t checked = 0, argmax_bad = 0;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    std::vector<double> g(V);
+    for (size_t v = 0; v < V; ++v) {
+      g[v] = seq["logits"][t][v].get<double>();
+      max_golden = std::max(max_golden, std::abs(g[v]));
+      diff_formats = std::max(diff_formats, static_cast<double>(std::abs(a[t * V + v] - b[t * V + v])));
+      diff_golden = std::max(diff_golden, std::abs(a[t * V + v] - g[v]));
+    }
+    std::vector<double> sorted = g;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    if (sorted[0] - sorted[1] > 2e-2 * max_golden) {
+      ++checked;
+      const auto best = std::max_element(a.begin() + static_cast<long>(t * V), a.begin() + static_cast<long>((t + 1) * V));
+      if (best - (a.begin() + static_cast<long>(t * V)) != seq["argmax"][t].get<int64_t>()) ++argmax_bad;
+    }
+  }
+  EXPECT_LE(diff_formats, 1e-4 * max_golden);
+  EXPECT_LE(diff_golden, 2e-2 * max_golden);
+  EXPECT_GT(diff_golden, 1e-6 * max_golden);  // the weights really are bf16, not f32
+  EXPECT_GT(checked, 0);
+  EXPECT_EQ(argmax_bad, 0);
+}
+
+}  // namespace
+}  // namespace lemma::testing

@@ -127,6 +127,21 @@ std::string_view Tokenizer::token_text(int32_t id) const {
   return p_->vocab.text(id);
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const {
+  const auto& p = *p_;
+  if (id < 0 || id >= p.vocab.size()) {
+    fail<InvalidArgument>("token id {} is outside the vocabulary (size {})", id, p.vocab.size());
+  }
+  if (!p.decoder) return p.vocab.text(id);
+  // Decoders treat the first token specially (Strip / Metaspace drop its leading space), so
+  // decode behind a one-letter sentinel that every decoder passes through unchanged.
+  std::vector<std::string> tokens{"a", p.vocab.text(id)};
+  p.decoder->apply(tokens, /*raw_bytes=*/true);
+  std::string text;
+  for (const auto& t : tokens) text += t;
+  return text.substr(1);
+}
+
 std::optional<int32_t> Tokenizer::token_id(std::string_view text) const { return p_->vocab.find(text); }
 
 TokenType Tokenizer::token_type(int32_t id) const {

@@ -41,6 +41,10 @@ class Tokenizer {
 
   int32_t vocab_size() const;
   std::string_view token_text(int32_t id) const;  // raw vocab string ("" out of range)
+  // The bytes token `id` adds to the output in mid-text (byte-level and "<0xXX>" tokens
+  // mapped back to bytes, "▁" to a space; no dummy-prefix stripping, no UTF-8 repair), as
+  // grammar-constrained sampling needs. Throws InvalidArgument out of range.
+  std::string token_bytes(int32_t id) const;
   std::optional<int32_t> token_id(std::string_view text) const;
   TokenType token_type(int32_t id) const;
 

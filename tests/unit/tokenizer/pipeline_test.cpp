@@ -332,3 +332,51 @@ TEST(Tokenizer, RandomBytesRoundTrip) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+TEST(Tokenizer, TokenBytesAreMidTextBytes) {
+  LEMMA_REQUIRE_SHARED(testing::shared_data("hf/llama2-spm/tokenizer.json"));
+  const Tokenizer gpt2 = Tokenizer::from_hf_dir(testing::shared_data("hf/gpt2").string());
+  const Tokenizer llama = Tokenizer::from_hf_dir(testing::shared_data("hf/llama2-spm").string());
+  EXPECT_EQ(gpt2.token_bytes(*gpt2.token_id("\xc4\xa0hello")), " hello");
+  EXPECT_EQ(gpt2.token_bytes(*gpt2.token_id("\xc3\xa2")), "\xe2");  // one byte of a UTF-8 sequence
+  EXPECT_EQ(llama.token_bytes(*llama.token_id("\xe2\x96\x81hello")), " hello");
+  EXPECT_EQ(llama.token_bytes(*llama.token_id("<0xE2>")), "\xe2");
+  EXPECT_EQ(llama.token_bytes(1), "<s>");
+  EXPECT_THROW(llama.token_bytes(-1), InvalidArgument);
+  // Every token's bytes, concatenated, give the raw decode of a mid-text run of tokens.
+  const auto ids = llama.encode("x caf\xc3\xa9 \xf0\x9f\x9a\x80!", false, false);
+  std::string joined;
+  for (size_t i = 1; i < ids.size(); ++i) joined += llama.token_bytes(ids[i]);
+  EXPECT_EQ(llama.decode_raw(ids, false), "x" + joined);
+}
+
+TEST(Tokenizer, ByteFallbackDecodesInvalidRunsLikeHf) {
+  LEMMA_REQUIRE_SHARED(testing::shared_data("hf/llama2-spm/tokenizer.json"));
+  const Tokenizer llama = Tokenizer::from_hf_dir(testing::shared_data("hf/llama2-spm").string());
+  // HF turns an invalid run of byte tokens into one U+FFFD per byte (not per maximal subpart).
+  const std::vector<int32_t> ids{*llama.token_id("<0xE2>"), *llama.token_id("<0x82>"),
+                                 *llama.token_id("\xe2\x96\x81" "a")};
+  EXPECT_EQ(llama.decode(ids), "\xef\xbf\xbd\xef\xbf\xbd a");
+}
+
+TEST(HfLoader, MergesAsPairsAndIgnoreMerges) {
+  const std::string tj = R"({
+    "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "abb": 3, "bb": 4}, "merges": [["a", "b"], ["b", "b"]],
+              "ignore_merges": IGNORE}
+  })";
+  auto with = [&](const char* v) {
+    std::string s = tj;
+    s.replace(s.find("IGNORE"), 6, v);
+    return Tokenizer::from_hf_json(s, "");
+  };
+  // "abb": merges give ab + b (rank 0 first); ignore_merges takes the whole-word token.
+  EXPECT_EQ(with("false").encode("abb", false, false), (std::vector<int32_t>{2, 1}));
+  EXPECT_EQ(with("true").encode("abb", false, false), (std::vector<int32_t>{3}));
+}
+
+}  // namespace
+}  // namespace lemma

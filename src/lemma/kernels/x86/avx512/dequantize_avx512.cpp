@@ -58,6 +58,8 @@ void decode_q4_0_avx512(const void* src, float* dst, int64_t n) {
   }
 }
 
+namespace {
+
 // Q4_K (144-byte blocks) and Q5_K (176-byte blocks, with qh) share the scale layout.
 template <bool kHasHighBit>
 void decode_k4(const void* src, float* dst, int64_t n) {
@@ -92,6 +94,8 @@ void decode_k4(const void* src, float* dst, int64_t n) {
     }
   }
 }
+
+}  // namespace
 
 void decode_q6_k_avx512(const void* src, float* dst, int64_t n) {
   const auto* block = static_cast<const uint8_t*>(src);

@@ -1,0 +1,22 @@
+# Fails when an object compiled with ISA flags (x86/avx2, x86/avx512, ...) defines a weak/COMDAT
+# symbol: the linker may then pick that AVX-512 copy for callers on machines without AVX-512.
+# Usage: cmake -DNM=<nm> -DOBJECTS=<list> -P check_isa_symbols.cmake
+set(checked 0)
+foreach(object IN LISTS OBJECTS)
+  if(NOT object MATCHES "/x86/")
+    continue()
+  endif()
+  execute_process(COMMAND ${NM} -C ${object} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm failed on ${object}")
+  endif()
+  string(REGEX MATCHALL "[^\n]* [WVu] [^\n]*" weak "${symbols}")
+  if(weak)
+    message(FATAL_ERROR "${object} defines weak symbols (move them into an anonymous namespace):\n${weak}")
+  endif()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "no x86 ISA objects given")
+endif()
+message(STATUS "${checked} ISA objects without weak symbols")

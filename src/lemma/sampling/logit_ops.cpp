@@ -57,16 +57,21 @@ void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t
   }
 }
 
-void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen, float penalty,
-                              std::span<uint8_t> flags) {
-  for (int32_t t : seen) {
-    if (t < 0 || static_cast<size_t>(t) >= logits.size() || flags[static_cast<size_t>(t)]) continue;
-    flags[static_cast<size_t>(t)] = 1;
-    float& v = logits[static_cast<size_t>(t)];
-    v = v > 0.0f ? v / penalty : v * penalty;
+void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> prompt_tokens,
+                              std::span<const int32_t> output_tokens, float penalty, std::span<uint8_t> flags) {
+  auto in_vocab = [&](int32_t t) { return t >= 0 && static_cast<size_t>(t) < logits.size(); };
+  for (std::span<const int32_t> tokens : {prompt_tokens, output_tokens}) {
+    for (int32_t t : tokens) {
+      if (!in_vocab(t) || flags[static_cast<size_t>(t)]) continue;
+      flags[static_cast<size_t>(t)] = 1;
+      float& v = logits[static_cast<size_t>(t)];
+      v = v > 0.0f ? v / penalty : v * penalty;
+    }
   }
-  for (int32_t t : seen) {
-    if (t >= 0 && static_cast<size_t>(t) < logits.size()) flags[static_cast<size_t>(t)] = 0;
+  for (std::span<const int32_t> tokens : {prompt_tokens, output_tokens}) {
+    for (int32_t t : tokens) {
+      if (in_vocab(t)) flags[static_cast<size_t>(t)] = 0;
+    }
   }
 }
 

@@ -25,11 +25,11 @@ void apply_temperature(std::span<float> logits, float temperature);
 // (requests are validated at the API boundary).
 void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias);
 
-// HF repetition penalty: for every token in `seen` (prompt and output), a positive logit is
-// divided by `penalty`, a negative one multiplied. Each token is penalised once however often it
-// occurs. `flags` is scratch of the vocabulary's size (left zeroed).
-void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> seen, float penalty,
-                              std::span<uint8_t> flags);
+// HF repetition penalty: every distinct token in `prompt_tokens` or `output_tokens` has a positive
+// logit divided by `penalty`, a negative one multiplied, once however often (and in however many
+// lists) it occurs. `flags` is scratch of the vocabulary's size (left zeroed).
+void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> prompt_tokens,
+                              std::span<const int32_t> output_tokens, float penalty, std::span<uint8_t> flags);
 
 // OpenAI presence/frequency penalties over generated tokens: logit -= presence * (count > 0) +
 // frequency * count. `counts` is scratch of the vocabulary's size (left zeroed).

@@ -28,8 +28,7 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
 
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
-    apply_repetition_penalty(work, prompt_tokens, params_.repetition_penalty, flags_);
-    apply_repetition_penalty(work, output_tokens, params_.repetition_penalty, flags_);
+    apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, flags_);
   }
   if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
     apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, counts_);

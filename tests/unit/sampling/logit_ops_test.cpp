@@ -38,8 +38,9 @@ TEST(LogitOps, TemperatureAndBias) {
 TEST(LogitOps, RepetitionPenaltyFollowsHf) {
   std::vector<float> v = {2.0f, -2.0f, 3.0f, 0.0f};
   std::vector<uint8_t> flags(4, 0);
-  const std::vector<int32_t> seen = {0, 1, 0, 0, 3, 99};  // repeats penalised once; 99 out of range
-  apply_repetition_penalty(v, seen, 2.0f, flags);
+  const std::vector<int32_t> prompt = {0, 1, 0, 99};  // repeats penalised once; 99 out of range
+  const std::vector<int32_t> output = {0, 3, 1};        // in both lists: still once
+  apply_repetition_penalty(v, prompt, output, 2.0f, flags);
   EXPECT_EQ(v, (std::vector<float>{1.0f, -4.0f, 3.0f, 0.0f}));
   for (uint8_t f : flags) EXPECT_EQ(f, 0);  // scratch left clean
 }

@@ -140,6 +140,9 @@ TEST(Sampler, GreedyUsesLowestIdOnTiesAndAppliesPenaltiesAndBias) {
   Sampler s(p, 0);
   const std::vector<int32_t> prompt = {1};
   EXPECT_EQ(s.sample(std::vector<float>{1.0f, 5.0f, 2.9f}, prompt, kNone).token, 0);
+  // In the prompt and the output: penalised once (5 -> 2.5 > 2.4), not twice (1.25).
+  const std::vector<int32_t> again = {1};
+  EXPECT_EQ(s.sample(std::vector<float>{-5.0f, 5.0f, 2.4f}, prompt, again).token, 1);
   SamplingParams f = params_with(0.0f);
   f.frequency_penalty = 1.0f;  // token 1 generated three times: 5 -> 2
   Sampler fs(f, 0);

@@ -29,6 +29,25 @@ Pieces split_family(const std::string& family, const std::string& text) {
   return run(*tok::make_sequence(std::move(steps)), text);
 }
 
+TEST(GgufPreTokenizers, EveryCommonNameResolvesAndCompiles) {
+  const char* names[] = {"default", "llama3", "llama-bpe", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+                         "falcon", "mpt", "starcoder", "gpt-2", "refact", "command-r", "qwen2", "stablelm2",
+                         "olmo", "dbrx", "smaug-bpe", "poro-chat", "jais", "tekken", "chatglm-bpe", "viking",
+                         "codeshell", "bloom", "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "gpt-4o",
+                         "superbpe", "trillion", "bailingmoe", "seed-coder", "kimi-k2", "hunyuan", "smollm",
+                         "llama4", "grok-2", "glm4", "megrez", "deepseek-r1-qwen"};
+  for (const char* name : names) {
+    const auto* pre = tok::find_gguf_pre_tokenizer(name);
+    ASSERT_NE(pre, nullptr) << name;
+    ASSERT_FALSE(pre->regexes.empty()) << name;
+    for (const auto& re : pre->regexes) {
+      EXPECT_NO_THROW(tok::make_split(re, false, tok::SplitBehavior::kIsolated, false)) << name << ": " << re;
+    }
+  }
+  EXPECT_EQ(tok::find_gguf_pre_tokenizer("no-such-tokenizer"), nullptr);
+}
+
+
 TEST(PreTokenizers, SplitBehaviours) {
   using B = tok::SplitBehavior;
   EXPECT_EQ(run(*tok::make_split("-", true, B::kRemoved, false), "a-b--c"), (Pieces{"a", "b", "c"}));

@@ -46,6 +46,8 @@ class KvCache {
   int64_t num_layers() const { return num_layers_; }
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
+  int64_t num_kv_heads() const { return num_kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
   // Tokens the whole cache can hold.
   int64_t capacity_tokens() const { return num_blocks_ * block_size_; }
   uint64_t bytes() const { return static_cast<uint64_t>(storage_.size()) * sizeof(float); }

@@ -25,11 +25,15 @@ Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorL
 
 void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<float> logits) const {
   const ModelConfig& c = config_;
-  if (cache.num_layers() != c.num_layers)
-    fail<InvalidArgument>("forward: cache has {} layers, model {}", cache.num_layers(), c.num_layers);
+  if (cache.num_layers() != c.num_layers || cache.num_kv_heads() != c.num_kv_heads || cache.head_dim() != c.head_dim)
+    fail<InvalidArgument>("forward: cache holds {} layers x {} kv heads x {}, the model needs {} x {} x {}",
+                          cache.num_layers(), cache.num_kv_heads(), cache.head_dim(), c.num_layers, c.num_kv_heads,
+                          c.head_dim);
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     if (seq.num_cached < 0) fail<InvalidArgument>("forward: sequence {}: negative num_cached", s);
+    if (seq.num_tokens() == 0 && seq.logits != LogitsRequest::kNone)
+      fail<InvalidArgument>("forward: sequence {}: logits requested but no new tokens", s);
     for (int32_t id : seq.token_ids)
       if (id < 0 || id >= c.vocab_size)
         fail<InvalidArgument>("forward: sequence {}: token id {} outside the vocabulary [0, {})", s, id, c.vocab_size);

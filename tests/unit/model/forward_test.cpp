@@ -190,6 +190,11 @@ TEST(Forward, RejectsBadBatches) {
   ForwardBatch b4;
   b4.sequences.push_back({ok, 0, std::vector<int32_t>{0, 1}, LogitsRequest::kAll});
   EXPECT_THROW(model.forward(b4, cache, ws, logits), InvalidArgument);  // logits too small
+  ForwardBatch b5;
+  b5.sequences.push_back({std::span<const int32_t>(), 0, table, LogitsRequest::kLast});
+  EXPECT_THROW(model.forward(b5, cache, ws, logits), InvalidArgument);  // nothing to take logits of
+  KvCache wrong_heads(model.config().num_layers, 4, kBlockSize, 1, model.config().head_dim);
+  EXPECT_THROW(model.forward(b2, wrong_heads, ws, logits), InvalidArgument);
 }
 
 TEST(Forward, MissingOrMisshapenTensorIsAFormatError) {

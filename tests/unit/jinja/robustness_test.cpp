@@ -2,6 +2,7 @@
 // anything else): mutated real templates, deep nesting, runaway recursion, huge literals.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "lemma/tokenizer/jinja/chat_template.h"
@@ -40,6 +41,8 @@ ChatTemplateInputs sample_inputs() {
 }
 
 TEST(JinjaRobustness, MutatedRealTemplatesFailCleanly) {
+  const char* env_trials = std::getenv("LEMMA_JINJA_FUZZ_TRIALS");  // more mutations per template on demand
+  const int kTrials = env_trials ? std::atoi(env_trials) : 12;
   const auto dir = testing::shared_data("chat_templates");
   LEMMA_REQUIRE_SHARED(dir);
   std::mt19937 rng(1234);
@@ -49,7 +52,7 @@ TEST(JinjaRobustness, MutatedRealTemplatesFailCleanly) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".jinja") continue;
     const std::string original = testing::read_file(entry.path());
-    for (int trial = 0; trial < 12; ++trial) {
+    for (int trial = 0; trial < kTrials; ++trial) {
       std::string s = original;
       const int edits = 1 + static_cast<int>(rng() % 4);
       for (int e = 0; e < edits && !s.empty(); ++e) {

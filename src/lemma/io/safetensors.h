@@ -2,8 +2,9 @@
 // length, a JSON header, then the data). Every entry's dtype, shape, offsets and overlaps are checked
 // before a TensorView is handed out; problems raise FormatError "<file>: ...". Gaps between tensors
 // are allowed. Move-only (owns the MappedFile; moving keeps the views valid). Thread-safe to read.
-// Views point at data_offset() + begin, which is only as aligned as the writer made it
-// (write_safetensors pads the header so data starts 8-byte aligned, like the reference writer).
+// Views point at data_offset() + begin, which is only as aligned as the writer made it: like the
+// reference writer, write_safetensors pads the header to 8 bytes and orders data by element size, so
+// its views are naturally aligned; files from elsewhere may not be.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +60,8 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
-// Serialises tensors (data in the given order, contiguous) and metadata into safetensors bytes.
+// Serialises tensors (data contiguous, ordered by element size, largest first, then given order)
+// and metadata into safetensors bytes.
 // Throws InvalidArgument for dtypes safetensors cannot express (GGUF blocks) or duplicate names.
 std::vector<uint8_t> encode_safetensors(std::span<const SafetensorsTensor> tensors,
                                         const std::map<std::string, std::string>& metadata = {});

@@ -1,5 +1,6 @@
-// safetensors serialisation: JSON header (tensors in the given order, then __metadata__), padded with
+// safetensors serialisation: JSON header (tensors in data order, then __metadata__), padded with
 // spaces so the data section starts 8-byte aligned, then the tensors' bytes back to back.
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -12,10 +13,19 @@ namespace lemma {
 
 std::vector<uint8_t> encode_safetensors(std::span<const SafetensorsTensor> tensors,
                                         const std::map<std::string, std::string>& metadata) {
+  // Like the reference writer, lay data out by element size (largest first, stable otherwise): with
+  // the data section 8-byte aligned, every tensor then starts at a multiple of its element size.
+  std::vector<const SafetensorsTensor*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const SafetensorsTensor* a, const SafetensorsTensor* b) {
+    return dtype_info(a->view.dtype).block_bytes > dtype_info(b->view.dtype).block_bytes;
+  });
+
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   std::set<std::string> names;
   uint64_t offset = 0;
-  for (const auto& t : tensors) {
+  for (const auto* tp : order) {
+    const auto& t = *tp;
     const auto dtype = dtype_to_safetensors(t.view.dtype);
     if (dtype.empty())
       fail<InvalidArgument>("tensor '{}': dtype {} cannot be stored in safetensors", t.name, dtype_name(t.view.dtype));
@@ -39,7 +49,7 @@ std::vector<uint8_t> encode_safetensors(std::span<const SafetensorsTensor> tenso
   const uint64_t header_len = text.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(header_len >> (8 * i)));
   out.insert(out.end(), text.begin(), text.end());
-  for (const auto& t : tensors) out.insert(out.end(), t.view.bytes_ptr(), t.view.bytes_ptr() + t.view.bytes());
+  for (const auto* t : order) out.insert(out.end(), t->view.bytes_ptr(), t->view.bytes_ptr() + t->view.bytes());
   return out;
 }
 

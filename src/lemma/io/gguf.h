@@ -3,6 +3,8 @@
 // shape, offset and overlap before anything is used, so a hostile file raises FormatError
 // ("<file>: ...") instead of reading out of bounds. Move-only (owns the MappedFile; moving keeps
 // the views valid). Thread-safe to read.
+// Each view starts at a multiple of alignment() from the file start (and mappings start on a page),
+// so views are naturally aligned unless a file sets general.alignment below the element size.
 #pragma once
 
 #include <cstdint>

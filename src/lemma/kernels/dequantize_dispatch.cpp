@@ -13,6 +13,11 @@ struct Decoder {
 };
 
 constexpr Decoder kDecoders[] = {
+    {DType::kQ8_0, Isa::kAvx2, x86::decode_q8_0_avx2},
+    {DType::kQ4_0, Isa::kAvx2, x86::decode_q4_0_avx2},
+    {DType::kQ4_K, Isa::kAvx2, x86::decode_q4_k_avx2},
+    {DType::kQ5_K, Isa::kAvx2, x86::decode_q5_k_avx2},
+    {DType::kQ6_K, Isa::kAvx2, x86::decode_q6_k_avx2},
     {DType::kQ8_0, Isa::kAvx512, x86::decode_q8_0_avx512},
     {DType::kQ4_0, Isa::kAvx512, x86::decode_q4_0_avx512},
     {DType::kQ4_K, Isa::kAvx512, x86::decode_q4_k_avx512},

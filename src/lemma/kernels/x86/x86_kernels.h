@@ -25,6 +25,11 @@ void convert_bf16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
 void convert_f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
 
 // Block decoders, bit-identical to the reference ones (see dequantize.h).
+void decode_q8_0_avx2(const void* src, float* dst, int64_t n);
+void decode_q4_0_avx2(const void* src, float* dst, int64_t n);
+void decode_q4_k_avx2(const void* src, float* dst, int64_t n);
+void decode_q5_k_avx2(const void* src, float* dst, int64_t n);
+void decode_q6_k_avx2(const void* src, float* dst, int64_t n);
 void decode_q8_0_avx512(const void* src, float* dst, int64_t n);
 void decode_q4_0_avx512(const void* src, float* dst, int64_t n);
 void decode_q4_k_avx512(const void* src, float* dst, int64_t n);

@@ -229,6 +229,10 @@ CASES = [
     ("error_syntax_bad_expr", "{{ 1 + }}", {}),
     ("error_syntax_unclosed_string", "x\n{{ 'abc }}", {}),
     ("error_syntax_endfor_mismatch", "{% if true %}{% endfor %}", {}),
+    ("with_block", "{% set a = 1 %}{% with a = 2, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}[{{ c }}]", {}),
+    ("loop_changed", "{% for x in [1, 1, 2, 2, 1] %}{% if loop.changed(x) %}{{ x }}{% endif %}{% endfor %}", {}),
+    ("loop_recursive", "{% for n in tree recursive %}<{{ n.name }}{{ loop.depth }}{% if n.kids %}[{{ loop(n.kids) }}]{% endif %}>{% endfor %}", {"tree": [{"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}, {"name": "d"}]}, {"name": "e"}]}),
+    ("break_in_else_scope", "{% for x in [] %}{% else %}E{% endfor %}{% for x in [1, 2] %}{{ x }}{% break %}{% endfor %}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

@@ -46,7 +46,7 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
 struct Stmt {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kCallBlock, kFilterBlock, kBreak, kContinue, kScope };
+  enum class Kind { kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kCallBlock, kFilterBlock, kBreak, kContinue, kScope, kWith };
   Kind kind;
   int line = 0;
   std::string text;                  // kText data; kMacro name; kSet namespace attribute ("" = plain names)
@@ -55,8 +55,9 @@ struct Stmt {
   ExprPtr condition;                 // kFor `if` filter
   bool recursive = false;            // kFor
   std::vector<std::pair<ExprPtr, Body>> branches;  // kIf: (condition, body) for if/elif
-  Body body, else_body;
-  std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro / kCallBlock parameters (default may be null)
+  Body body, else_body;              // kScope: {% generation %} body
+  std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro / kCallBlock parameters (default may be null);
+                                                        // kWith assignments
   std::vector<ExprPtr> filters;      // kSetBlock / kFilterBlock filter chain (kFilter with null subject)
 };
 

@@ -19,6 +19,7 @@ void raise_undefined(const Value& undefined) {
 
 namespace {
 
+constexpr const char* kCallKey = "__call__";  // makes a dict (a recursive `loop`) callable
 constexpr int64_t kMaxSequenceBytes = int64_t{64} << 20;  // cap on 'x' * n and [..] * n
 
 std::string undefined_hint(const std::string& what) { return "UndefinedError: " + what; }
@@ -281,6 +282,10 @@ std::string Evaluator::render(Dict variables) {
 
 Value Evaluator::call(const Value& callee, const CallArgs& args) {
   if (callee.is_callable()) return callee.fn().fn(*this, args);
+  if (callee.is_dict()) {  // a recursive loop's `loop(children)`
+    const Value* fn = callee.dict_items().get(kCallKey);
+    if (fn && fn->is_callable()) return fn->fn().fn(*this, args);
+  }
   if (callee.is_undefined()) raise_undefined(callee);
   raise("TypeError: '" + callee.type_name() + "' object is not callable");
 }
@@ -340,6 +345,12 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
       }
       case Stmt::Kind::kBreak: return Flow::kBreak;
       case Stmt::Kind::kContinue: return Flow::kContinue;
+      case Stmt::Kind::kWith: {
+        auto inner = std::make_shared<Scope>();
+        inner->parent = scope;
+        for (const auto& [name, value] : stmt.params) inner->vars[name] = eval(*value, scope);
+        return exec_body(stmt.body, inner, out);
+      }
       case Stmt::Kind::kScope: {
         auto inner = std::make_shared<Scope>();
         inner->parent = scope;
@@ -354,7 +365,12 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
 }
 
 Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
-  Value iterable = eval(*stmt.expr, scope);
+  run_loop(stmt, scope, eval(*stmt.expr, scope), 1, out);
+  return Flow::kNormal;
+}
+
+// One (possibly recursive) run of a for loop over `iterable`; break/continue end here.
+void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, std::string& out) {
   ValueList all = iterable.iterate();
   ValueList items;
   auto bind = [&](Scope& s, const Value& item) {
@@ -382,13 +398,36 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std
   if (items.empty()) {
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
-    return exec_body(stmt.else_body, inner, out) == Flow::kBreak ? Flow::kNormal : Flow::kNormal;
+    exec_body(stmt.else_body, inner, out);
+    return;
   }
-  const Value* outer_loop = scope->lookup("loop");
-  (void)outer_loop;
-  const int64_t depth = 1;  // only recursive loops nest depth, and those are not supported
   const int64_t n = static_cast<int64_t>(items.size());
-  auto items_ptr = std::make_shared<ValueList>(items);
+  // loop.changed(*values) remembers the previous call's values for this run of the loop.
+  auto last_changed = std::make_shared<std::optional<ValueList>>();
+  Value changed = Value::callable("changed", [last_changed](Evaluator&, const CallArgs& args) {
+    bool same = last_changed->has_value() && (*last_changed)->size() == args.positional.size();
+    for (size_t k = 0; same && k < args.positional.size(); ++k) same = equals((**last_changed)[k], args.positional[k]);
+    if (same) return Value(false);
+    *last_changed = args.positional;
+    return Value(true);
+  });
+  Value recurse;
+  if (stmt.recursive) {
+    recurse = Value::callable("loop", [this, &stmt, scope, depth](Evaluator&, const CallArgs& args) {
+      if (args.positional.size() != 1) raise("TypeError: loop() takes exactly one argument");
+      if (call_depth_ >= kMaxCallDepth) raise("RecursionError: maximum recursion depth exceeded");
+      ++call_depth_;
+      std::string nested;
+      try {
+        run_loop(stmt, scope, args.positional[0], depth + 1, nested);
+      } catch (...) {
+        --call_depth_;
+        throw;
+      }
+      --call_depth_;
+      return Value(nested);
+    });
+  }
   for (int64_t i = 0; i < n; ++i) {
     if (++loop_iterations_ > kMaxLoopIterations) raise("RuntimeError: more than 10 million loop iterations in one render");
     auto inner = std::make_shared<Scope>();
@@ -411,11 +450,12 @@ Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std
       if (args.positional.empty()) raise("TypeError: no items for cycling given");
       return args.positional[static_cast<size_t>(i) % args.positional.size()];
     }));
+    loop.items.emplace_back("changed", changed);
+    if (stmt.recursive) loop.items.emplace_back(kCallKey, recurse);
     inner->vars["loop"] = Value::dict(std::move(loop));
     Flow f = exec_body(stmt.body, inner, out);
     if (f == Flow::kBreak) break;
   }
-  return Flow::kNormal;
 }
 
 void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope, std::string& out) {

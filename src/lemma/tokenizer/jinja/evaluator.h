@@ -43,6 +43,7 @@ class Evaluator {
   Flow exec_body(const Body& body, const ScopePtr& scope, std::string& out);
   Flow exec(const Stmt& stmt, const ScopePtr& scope, std::string& out);
   Flow exec_for(const Stmt& stmt, const ScopePtr& scope, std::string& out);
+  void run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, std::string& out);
   void exec_set(const Stmt& stmt, const ScopePtr& scope, std::string& out);
   Value make_macro(const Stmt& stmt, const ScopePtr& scope);
   Value apply_filter_chain(const std::vector<ExprPtr>& filters, Value value, const ScopePtr& scope);

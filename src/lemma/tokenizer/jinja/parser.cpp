@@ -162,6 +162,20 @@ class Parser {
       expect_block_end();
       return make_stmt(tag == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, line);
     }
+    if (tag == "with") {
+      auto s = make_stmt(Stmt::Kind::kWith, line);
+      while (cur().type != T::kBlockEnd) {
+        if (!s->params.empty()) expect_op(",");
+        std::string name = expect_name();
+        expect_op("=");
+        s->params.emplace_back(std::move(name), parse_expression());
+      }
+      expect_block_end();
+      std::string end;
+      s->body = parse_until({"endwith"}, &end);
+      expect_block_end();
+      return s;
+    }
     if (tag == "generation") {
       auto s = make_stmt(Stmt::Kind::kScope, line);
       expect_block_end();

@@ -36,6 +36,18 @@ void decode_q4_k_avx512(const void* src, float* dst, int64_t n);
 void decode_q5_k_avx512(const void* src, float* dst, int64_t n);
 void decode_q6_k_avx512(const void* src, float* dst, int64_t n);
 
+// Row ops (see ops.h), n values each.
+void rmsnorm_avx2(const float* x, const float* weight, float eps, float* y, int64_t n);
+void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
+void softmax_avx2(const float* x, float* y, int64_t n);
+void add_avx2(const float* a, const float* b, float* out, int64_t n);
+void exp_avx2(const float* x, float* y, int64_t n);
+void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n);
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
+void softmax_avx512(const float* x, float* y, int64_t n);
+void add_avx512(const float* a, const float* b, float* out, int64_t n);
+void exp_avx512(const float* x, float* y, int64_t n);
+
 void matmul_f32_avx2(const MatmulArgs& args);
 void matmul_f16_avx2(const MatmulArgs& args);
 void matmul_bf16_avx2(const MatmulArgs& args);

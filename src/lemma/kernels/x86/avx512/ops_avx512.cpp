@@ -1,0 +1,122 @@
+// Row ops with AVX-512 (see ops.h). exp: Cephes-style range reduction and degree-6 polynomial,
+// scaled with vscalefps (correct overflow, underflow and subnormals); masked tails.
+#include <immintrin.h>
+
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+__mmask16 tail_mask(int64_t remaining) {
+  return remaining >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << remaining) - 1u);
+}
+
+__m512 exp16(__m512 x) {
+  // Clamp so the reduction stays exact; min/max return their second operand for NaN, keeping it.
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+// Sum of 16 floats widened to double, added into two accumulators.
+void accumulate_double(__m512 v, __m512d& lo, __m512d& hi) {
+  lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+double reduce_double(__m512d lo, __m512d hi) {
+  alignas(64) double lanes[8];
+  _mm512_store_pd(lanes, _mm512_add_pd(lo, hi));
+  double sum = 0.0;
+  for (double v : lanes) sum += v;
+  return sum;
+}
+
+}  // namespace
+
+void exp_avx512(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, exp16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+void add_avx512(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, e));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+    accumulate_double(_mm512_mul_ps(v, v), lo, hi);
+  }
+  // Squares are formed in float here (the reference squares in double): a relative difference
+  // of at most 2^-24 per term.
+  const double mean = n == 0 ? 0.0 : reduce_double(lo, hi) / static_cast<double>(n);
+  const __m512 r = _mm512_set1_ps(static_cast<float>(1.0 / __builtin_sqrt(mean + static_cast<double>(eps))));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), r);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
+  }
+}
+
+void softmax_avx512(const float* x, float* y, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 max = neg_inf;
+  __mmask16 nan = 0;
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_mask_loadu_ps(neg_inf, m, x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    max = _mm512_max_ps(max, v);
+  }
+  const float row_max = _mm512_reduce_max_ps(max);
+  if (nan != 0 || row_max == -__builtin_inff()) {
+    const __m512 fill = nan != 0 ? _mm512_set1_ps(__builtin_nanf("")) : _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) _mm512_mask_storeu_ps(y + i, tail_mask(n - i), fill);
+    return;
+  }
+  const __m512 shift = _mm512_set1_ps(row_max);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, x + i), shift)));
+    _mm512_mask_storeu_ps(y + i, m, e);
+    accumulate_double(e, lo, hi);
+  }
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / reduce_double(lo, hi)));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inv));
+  }
+}
+
+}  // namespace lemma::kernels::x86

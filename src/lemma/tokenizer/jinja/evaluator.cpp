@@ -84,7 +84,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value::list(std::move(items));
     }
   }
-  if (op == "%" && a.is_string()) return Value(percent_format(a.str(), b));
+  if (op == "%" && a.is_string()) {
+    std::string s = percent_format(a.str(), b, a.is_safe());
+    return a.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
+  }
   if (!a.is_number() || !b.is_number()) unsupported(op, a, b);
   bool ints = !a.is_float() && !b.is_float();
   if (op == "/") {

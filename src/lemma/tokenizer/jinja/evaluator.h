@@ -76,6 +76,7 @@ bool apply_test(Evaluator& ev, const std::string& name, const Value& subject, co
 std::optional<Value> bound_method(const Value& obj, const std::string& name);
 void add_globals(Dict& globals);
 // Python's str % args.
-std::string percent_format(const std::string& format, const Value& args);
+// With `escape` (a Markup format string) %s arguments that are not Markup are HTML-escaped.
+std::string percent_format(const std::string& format, const Value& args, bool escape = false);
 
 }  // namespace lemma::jinja

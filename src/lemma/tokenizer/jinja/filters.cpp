@@ -33,9 +33,12 @@ Value f_trim(Evaluator&, const Value& v, const CallArgs& args) {
   return v.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
 }
 
-Value f_upper(Evaluator&, const Value& v, const CallArgs&) { return Value(py_upper(v.to_str())); }
-Value f_lower(Evaluator&, const Value& v, const CallArgs&) { return Value(py_lower(v.to_str())); }
-Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return Value(py_capitalize(v.to_str())); }
+// A Markup input gives a Markup result (str methods on markupsafe.Markup keep the type).
+Value like(const Value& input, std::string s) { return input.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s)); }
+
+Value f_upper(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_upper(v.to_str())); }
+Value f_lower(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_lower(v.to_str())); }
+Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_capitalize(v.to_str())); }
 
 Value f_title(Evaluator&, const Value& v, const CallArgs&) {
   // Jinja splits at runs of [-\s({\[<] and capitalizes each word.
@@ -51,7 +54,7 @@ Value f_title(Evaluator&, const Value& v, const CallArgs&) {
       word_start = false;
     }
   }
-  return Value(utf8_encode(out));
+  return like(v, utf8_encode(out));
 }
 
 Value f_replace(Evaluator&, const Value& v, const CallArgs& args) {
@@ -131,6 +134,7 @@ Value f_items(Evaluator&, const Value& v, const CallArgs&) {
 }
 
 Value f_dictsort(Evaluator&, const Value& v, const CallArgs& args) {
+  if (v.is_undefined()) raise_undefined(v);
   if (!v.is_dict()) raise("TypeError: dictsort expects a mapping");
   bool case_sensitive = arg_or(args, 0, "case_sensitive", Value(false)).truthy();
   std::string by = arg_or(args, 1, "by", Value("key")).to_str();
@@ -258,6 +262,7 @@ Value f_map(Evaluator& ev, const Value& v, const CallArgs& args) {
 
 Value f_int(Evaluator&, const Value& v, const CallArgs& args) {
   Value fallback = arg_or(args, 0, "default", Value(static_cast<int64_t>(0)));
+  if (v.is_undefined()) raise_undefined(v);
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
   if (v.is_float()) return Value(static_cast<int64_t>(v.as_double()));
   if (v.is_string()) {
@@ -280,6 +285,7 @@ Value f_int(Evaluator&, const Value& v, const CallArgs& args) {
 
 Value f_float(Evaluator&, const Value& v, const CallArgs& args) {
   Value fallback = arg_or(args, 0, "default", Value(0.0));
+  if (v.is_undefined()) raise_undefined(v);
   if (v.is_number()) return Value(v.as_double());
   if (v.is_string()) {
     try {
@@ -305,6 +311,7 @@ Value f_abs(Evaluator&, const Value& v, const CallArgs&) {
 Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
   int64_t precision = arg_or(args, 0, "precision", Value(static_cast<int64_t>(0))).as_int();
   std::string method = arg_or(args, 1, "method", Value("common")).to_str();
+  if (!v.is_number()) raise("TypeError: type " + v.type_name() + " doesn't define __round__ method");
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = v.as_double() * scale;
   double r;
@@ -323,6 +330,7 @@ Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
 Value f_forceescape(Evaluator&, const Value& v, const CallArgs&) { return Value::markup(html_escape(v.to_str())); }
 
 Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
+  if (v.is_undefined()) raise_undefined(v);
   Value width = arg_or(args, 0, "width", Value(static_cast<int64_t>(4)));
   bool first = arg_or(args, 1, "first", Value(false)).truthy();
   bool blank = arg_or(args, 2, "blank", Value(false)).truthy();
@@ -374,12 +382,13 @@ Value f_reverse(Evaluator&, const Value& v, const CallArgs&) {
 }
 
 Value f_format(Evaluator&, const Value& v, const CallArgs& args) {
-  return Value(percent_format(v.to_str(), Value::list(args.positional)));
+  return Value(percent_format(v.to_str(), Value::list(args.positional), v.is_safe()));
 }
 
 Value f_attr(Evaluator&, const Value& v, const CallArgs& args) {
   // getattr only: dict keys are not attributes.
   std::string name = arg_or(args, 0, "name", Value("")).to_str();
+  if (v.is_undefined()) raise_undefined(v);
   if (v.is_namespace()) return get_attr(v, name);
   if (auto m = bound_method(v, name)) return *m;
   return Value::undefined("UndefinedError: '" + v.type_name() + " object' has no attribute '" + name + "'");

@@ -6,7 +6,7 @@
 
 namespace lemma::jinja {
 
-std::string percent_format(const std::string& format, const Value& args) {
+std::string percent_format(const std::string& format, const Value& args, bool escape) {
   ValueList values = args.is_list() ? args.items() : ValueList{args};
   size_t next = 0;
   std::string out;
@@ -44,7 +44,7 @@ std::string percent_format(const std::string& format, const Value& args) {
     }
     if (spec.size() > 20) raise("ValueError: format specification too long");
     switch (conv) {
-      case 's': out += v.to_str(); break;
+      case 's': out += escape && !v.is_safe() ? html_escape(v.to_str()) : v.to_str(); break;
       case 'r': out += v.repr(); break;
       case 'd':
       case 'i':

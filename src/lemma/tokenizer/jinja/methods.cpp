@@ -286,7 +286,26 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
   return out;
 }
 
-Value str_method(const std::string& s, const std::string& name, const CallArgs& args) {
+Value str_method_plain(const std::string& s, const std::string& name, const CallArgs& args);
+
+// Methods of a Markup string escape their string arguments and return Markup (markupsafe).
+Value str_method(const Value& self, const std::string& name, const CallArgs& args) {
+  if (!self.is_safe()) return str_method_plain(self.str(), name, args);
+  auto escaped = [](const Value& v) { return v.is_string() && !v.is_safe() ? Value(html_escape(v.str())) : v; };
+  CallArgs safe_args = args;
+  if (name == "join" && !args.positional.empty()) {
+    ValueList items;
+    for (const auto& item : args.positional[0].iterate()) items.push_back(escaped(item));
+    safe_args.positional[0] = Value::list(std::move(items));
+  } else if (name == "replace" || name == "format") {
+    for (auto& v : safe_args.positional) v = escaped(v);
+    for (auto& [k, v] : safe_args.keyword) v = escaped(v);
+  }
+  Value result = str_method_plain(self.str(), name, safe_args);
+  return result.is_string() ? Value::markup(result.str()) : result;
+}
+
+Value str_method_plain(const std::string& s, const std::string& name, const CallArgs& args) {
   Value none = Value::none();
   if (name == "strip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, true));
   if (name == "lstrip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, false));
@@ -444,8 +463,7 @@ Value unsafe(const Value& obj, const std::string& name) {
 
 std::optional<Value> bound_method(const Value& obj, const std::string& name) {
   if (obj.is_string() && kStrMethods.count(name)) {
-    std::string s = obj.str();
-    return Value::callable("str." + name, [s, name](Evaluator&, const CallArgs& args) { return str_method(s, name, args); });
+    return Value::callable("str." + name, [obj, name](Evaluator&, const CallArgs& args) { return str_method(obj, name, args); });
   }
   if (obj.is_dict()) {
     if (kDictUnsafe.count(name)) return unsafe(obj, name);

@@ -43,13 +43,16 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   }
 
   // Raw logprobs: reuse `work` for log_softmax of the unprocessed logits.
-  result.logprob = -std::numeric_limits<float>::infinity();
-  if (result.token != kNoToken) {
-    log_softmax(logits, work);
-    result.logprob = work[static_cast<size_t>(result.token)];
+  result.logprob = std::numeric_limits<float>::quiet_NaN();
+  if (params_.logprobs) {
+    result.logprob = -std::numeric_limits<float>::infinity();
+    if (result.token != kNoToken) {
+      log_softmax(logits, work);
+      result.logprob = work[static_cast<size_t>(result.token)];
+    }
   }
-  if (params_.logprobs > 0) {
-    result.top.resize(std::min(static_cast<size_t>(params_.logprobs), logits.size()));
+  if (params_.logprobs && params_.top_logprobs > 0) {
+    result.top.resize(std::min(static_cast<size_t>(params_.top_logprobs), logits.size()));
     top_logprobs(logits, result.top, ids_);
   }
   return result;

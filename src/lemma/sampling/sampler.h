@@ -18,9 +18,10 @@ namespace lemma {
 
 struct SampleResult {
   int32_t token = kNoToken;  // kNoToken: no finite logit remained (every logit NaN or -inf)
-  float logprob = 0.0f;      // raw log-softmax of `token` (-inf when token is kNoToken)
+  float logprob = 0.0f;      // raw log-softmax of `token` when params.logprobs (-inf for kNoToken),
+                             // else NaN (not computed: it costs a pass of exp over the vocabulary)
   int64_t nan_count = 0;     // NaN logits seen (they are never sampled)
-  std::vector<TokenLogprob> top;  // params.logprobs entries when requested
+  std::vector<TokenLogprob> top;  // params.top_logprobs entries, most likely first
 };
 
 class Sampler {

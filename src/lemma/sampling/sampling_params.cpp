@@ -19,7 +19,8 @@ void SamplingParams::validate(int64_t vocab_size) const {
         presence_penalty, "[-2, 2]");
   check(std::isfinite(frequency_penalty) && std::fabs(frequency_penalty) <= 2.0f, "frequency_penalty",
         frequency_penalty, "[-2, 2]");
-  check(logprobs >= 0, "logprobs", logprobs, "[0, vocab]");
+  check(top_logprobs >= 0, "top_logprobs", top_logprobs, "[0, vocab]");
+  if (top_logprobs > 0 && !logprobs) fail<InvalidArgument>("sampling: top_logprobs={} needs logprobs", top_logprobs);
   for (const auto& [token, bias] : logit_bias) {
     if (!std::isfinite(bias)) fail<InvalidArgument>("sampling: logit_bias[{}]={} is not finite", token, bias);
     if (token < 0 || (vocab_size > 0 && token >= vocab_size)) {

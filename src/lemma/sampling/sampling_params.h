@@ -19,7 +19,8 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // [-2, 2] (output tokens)
   std::vector<std::pair<int32_t, float>> logit_bias;  // token -> added logit
   std::optional<uint64_t> seed;     // unset: the sampler's default seed
-  int32_t logprobs = 0;             // top-n raw logprobs to report per token (0: none)
+  bool logprobs = false;            // report the sampled token's raw logprob (OpenAI `logprobs`)
+  int32_t top_logprobs = 0;         // also the n most likely raw logprobs (needs logprobs)
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   // Throws InvalidArgument for values outside the ranges above, non-finite values, or

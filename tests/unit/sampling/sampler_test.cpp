@@ -179,14 +179,18 @@ TEST(Sampler, MaskedAndNanLogits) {
   EXPECT_EQ(r.nan_count, 2);
   const std::vector<float> nothing = {NAN, -kInf};
   EXPECT_EQ(s.sample(nothing, kNone, kNone).token, kNoToken);
-  Sampler g(params_with(0.0f), 0);
+  SamplingParams with_logprobs = params_with(0.0f);
+  with_logprobs.logprobs = true;
+  Sampler g(with_logprobs, 0);
   EXPECT_EQ(g.sample(nothing, kNone, kNone).token, kNoToken);
   EXPECT_EQ(g.sample(nothing, kNone, kNone).logprob, -kInf);
+  EXPECT_TRUE(std::isnan(s.sample(one_left, kNone, kNone).logprob));  // not requested
 }
 
 TEST(Sampler, LogprobsAreOfRawLogits) {
   SamplingParams p = params_with(0.0f);
-  p.logprobs = 2;
+  p.logprobs = true;
+  p.top_logprobs = 2;
   p.logit_bias = {{0, 100.0f}};  // changes the choice, not the reported distribution
   Sampler s(p, 0);
   const auto logits = log_probs(kProbs);
@@ -215,7 +219,8 @@ TEST(SamplingParams, ValidateRejectsBadValues) {
   bad([](SamplingParams& p) { p.repetition_penalty = 0.0f; });
   bad([](SamplingParams& p) { p.presence_penalty = 2.5f; });
   bad([](SamplingParams& p) { p.frequency_penalty = -3.0f; });
-  bad([](SamplingParams& p) { p.logprobs = -1; });
+  bad([](SamplingParams& p) { p.top_logprobs = -1; });
+  bad([](SamplingParams& p) { p.top_logprobs = 3; });  // without logprobs
   bad([](SamplingParams& p) { p.logit_bias = {{10, 1.0f}}; });
   bad([](SamplingParams& p) { p.logit_bias = {{1, INFINITY}}; });
 }

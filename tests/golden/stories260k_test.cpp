@@ -25,6 +25,8 @@ TEST(Stories260K, GreedyContinuations) {
     const auto prompt = c["prompt_tokens"].get<std::vector<int32_t>>();
     const auto want = c["continuation_tokens"].get<std::vector<int32_t>>();
     EXPECT_EQ(generate_greedy(model, prompt, static_cast<int64_t>(want.size())), want) << c["prompt"];
+    EXPECT_EQ(generate_greedy(model, prompt, static_cast<int64_t>(want.size()), std::nullopt, 2), want)
+        << c["prompt"] << " (2 threads)";
   }
 }
 
@@ -37,6 +39,7 @@ TEST(Stories260K, PerplexityMatchesLlamaCpp) {
   ASSERT_EQ(tokens.size(), 12631u);
   PerplexityOptions options;
   options.context = 128;
+  options.num_threads = 2;
   options.bos_token_id = model.config().bos_token_id;
   ASSERT_EQ(options.bos_token_id, 1);
   const PerplexityResult r = compute_perplexity(model, tokens, options);

@@ -19,7 +19,7 @@ void ForwardWorkspace::reserve(const ModelConfig& c, int64_t num_tokens, int64_t
   grow(gate, num_tokens * c.intermediate_size);
   grow(up, num_tokens * c.intermediate_size);
   grow(head_input, num_logit_rows * c.hidden_size);
-  grow(scores, max_context);
+  grow(scores, max_context * c.num_heads);
   grow(positions, num_tokens);
 }
 

@@ -1,16 +1,21 @@
 // ForwardWorkspace: the activation buffers of a forward, allocated once and reused across steps
-// (grown only when a batch needs more tokens or context than any before). One per concurrent
-// forward; not thread-safe.
+// (grown only when a batch needs more tokens or context than any before), and the ThreadTeam the
+// forward splits its matmuls and attention heads over. One per concurrent forward; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lemma/model/model_config.h"
+#include "lemma/model/thread_team.h"
 
 namespace lemma {
 
 struct ForwardWorkspace {
+  // `num_threads` threads (the caller included) work on each forward.
+  explicit ForwardWorkspace(int num_threads = 1) : team(std::make_unique<ThreadTeam>(num_threads)) {}
+
   // Makes every buffer large enough for `num_tokens` new tokens, `num_logit_rows` logit rows and
   // a context of `max_context` tokens. Allocates only when growing.
   void reserve(const ModelConfig& config, int64_t num_tokens, int64_t num_logit_rows, int64_t max_context);
@@ -24,8 +29,9 @@ struct ForwardWorkspace {
   std::vector<float> gate;        // [tokens, intermediate]
   std::vector<float> up;          // [tokens, intermediate]
   std::vector<float> head_input;  // [logit rows, hidden]
-  std::vector<float> scores;      // [max_context] attention scratch
+  std::vector<float> scores;      // [num_heads, max_context] attention scratch
   std::vector<int64_t> positions;  // [tokens]
+  std::unique_ptr<ThreadTeam> team;
 };
 
 }  // namespace lemma

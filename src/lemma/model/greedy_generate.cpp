@@ -12,13 +12,13 @@ int32_t argmax(std::span<const float> values) {
 }
 
 std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t> prompt, int64_t num_new,
-                                     std::optional<int32_t> stop_token) {
+                                     std::optional<int32_t> stop_token, int num_threads) {
   if (prompt.empty()) fail<InvalidArgument>("generate_greedy: empty prompt");
   constexpr int64_t kBlockSize = 16;
   const int64_t total = static_cast<int64_t>(prompt.size()) + num_new;
   KvCache cache = KvCache::for_model(model.config(), (total + kBlockSize - 1) / kBlockSize, kBlockSize);
   const std::vector<int32_t> table = contiguous_block_table(total, kBlockSize);
-  ForwardWorkspace workspace;
+  ForwardWorkspace workspace(num_threads);
   std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
   std::vector<int32_t> out;
   out.reserve(static_cast<size_t>(num_new));

@@ -19,6 +19,6 @@ int32_t argmax(std::span<const float> values);
 // Returns the `num_new` generated ids (the prompt is not repeated). Stops early after
 // `stop_token` when given. Throws InvalidArgument for an empty prompt.
 std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t> prompt, int64_t num_new,
-                                     std::optional<int32_t> stop_token = std::nullopt);
+                                     std::optional<int32_t> stop_token = std::nullopt, int num_threads = 1);
 
 }  // namespace lemma

@@ -82,14 +82,15 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
       seq_rope.push_back(compute_rope_frequencies(c.rope, seq.context_length()));
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  ThreadTeam* team = ws.team.get();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     KvLayerView kv = cache.layer(l);
 
     layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
-    layers::linear(ws.normed, T, w.q, w.q_bias, ws.q);
-    layers::linear(ws.normed, T, w.k, w.k_bias, ws.k);
-    layers::linear(ws.normed, T, w.v, w.v_bias, ws.v);
+    layers::linear(ws.normed, T, w.q, w.q_bias, ws.q, team);
+    layers::linear(ws.normed, T, w.k, w.k_bias, ws.k, team);
+    layers::linear(ws.normed, T, w.v, w.v_bias, ws.v, team);
     if (c.qk_norm) {
       layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
       layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
@@ -110,16 +111,22 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
         std::copy_n(ws.v.data() + r * nkv * hd, nkv * hd, kv.values + slot);
       }
     }
-    layers::paged_attention(ws.q, kv, slices, {nh, scale, c.layer_sliding_window(l)}, ws.scores, ws.attn_out);
-    layers::linear(ws.attn_out, T, w.o, {}, ws.normed);
+    team->parallel_for(nh, 1, [&](int64_t h0, int64_t h1) {
+      // Each chunk uses the score scratch row of its first head.
+      const auto scratch = std::span(ws.scores).subspan(static_cast<size_t>(h0 * batch.max_context_length()),
+                                                        static_cast<size_t>(batch.max_context_length()));
+      layers::paged_attention(ws.q, kv, slices, {nh, scale, c.layer_sliding_window(l), h0, h1}, scratch,
+                              ws.attn_out);
+    });
+    layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
     for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
 
     layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
-    layers::linear(ws.normed, T, w.gate, {}, ws.gate);
-    layers::linear(ws.normed, T, w.up, {}, ws.up);
+    layers::linear(ws.normed, T, w.gate, {}, ws.gate, team);
+    layers::linear(ws.normed, T, w.up, {}, ws.up, team);
     const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
     kernels::silu_mul(act, std::span(ws.up).first(static_cast<size_t>(T * I)), act);
-    layers::linear(ws.gate, T, w.down, {}, ws.normed);
+    layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
     for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
   }
 
@@ -136,7 +143,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   }
   if (out_rows == 0) return;
   layers::rms_norm(ws.head_input, out_rows, H, weights_.final_norm, c.rms_norm_eps, ws.head_input);
-  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits);
+  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, team);
 }
 
 }  // namespace lemma

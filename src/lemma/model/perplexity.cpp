@@ -32,7 +32,7 @@ PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t>
   constexpr int64_t kBlockSize = 16;
   KvCache cache = KvCache::for_model(model.config(), (ctx + kBlockSize - 1) / kBlockSize, kBlockSize);
   const std::vector<int32_t> table = contiguous_block_table(ctx, kBlockSize);
-  ForwardWorkspace workspace;
+  ForwardWorkspace workspace(options.num_threads);
   std::vector<float> logits(static_cast<size_t>(ctx * vocab));
   std::vector<int32_t> chunk(static_cast<size_t>(ctx));
 

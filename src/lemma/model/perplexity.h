@@ -18,6 +18,7 @@ namespace lemma {
 struct PerplexityOptions {
   int64_t context = 512;                 // tokens per chunk (llama-perplexity -c)
   std::optional<int32_t> bos_token_id;   // overwrites each chunk's first token; nullopt = keep it
+  int num_threads = 1;                   // threads per forward (ForwardWorkspace)
   // Called after each chunk with (chunk index, number of chunks, running perplexity).
   std::function<void(int64_t, int64_t, double)> on_chunk;
 };

@@ -322,3 +322,49 @@ TEST(Forward, ScaledRopePrefillThenDecodeEqualsFullForward) {
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+TEST(Forward, ThreadCountDoesNotChangeTheResult) {
+  ModelConfig c = small_config();
+  c.num_heads = 8;
+  c.num_kv_heads = 2;
+  c.vocab_size = 2000;        // enough rows for the LM head to be split
+  c.intermediate_size = 512;  // and gate/up
+  const Model model = make_random_model(c, 23).build();
+  const auto tokens = tokens_of(9, 4, c.vocab_size);
+  const auto single = full_forward(model, tokens);
+  for (int threads : {2, 3, 4}) {
+    KvCache cache = KvCache::for_model(c, 64, kBlockSize);
+    ForwardWorkspace ws(threads);
+    ASSERT_EQ(ws.team->size(), threads);
+    const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), kBlockSize);
+    ForwardBatch batch;
+    batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
+    std::vector<float> logits(single.size());
+    model.forward(batch, cache, ws, logits);
+    EXPECT_EQ(logits, single) << threads << " threads";
+  }
+}
+
+TEST(ThreadTeamTest, CoversTheRangeOnceAndRethrows) {
+  ThreadTeam team(4);
+  std::vector<int> hits(1000, 0);
+  for (int round = 0; round < 50; ++round)
+    team.parallel_for(1000, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) ++hits[static_cast<size_t>(i)];
+    });
+  for (int h : hits) ASSERT_EQ(h, 50);
+  EXPECT_THROW(team.parallel_for(8, 1,
+                                 [](int64_t b, int64_t) {
+                                   if (b > 0) throw InvalidArgument("chunk failed");
+                                 }),
+               InvalidArgument);
+  int calls = 0;
+  team.parallel_for(10, 100, [&](int64_t b, int64_t e) { calls += static_cast<int>(e - b); });  // one chunk
+  EXPECT_EQ(calls, 10);
+}
+
+}  // namespace
+}  // namespace lemma::testing

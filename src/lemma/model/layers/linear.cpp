@@ -1,5 +1,6 @@
 #include "lemma/model/layers/linear.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "lemma/base/error.h"
@@ -30,11 +31,24 @@ void read_all_f32(const TensorView& tensor, std::span<float> out) {
 }
 
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
-            std::span<float> y) {
+            std::span<float> y, ThreadTeam* team) {
   const int64_t N = weight.shape[0];
   const int64_t K = weight.shape[1];
   assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(y.size()) >= M * N);
-  kernels::matmul(x.data(), K, M, weight, y.data(), N, bias.empty() ? nullptr : bias.data());
+  const uint64_t row_bytes = *dtype_bytes(weight.dtype, static_cast<uint64_t>(K));
+  auto rows = [&](int64_t n0, int64_t n1) {
+    TensorView part = weight;
+    part.data = weight.bytes_ptr() + static_cast<uint64_t>(n0) * row_bytes;
+    part.shape = Shape{n1 - n0, K};
+    kernels::matmul(x.data(), K, M, part, y.data() + n0, N, bias.empty() ? nullptr : bias.data() + n0);
+  };
+  // Chunks of at least 16 rows and ~64K multiply-adds keep small matmuls on one thread.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
+  if (team) {
+    team->parallel_for(N, min_rows, rows);
+  } else {
+    rows(0, N);
+  }
 }
 
 }  // namespace lemma::layers

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 
+#include "lemma/model/thread_team.h"
 #include "lemma/tensor/tensor_view.h"
 
 namespace lemma::layers {
@@ -16,9 +17,10 @@ namespace lemma::layers {
 bool is_supported_weight_dtype(DType dtype);
 
 // x: [M, K] f32 row-major; weight: [N, K] (any supported dtype); bias: [N] f32 or empty;
-// y: [M, N] f32 (overwritten).
+// y: [M, N] f32 (overwritten). With a team, the N outputs are split across its threads (the matmul
+// is invariant to that split, so the result does not depend on the thread count).
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
-            std::span<float> y);
+            std::span<float> y, ThreadTeam* team = nullptr);
 
 // Row `row` of a [N, K] weight as f32: out has K elements.
 void read_row(const TensorView& weight, int64_t row, std::span<float> out);

@@ -23,6 +23,8 @@ struct AttentionParams {
   int64_t num_heads = 0;
   float scale = 1.0f;           // usually 1/sqrt(head_dim)
   int64_t sliding_window = 0;   // 0 = unlimited; else keys with q_pos - k_pos < sliding_window
+  int64_t head_begin = 0;       // computes query heads [head_begin, head_end) only (for splitting
+  int64_t head_end = -1;        // the work across threads); -1 = num_heads
 };
 
 // q, out: [total_tokens, num_heads, head_dim] f32; scratch: >= max context_length floats.

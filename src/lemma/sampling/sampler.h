@@ -1,8 +1,10 @@
 // Sampler: one request's logits -> token, applying SamplingParams in vLLM's order:
 //   NaN masked -> logit_bias -> repetition/presence/frequency penalties -> greedy argmax if
 //   temperature is 0, else temperature -> min_p -> top_k -> top_p -> seeded inverse-CDF draw.
-// Reported logprobs are of the raw logits (vLLM's default "raw_logprobs"). Owns scratch buffers
-// sized to the vocabulary on first use (no allocation per step afterwards) and the request's Rng.
+// top_k keeps exactly k tokens (lowest ids among equal logits), so top_k=1 is greedy; HF and vLLM
+// keep every token tied with the k-th. Reported logprobs are of the raw logits (vLLM's default
+// "raw_logprobs"). Owns scratch buffers sized to the vocabulary on first use (no allocation per
+// step afterwards) and the request's Rng.
 // Not thread-safe: one Sampler per request.
 #pragma once
 

@@ -76,6 +76,9 @@ ModelConfig config_from_gguf(const GgufFile& file) {
     fail<Unsupported>("{}: unsupported architecture \"{}\"; supported: {}", file.path(), *arch_name,
                       supported_arch_names());
   const Keys keys(file, *arch_name);
+  if (auto experts = keys.opt_int("expert_count"); experts && *experts > 0)
+    fail<Unsupported>("{}: mixture-of-experts models ({} = {}) are not supported yet", file.path(),
+                      keys.key("expert_count"), *experts);
   ModelConfig c;
   c.arch = std::string(arch->name);
   c.hidden_size = keys.require_int("embedding_length");

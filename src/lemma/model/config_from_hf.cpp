@@ -94,6 +94,9 @@ ModelConfig config_from_hf_json(const nlohmann::json& j) {
 
   if (auto act = hf::get_string(j, "hidden_act"); act && *act != "silu" && *act != "swish")
     fail<Unsupported>("config.json: hidden_act \"{}\" is not supported (silu)", *act);
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null())
+    fail<Unsupported>("config.json: quantized HF checkpoints (quantization_config {}) are not supported",
+                      q->is_object() && q->contains("quant_method") ? (*q)["quant_method"].dump() : q->dump());
   if (auto partial = hf::get_float(j, "partial_rotary_factor"); partial && *partial != 1.0)
     fail<Unsupported>("config.json: partial_rotary_factor {} is not supported", *partial);
 

@@ -124,6 +124,9 @@ TEST(ConfigFromHf, ClearFailures) {
   j["attention_bias"] = true;
   EXPECT_NE(error_of<Unsupported>(j).find("attention_bias"), std::string::npos);
   j = llama_json();
+  j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  EXPECT_NE(error_of<Unsupported>(j).find("gptq"), std::string::npos);
+  j = llama_json();
   j["num_key_value_heads"] = 3;
   EXPECT_NE(error_of<InvalidArgument>(j).find("num_kv_heads"), std::string::npos);
   j = llama_json();
@@ -197,6 +200,17 @@ TEST(ConfigFromGguf, RopeScalingKeys) {
   auto w3 = llama_gguf();
   w3.set_string("llama.rope.scaling.type", "su");
   EXPECT_THROW(config_from_gguf(gguf_of(w3)), Unsupported);
+}
+
+TEST(ConfigFromGguf, MixtureOfExpertsIsRejected) {
+  auto w = llama_gguf();
+  w.set_scalar<uint32_t>("llama.expert_count", 8);
+  try {
+    config_from_gguf(gguf_of(w));
+    FAIL();
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("expert_count"), std::string::npos);
+  }
 }
 
 TEST(ConfigFromGguf, UnknownArchitecture) {

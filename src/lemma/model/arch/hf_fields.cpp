@@ -1,5 +1,7 @@
 #include "lemma/model/arch/hf_fields.h"
 
+#include <algorithm>
+
 #include "lemma/base/error.h"
 
 namespace lemma::hf {

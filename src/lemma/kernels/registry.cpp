@@ -89,7 +89,10 @@ const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision
 void log_choice(const MatmulKernel& kernel, Isa isa) {
   static std::atomic<uint64_t> logged{0};
   const uint64_t bit = uint64_t{1} << static_cast<size_t>(&kernel - kKernels);
-  if ((logged.fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
+  // A plain load first: matmul runs this on every call from every thread, and an unconditional
+  // read-modify-write would bounce the cache line between cores.
+  if ((logged.load(std::memory_order_relaxed) & bit) == 0 &&
+      (logged.fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
     log().debug("kernels: matmul {} weights -> {} (ISA {})", dtype_name(kernel.weight), kernel.name,
                 isa_name(isa));
   }

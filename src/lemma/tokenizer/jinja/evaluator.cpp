@@ -172,7 +172,13 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "in") return Value(contains(b, a));
   if (op == "not in") return Value(!contains(b, a));
-  if (op == "~") return Value(a.to_str() + b.to_str());
+  if (op == "~") {
+    std::string s;
+    s.reserve((a.is_string() ? a.str().size() : 16) + (b.is_string() ? b.str().size() : 16));
+    a.append_to(s);
+    b.append_to(s);
+    return Value(std::move(s));
+  }
   return arithmetic(op, a, b);
 }
 
@@ -306,7 +312,8 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
     switch (stmt.kind) {
       case Stmt::Kind::kText:
       case Stmt::Kind::kOutput:
-        out += stmt.kind == Stmt::Kind::kText ? stmt.text : eval(*stmt.expr, scope).to_str();
+        if (stmt.kind == Stmt::Kind::kText) out += stmt.text;
+        else eval(*stmt.expr, scope).append_to(out);
         if (out.size() > kMaxOutputBytes) raise("MemoryError: rendered output exceeds 256 MiB");
         return Flow::kNormal;
       case Stmt::Kind::kIf:

@@ -41,7 +41,7 @@ const Value* CallArgs::get(size_t index, const std::string& name) const {
 
 Value Value::undefined(std::string hint) {
   Value v;
-  v.s_ = std::move(hint);
+  if (!hint.empty()) v.s_ = std::make_shared<const std::string>(std::move(hint));
   return v;
 }
 Value Value::none() {
@@ -52,7 +52,12 @@ Value Value::none() {
 Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t v) : kind_(Kind::kInt), i_(v) {}
 Value::Value(double v) : kind_(Kind::kFloat), f_(v) {}
-Value::Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}
+Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
+
+const std::string& Value::empty_string() {
+  static const std::string empty;
+  return empty;
+}
 Value Value::markup(std::string s) {
   Value v(std::move(s));
   v.safe_ = true;
@@ -122,7 +127,7 @@ bool Value::truthy() const {
     case Kind::kBool: return b_;
     case Kind::kInt: return i_ != 0;
     case Kind::kFloat: return f_ != 0.0;
-    case Kind::kString: return !s_.empty();
+    case Kind::kString: return !str().empty();
     case Kind::kList: return !list_->empty();
     case Kind::kDict: return !dict_->items.empty();
     default: return true;
@@ -149,9 +154,14 @@ std::string Value::type_name() const {
 std::string Value::to_str() const {
   switch (kind_) {
     case Kind::kUndefined: return "";
-    case Kind::kString: return s_;
+    case Kind::kString: return str();
     default: return repr();
   }
+}
+
+void Value::append_to(std::string& out) const {
+  if (kind_ == Kind::kString) out += str();
+  else if (kind_ != Kind::kUndefined) out += repr();
 }
 
 std::string Value::repr() const {
@@ -161,7 +171,7 @@ std::string Value::repr() const {
     case Kind::kBool: return b_ ? "True" : "False";
     case Kind::kInt: return std::to_string(i_);
     case Kind::kFloat: return float_repr(f_);
-    case Kind::kString: return string_repr(s_);
+    case Kind::kString: return string_repr(str());
     case Kind::kList: {
       std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
@@ -200,7 +210,7 @@ ValueList Value::iterate() const {
     }
     case Kind::kString: {
       ValueList chars;
-      for (char32_t c : utf8_decode(s_)) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+      for (char32_t c : utf8_decode(str())) chars.emplace_back(utf8_encode(std::u32string(1, c)));
       return chars;
     }
     default: raise("TypeError: '" + type_name() + "' object is not iterable");
@@ -210,7 +220,7 @@ ValueList Value::iterate() const {
 int64_t Value::length() const {
   switch (kind_) {
     case Kind::kUndefined: return 0;
-    case Kind::kString: return static_cast<int64_t>(utf8_length(s_));
+    case Kind::kString: return static_cast<int64_t>(utf8_length(str()));
     case Kind::kList: return static_cast<int64_t>(list_->size());
     case Kind::kDict: return static_cast<int64_t>(dict_->items.size());
     default: raise("TypeError: object of type '" + type_name() + "' has no len()");

@@ -88,7 +88,8 @@ class Value {
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double as_double() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(as_int()); }
-  const std::string& str() const { return s_; }  // string contents, or the undefined hint
+  // String contents, or the undefined hint. Strings are immutable and shared between copies.
+  const std::string& str() const { return s_ ? *s_ : empty_string(); }
   const ValueList& items() const { return *list_; }
   ValueList& mutable_items() const { return *list_; }
   const Dict& dict_items() const { return *dict_; }
@@ -100,6 +101,8 @@ class Value {
   std::string type_name() const;
   // Python str() (what {{ x }} prints; undefined prints "").
   std::string to_str() const;
+  // Appends to_str() to `out` without an intermediate copy.
+  void append_to(std::string& out) const;
   // Python repr().
   std::string repr() const;
   // Items when iterating (list items, dict keys, string characters); raises for non-iterables.
@@ -114,7 +117,8 @@ class Value {
   bool tuple_ = false;
   int64_t i_ = 0;
   double f_ = 0;
-  std::string s_;
+  std::shared_ptr<const std::string> s_;
+  static const std::string& empty_string();
   std::shared_ptr<ValueList> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<Callable> fn_;

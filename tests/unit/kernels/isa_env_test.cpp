@@ -7,6 +7,7 @@
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 #include "lemma/kernels/isa.h"
+#include "lemma/kernels/matmul.h"
 #include "lemma/kernels/registry.h"
 
 namespace lemma::kernels {
@@ -26,6 +27,20 @@ TEST_F(IsaEnv, ForcedScalarIsUsedAndLogged) {
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "kernels: ISA scalar \\(detected [a-z0-9]+, forced by LEMMA_ISA\\)");
+}
+
+[[noreturn]] void run_logged_matmul() {
+  setenv("LEMMA_ISA", "scalar", 1);
+  log().set_level(spdlog::level::debug);
+  const float x[4] = {1, 2, 3, 4}, w[8] = {1, 1, 1, 1, 0, 0, 0, 1};
+  float y[2] = {};
+  matmul(x, 4, 1, TensorView{w, DType::kF32, Shape{2, 4}}, y, 2);
+  std::exit(y[0] == 10.0f && y[1] == 4.0f ? 0 : 1);
+}
+
+TEST_F(IsaEnv, MatmulLogsItsKernelChoiceAtDebugLevel) {
+  EXPECT_EXIT(run_logged_matmul(), ::testing::ExitedWithCode(0),
+              "kernels: matmul f32 weights -> reference_f32 \\(ISA scalar\\)");
 }
 
 TEST_F(IsaEnv, DefaultIsDetected) {

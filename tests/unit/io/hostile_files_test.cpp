@@ -2,10 +2,13 @@
 // problem; every crafted valid file must parse.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "hostile_cases.h"
 #include "lemma/base/error.h"
 #include "lemma/io/gguf.h"
 #include "lemma/io/safetensors.h"
+#include "support/shared_data.h"
 
 namespace lemma::testing {
 namespace {
@@ -80,6 +83,31 @@ TEST(GgufVersions, VocabOnlyFileMayEndWithoutPadding) {
   const auto f = GgufFile::parse(MappedFile::from_bytes(c.bytes, "vocab.gguf"));
   EXPECT_TRUE(f.tensors().empty());
   EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "gpt2");
+}
+
+}  // namespace
+}  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+// fuzz/corpus/ is generated from these cases; a stale corpus would replay old files in CI.
+void expect_corpus_has(const std::string& folder, const std::vector<CraftedFile>& files, const std::string& prefix) {
+  for (const auto& f : files) {
+    const auto path = std::filesystem::path(LEMMA_FUZZ_CORPUS_DIR) / folder / (prefix + f.name + ".bin");
+    ASSERT_TRUE(std::filesystem::exists(path)) << path << " missing: run io_make_fuzz_corpus fuzz/corpus";
+    const auto text = read_file(path);
+    const std::vector<uint8_t> bytes(text.begin(), text.end());
+    EXPECT_TRUE(bytes == f.bytes)
+        << path << " is stale: run io_make_fuzz_corpus fuzz/corpus";
+  }
+}
+
+TEST(FuzzCorpus, MatchesTheCraftedCases) {
+  expect_corpus_has("gguf", valid_gguf_files(), "");
+  expect_corpus_has("gguf", hostile_gguf_files(), "hostile_");
+  expect_corpus_has("safetensors", valid_safetensors_files(), "");
+  expect_corpus_has("safetensors", hostile_safetensors_files(), "hostile_");
 }
 
 }  // namespace

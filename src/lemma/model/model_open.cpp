@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "lemma/base/error.h"
+#include "lemma/base/logging.h"
 #include "lemma/io/gguf.h"
 #include "lemma/io/safetensors_checkpoint.h"
 #include "lemma/model/config_from_gguf.h"
@@ -39,12 +40,21 @@ Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& wei
 
 }  // namespace
 
-Model Model::open(const std::filesystem::path& path, LoadMode mode) {
+namespace {
+Model open_any(const std::filesystem::path& path, LoadMode mode) {
   if (std::filesystem::is_directory(path)) return open_hf(path, path, mode);
   if (path.extension() == ".safetensors" || path.filename() == "model.safetensors.index.json")
     return open_hf(path.parent_path(), path, mode);
   if (path.filename() == "config.json") return open_hf(path.parent_path(), path.parent_path(), mode);
   return open_gguf(path, mode);
+}
+}  // namespace
+
+Model Model::open(const std::filesystem::path& path, LoadMode mode) {
+  Model model = open_any(path, mode);
+  log().info("loaded {} ({}, {}): {}", path.string(), to_string(model.format()), to_string(mode),
+             model.config().summary());
+  return model;
 }
 
 }  // namespace lemma

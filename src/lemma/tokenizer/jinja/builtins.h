@@ -25,8 +25,6 @@ std::string py_lower(const std::string& s);
 std::string py_capitalize(const std::string& s);
 char32_t cp_upper(char32_t c);
 char32_t cp_lower(char32_t c);
-// Python str() for printing, converted to a string Value.
-inline std::string to_string_value(const Value& v) { return v.to_str(); }
 // Follows a dotted attribute path ("function.name"; integer parts index lists) as Jinja's
 // make_attrgetter does.
 Value resolve_attribute(const Value& item, const std::string& path);

@@ -326,7 +326,6 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
       case Stmt::Kind::kSetBlock: exec_set(stmt, scope, out); return Flow::kNormal;
       case Stmt::Kind::kMacro: scope->vars[stmt.text] = make_macro(stmt, scope); return Flow::kNormal;
       case Stmt::Kind::kCallBlock: {
-        auto caller_stmt = std::make_shared<Stmt>();
         Value caller = Value::callable("caller", [this, &stmt, scope](Evaluator&, const CallArgs& args) {
           auto inner = std::make_shared<Scope>();
           inner->parent = scope;

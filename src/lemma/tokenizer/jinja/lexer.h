@@ -20,12 +20,13 @@ struct LexOptions {
   bool keep_trailing_newline = false;
 };
 
-// Throws RenderError-like SyntaxError via `SyntaxError` below on malformed input.
+// A malformed template: what went wrong and on which line (the lexer and parser throw it).
 struct SyntaxError {
   std::string message;
   int line;
 };
 
+// Throws SyntaxError.
 std::vector<Token> tokenize(const std::string& source, const LexOptions& options = {});
 
 }  // namespace lemma::jinja

@@ -43,8 +43,7 @@ class Parser {
 
   Body parse_template() {
     std::string end;
-    Body body = parse_until({}, &end);
-    return body;
+    return parse_until({}, &end);
   }
 
  private:

@@ -4,9 +4,6 @@
 #include "lemma/tokenizer/jinja/builtins.h"
 
 namespace lemma::jinja {
-
-bool has_filter(const std::string& name);
-
 namespace {
 
 using Test = bool (*)(const Value&, const CallArgs&);

@@ -232,10 +232,7 @@ bool equals(const Value& a, const Value& b) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
   }
-  if (a.kind() != b.kind()) {
-    if (a.is_listlike() && b.is_listlike()) return false;
-    return false;
-  }
+  if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone: return true;
@@ -259,7 +256,9 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    default: return &a.items() == &b.items();
+    case Value::Kind::kGenerator: return &a.items() == &b.items();
+    case Value::Kind::kCallable: return &a.fn() == &b.fn();
+    default: return false;
   }
 }
 

@@ -52,8 +52,20 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
-    if (rc < 0) break;  // PCRE2_ERROR_NOMATCH or a resource limit: treat the rest as unmatched
+    int rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      // The JIT's fixed stack is small; the interpreter keeps its backtracking on the heap.
+      rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, md, nullptr);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof(msg));
+      pcre2_match_data_free(md);
+      // A silent partial split would change token ids, so a resource limit is an error.
+      fail<InvalidArgument>("tokenizer regex '{}' failed on a {}-byte piece: {}", pattern_, text.size(),
+                            reinterpret_cast<const char*>(msg));
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     const size_t b = ov[0], e = ov[1];
     out.emplace_back(b, e);

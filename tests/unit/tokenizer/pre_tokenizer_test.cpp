@@ -130,3 +130,33 @@ TEST(PreTokenizers, EveryGgufFamilyRoundTripsBytes) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+// Very long runs (a pasted file of spaces, digits or one huge word) must split exactly as
+// short ones do, not stop at a regex engine limit.
+TEST(PreTokenizers, LongRunsSplitCompletely) {
+  const size_t n = 200000;
+  for (const char* family : {"gpt-2", "llama3", "qwen2", "deepseek-llm", "deepseek-v3", "gpt-4o", "tekken",
+                             "kimi-k2", "bailingmoe", "superbpe", "default"}) {
+    for (const std::string& unit : {std::string(" "), std::string("a"), std::string("7"), std::string("\xc3\xa9"),
+                                    std::string(" a"), std::string("\n")}) {
+      // SuperBPE's digit-grouping lookahead "(?=(\d{3})+(?!\d))" rescans the rest of a digit
+      // run at every position (quadratic, in HF and llama.cpp too); keep that run short.
+      const size_t count = std::string_view(family) == "superbpe" && unit == "7" ? 2000 : n;
+      std::string text;
+      for (size_t i = 0; i < count; ++i) text += unit;
+      text += "x";
+      const Pieces pieces = split_family(family, text);
+      size_t total = 0;
+      for (const auto& p : pieces) total += p.size();
+      EXPECT_EQ(total, text.size()) << family << " unit '" << unit << "'";
+      // Splitting is local: the pieces of the long text repeat the pieces of a shorter one.
+      if (unit == " a" && std::string_view(family) != "superbpe") EXPECT_GE(pieces.size(), n) << family;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lemma

@@ -13,7 +13,7 @@ namespace lemma::kernels {
 // Converts `n` values starting at `src` (n a multiple of the block size).
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
 
-// True for f32, f16, bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+// True for f32, f16, bf16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 bool can_dequantize(DType type);
 // The converter for `type`; nullptr when !can_dequantize(type).
 DequantizeFn dequantize_fn(DType type);

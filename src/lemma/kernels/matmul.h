@@ -1,5 +1,5 @@
 // The model's main op: y[M, N] = x[M, K] . W[N, K]^T (+ bias[N]), x and y f32, W any dtype the
-// registry knows: f32/f16/bf16 (AVX2/AVX-512 tiles), Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K
+// registry knows: f32/f16/bf16 (AVX2/AVX-512 tiles), Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q2_K..Q6_K
 // (each W row decoded 256 values at a time, bit-exactly as ggml, then vector FMAs; never the whole
 // matrix), all with a scalar reference for Isa::kScalar.
 // Batch invariant: for one ISA and precision, row m of y is bitwise the same whatever M is and

@@ -46,6 +46,8 @@ constexpr MatmulKernel kKernels[] = {
     {"reference_q4_k", DType::kQ4_K, Isa::kScalar, kF32, false, reference<DType::kQ4_K>},
     {"reference_q5_k", DType::kQ5_K, Isa::kScalar, kF32, false, reference<DType::kQ5_K>},
     {"reference_q6_k", DType::kQ6_K, Isa::kScalar, kF32, false, reference<DType::kQ6_K>},
+    {"reference_q2_k", DType::kQ2_K, Isa::kScalar, kF32, false, reference<DType::kQ2_K>},
+    {"reference_q3_k", DType::kQ3_K, Isa::kScalar, kF32, false, reference<DType::kQ3_K>},
     {"avx2_f32", DType::kF32, Isa::kAvx2, kF32, false, x86::matmul_f32_avx2},
     {"avx2_f16", DType::kF16, Isa::kAvx2, kF32, false, x86::matmul_f16_avx2},
     {"avx2_bf16", DType::kBF16, Isa::kAvx2, kF32, false, x86::matmul_bf16_avx2},
@@ -60,6 +62,8 @@ constexpr MatmulKernel kKernels[] = {
     {"avx2_q4_k", DType::kQ4_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_K, Isa::kAvx2>},
     {"avx2_q5_k", DType::kQ5_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ5_K, Isa::kAvx2>},
     {"avx2_q6_k", DType::kQ6_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ6_K, Isa::kAvx2>},
+    {"avx2_q2_k", DType::kQ2_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx2>},
+    {"avx2_q3_k", DType::kQ3_K, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx2>},
     {"avx512_q4_0", DType::kQ4_0, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_0, Isa::kAvx512>},
     {"avx512_q4_1", DType::kQ4_1, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_1, Isa::kAvx512>},
     {"avx512_q5_0", DType::kQ5_0, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ5_0, Isa::kAvx512>},
@@ -68,6 +72,8 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q4_k", DType::kQ4_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ4_K, Isa::kAvx512>},
     {"avx512_q5_k", DType::kQ5_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ5_K, Isa::kAvx512>},
     {"avx512_q6_k", DType::kQ6_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ6_K, Isa::kAvx512>},
+    {"avx512_q2_k", DType::kQ2_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx512>},
+    {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);

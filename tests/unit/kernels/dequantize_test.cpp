@@ -157,6 +157,67 @@ TEST(Dequantize, Q6_K) {
   }
 }
 
+// Q2_K/Q3_K value i: half h = i / 128, field f = (i % 128) / 32, l = i % 32: 2 bits at 2f of
+// qs[32h + l]; sub-block (16 values) i / 16; Q3_K's high bit is bit i / 32 of hmask[i % 32].
+TEST(Dequantize, Q2_K) {
+  std::mt19937 rng(13);
+  BlockQ2_K b{};
+  int q[256], sc[16], mn[16];
+  for (int s = 0; s < 16; ++s) {
+    sc[s] = static_cast<int>(rng() % 16);
+    mn[s] = static_cast<int>(rng() % 16);
+    b.scales[s] = static_cast<uint8_t>(sc[s] | (mn[s] << 4));
+  }
+  for (int i = 0; i < 256; ++i) {
+    q[i] = static_cast<int>(rng() % 4);
+    b.qs[32 * (i / 128) + i % 32] |= static_cast<uint8_t>(q[i] << (2 * ((i % 128) / 32)));
+  }
+  const float d = f16_to_f32(f32_to_f16(0.031f)), dmin = f16_to_f32(f32_to_f16(0.017f));
+  b.d = f32_to_f16(d);
+  b.dmin = f32_to_f16(dmin);
+  const auto y = decode(DType::kQ2_K, &b, 256);
+  for (int i = 0; i < 256; ++i) {
+    const int s = i / 16;
+    EXPECT_EQ(y[i], (d * static_cast<float>(sc[s])) * static_cast<float>(q[i]) - dmin * static_cast<float>(mn[s])) << i;
+  }
+}
+
+// Q3_K's scales unpacked word-wise, as ggml describes them (a different formulation from the
+// byte-wise one in dequantize.cpp): four little-endian words rebuilt from three.
+void q3_k_scales_wordwise(const uint8_t* packed, int8_t* out) {
+  uint32_t aux[4] = {};
+  std::memcpy(aux, packed, 12);
+  const uint32_t tmp = aux[2], low = 0x0F0F0F0F, two = 0x03030303;
+  aux[2] = ((aux[0] >> 4) & low) | (((tmp >> 4) & two) << 4);
+  aux[3] = ((aux[1] >> 4) & low) | (((tmp >> 6) & two) << 4);
+  aux[0] = (aux[0] & low) | ((tmp & two) << 4);
+  aux[1] = (aux[1] & low) | (((tmp >> 2) & two) << 4);
+  std::memcpy(out, aux, 16);
+}
+
+TEST(Dequantize, Q3_K) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 20; ++trial) {
+    BlockQ3_K b{};
+    for (auto& v : b.scales) v = static_cast<uint8_t>(rng());
+    int code[256];  // 3-bit: low 2 bits in qs, bit 2 in hmask; value = (code & 3) - (code & 4 ? 0 : 4)
+    for (int i = 0; i < 256; ++i) {
+      code[i] = static_cast<int>(rng() % 8);
+      b.qs[32 * (i / 128) + i % 32] |= static_cast<uint8_t>((code[i] & 3) << (2 * ((i % 128) / 32)));
+      b.hmask[i % 32] |= static_cast<uint8_t>(((code[i] >> 2) & 1) << (i / 32));
+    }
+    const float d = f16_to_f32(f32_to_f16(0.0213f * static_cast<float>(trial + 1)));
+    b.d = f32_to_f16(d);
+    int8_t scales[16];
+    q3_k_scales_wordwise(b.scales, scales);
+    const auto y = decode(DType::kQ3_K, &b, 256);
+    for (int i = 0; i < 256; ++i) {
+      const int value = (code[i] & 3) - ((code[i] & 4) ? 0 : 4);
+      ASSERT_EQ(y[i], (d * static_cast<float>(scales[i / 16] - 32)) * static_cast<float>(value)) << i;
+    }
+  }
+}
+
 TEST(Dequantize, FloatTypesAndMultipleBlocks) {
   const float src[3] = {1.5f, -2.25f, 3.0e-41f};
   const auto y = decode(DType::kF32, src, 3);
@@ -181,10 +242,12 @@ std::vector<uint8_t> random_blocks(DType type, int blocks, std::mt19937& rng) {
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
   for (int b = 0; b < blocks; ++b) {
     uint8_t* block = bytes.data() + b * info.block_bytes;
-    const int scale_fields = type == DType::kQ6_K ? 1 : (type == DType::kQ4_K || type == DType::kQ5_K ||
-                                                         type == DType::kQ4_1 || type == DType::kQ5_1) ? 2 : 1;
+    // f16 fields: at the start, or (Q6_K, Q3_K: d; Q2_K: d, dmin) at the end.
+    const bool at_end = type == DType::kQ6_K || type == DType::kQ3_K || type == DType::kQ2_K;
+    const int scale_fields = (type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ4_1 ||
+                              type == DType::kQ5_1 || type == DType::kQ2_K) ? 2 : 1;
     for (int f = 0; f < scale_fields; ++f) {
-      uint8_t* field = type == DType::kQ6_K ? block + info.block_bytes - 2 : block + 2 * f;
+      uint8_t* field = at_end ? block + info.block_bytes - 2 * scale_fields + 2 * f : block + 2 * f;
       uint16_t h = static_cast<uint16_t>(rng());
       if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0) h &= 0xFC00;  // NaN -> infinity
       if (b % 5 == 0) h = static_cast<uint16_t>(h & 0x83FF);        // subnormal
@@ -196,8 +259,8 @@ std::vector<uint8_t> random_blocks(DType type, int blocks, std::mt19937& rng) {
 
 TEST(Dequantize, EveryIsaDecoderMatchesReferenceBits) {
   std::mt19937 rng(3);
-  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
-                     DType::kQ5_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K,
+                     DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const int blocks = 9;
     const auto bytes = random_blocks(type, blocks, rng);
     const int64_t n = blocks * static_cast<int64_t>(dtype_info(type).block_elements);
@@ -216,9 +279,11 @@ TEST(Dequantize, UnsupportedTypesThrow) {
   float out[256];
   uint8_t bytes[512] = {};
   EXPECT_FALSE(can_dequantize(DType::kI8));
-  EXPECT_FALSE(can_dequantize(DType::kQ2_K));
+  EXPECT_FALSE(can_dequantize(DType::kQ8_K));
+  EXPECT_FALSE(can_dequantize(DType::kQ8_1));
   EXPECT_TRUE(can_dequantize(DType::kQ5_1));
-  EXPECT_THROW(dequantize_row(DType::kQ2_K, bytes, out, 256), Unsupported);
+  EXPECT_TRUE(can_dequantize(DType::kQ2_K));
+  EXPECT_THROW(dequantize_row(DType::kQ8_K, bytes, out, 256), Unsupported);
 }
 
 }  // namespace

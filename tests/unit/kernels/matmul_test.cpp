@@ -73,7 +73,7 @@ TEST(Matmul, QuantizedWeightsEveryIsa) {
         }
       }
     }
-    for (DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
       for (int64_t K : {256, 768}) {
         for (int64_t M : {1, 3, 17}) {
           check_case(isa, type, M, 7, K, (seed & 1) != 0, seed);

@@ -45,11 +45,14 @@ inline Weights random_weights(DType type, int64_t N, int64_t K, std::mt19937& rn
     const size_t blocks = bytes / info.block_bytes;
     for (size_t b = 0; b < blocks; ++b) {
       uint8_t* block = w.bytes.data() + b * info.block_bytes;
-      // Scale fields: at the start for all but Q6_K, whose d is the last 2 bytes.
+      // Scale fields: at the start, except Q6_K/Q3_K (d last) and Q2_K (d, dmin last).
       const uint16_t scale = f32_to_f16(0.01f + 0.001f * static_cast<float>(b % 7));
       const uint16_t scale2 = f32_to_f16(0.02f);
-      if (type == DType::kQ6_K) {
+      if (type == DType::kQ6_K || type == DType::kQ3_K) {
         std::memcpy(block + info.block_bytes - 2, &scale, 2);
+      } else if (type == DType::kQ2_K) {
+        std::memcpy(block + info.block_bytes - 4, &scale, 2);
+        std::memcpy(block + info.block_bytes - 2, &scale2, 2);
       } else {
         std::memcpy(block, &scale, 2);
         if (type == DType::kQ4_1 || type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K) {

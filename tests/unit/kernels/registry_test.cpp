@@ -23,7 +23,8 @@ TEST(Registry, ShapeAndDtypeLimits) {
   EXPECT_EQ(kernel_name_for(DType::kQ4_K, 100, Isa::kScalar), "");  // K not whole blocks
   EXPECT_EQ(kernel_name_for(DType::kQ8_0, 33, Isa::kScalar), "");
   EXPECT_EQ(kernel_name_for(DType::kI32, 8, Isa::kAvx512), "");
-  EXPECT_EQ(find_matmul_kernel(DType::kQ2_K, 256, Isa::kScalar), nullptr);
+  EXPECT_EQ(find_matmul_kernel(DType::kQ8_K, 256, Isa::kScalar), nullptr);
+  EXPECT_EQ(kernel_name_for(DType::kQ3_K, 256, Isa::kAvx2), "avx2_q3_k");
 }
 
 TEST(Registry, Bf16ActivationsNeedTheFeatureElseFallBack) {

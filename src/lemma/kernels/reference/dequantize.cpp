@@ -150,6 +150,58 @@ void from_q5_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+void from_q2_k(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ2_K*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const float dmin = f16_to_f32(blocks[b].dmin);
+    const uint8_t* q = blocks[b].qs;
+    int s = 0;
+    // Two halves of 128 values; within a half, 2-bit field f of byte l feeds values 32f + l.
+    for (int half = 0; half < 2; ++half, q += 32) {
+      for (int field = 0; field < 4; ++field) {
+        for (int part = 0; part < 2; ++part, ++s) {  // 16 values per sub-block
+          const uint8_t sc = blocks[b].scales[s];
+          const float dl = d * static_cast<float>(sc & 0x0F), ml = dmin * static_cast<float>(sc >> 4);
+          for (int l = 16 * part; l < 16 * part + 16; ++l) {
+            *dst++ = dl * static_cast<float>((q[l] >> (2 * field)) & 3) - ml;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Q3_K's 16 six-bit scales: the low 4 bits of scale j are the low (j < 8) or high (j >= 8) nibble
+// of byte j % 8; its top 2 bits are bits 2*(j/4) of byte 8 + j % 4. Stored with a +32 bias.
+int q3_k_scale(const uint8_t* packed, int j) {
+  const int low = j < 8 ? packed[j] & 0x0F : packed[j - 8] >> 4;
+  const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+void from_q3_k(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockQ3_K*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const float d = f16_to_f32(blocks[b].d);
+    const uint8_t* q = blocks[b].qs;
+    const uint8_t* hmask = blocks[b].hmask;
+    int s = 0;
+    uint8_t bit = 1;  // hmask bit of the current 32-value group (i / 32)
+    for (int half = 0; half < 2; ++half, q += 32) {
+      for (int field = 0; field < 4; ++field, bit = static_cast<uint8_t>(bit << 1)) {
+        for (int part = 0; part < 2; ++part, ++s) {
+          const float dl = d * static_cast<float>(q3_k_scale(blocks[b].scales, s));
+          for (int l = 16 * part; l < 16 * part + 16; ++l) {
+            const int value = ((q[l] >> (2 * field)) & 3) - ((hmask[l] & bit) ? 0 : 4);
+            *dst++ = dl * static_cast<float>(value);
+          }
+        }
+      }
+    }
+  }
+}
+
 void from_q6_k(const void* src, float* dst, int64_t n) {
   const auto* blocks = static_cast<const BlockQ6_K*>(src);
   for (int64_t b = 0; b < n / kQKK; ++b) {
@@ -182,7 +234,8 @@ constexpr Entry kTable[] = {
     {DType::kF32, from_f32},   {DType::kF16, from_f16},   {DType::kBF16, from_bf16},
     {DType::kQ4_0, from_q4_0}, {DType::kQ4_1, from_q4_1}, {DType::kQ5_0, from_q5_0},
     {DType::kQ5_1, from_q5_1}, {DType::kQ8_0, from_q8_0}, {DType::kQ4_K, from_q4_k},
-    {DType::kQ5_K, from_q5_k}, {DType::kQ6_K, from_q6_k},
+    {DType::kQ5_K, from_q5_k}, {DType::kQ6_K, from_q6_k}, {DType::kQ2_K, from_q2_k},
+    {DType::kQ3_K, from_q3_k},
 };
 
 }  // namespace

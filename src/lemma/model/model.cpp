@@ -54,96 +54,125 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
     fail<InvalidArgument>("forward: logits buffer has {} floats, needs {}", logits.size(), needed);
 }
 
+namespace {
+
+// Everything one forward shares between its layers.
+struct StepState {
+  const ModelConfig& config;
+  ForwardWorkspace& ws;
+  std::span<const layers::AttentionSequence> slices;
+  std::span<const RopeFrequencies* const> rope;  // per sequence
+  int64_t num_tokens;
+  int64_t max_context;
+};
+
+// residual += o_proj(attention(rms_norm(residual))), writing this layer's new K/V into the cache.
+void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, KvLayerView kv) {
+  const ModelConfig& c = st.config;
+  ForwardWorkspace& ws = st.ws;
+  ThreadTeam* team = ws.team.get();
+  const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+
+  layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
+  layers::linear(ws.normed, T, w.q, w.q_bias, ws.q, team);
+  layers::linear(ws.normed, T, w.k, w.k_bias, ws.k, team);
+  layers::linear(ws.normed, T, w.v, w.v_bias, ws.v, team);
+  if (c.qk_norm) {
+    layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
+    layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
+  }
+  for (size_t s = 0; s < st.slices.size(); ++s) {
+    const auto& sl = st.slices[s];
+    const auto positions = std::span<const int64_t>(ws.positions).subspan(static_cast<size_t>(sl.token_offset));
+    layers::apply_rope(std::span(ws.q).subspan(static_cast<size_t>(sl.token_offset * nh * hd)), sl.num_tokens, nh, hd,
+                       positions, *st.rope[s], c.rope.layout);
+    layers::apply_rope(std::span(ws.k).subspan(static_cast<size_t>(sl.token_offset * nkv * hd)), sl.num_tokens, nkv,
+                       hd, positions, *st.rope[s], c.rope.layout);
+    for (int64_t i = 0; i < sl.num_tokens; ++i) {  // keys are cached after RoPE
+      const int64_t r = sl.token_offset + i;
+      const int64_t slot = kv.slot_offset(sl.block_table, ws.positions[static_cast<size_t>(r)]);
+      std::copy_n(ws.k.data() + r * nkv * hd, nkv * hd, kv.keys + slot);
+      std::copy_n(ws.v.data() + r * nkv * hd, nkv * hd, kv.values + slot);
+    }
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  team->parallel_for(nh, 1, [&](int64_t h0, int64_t h1) {
+    // Each chunk uses the score scratch row of its first head.
+    const auto scratch = std::span(ws.scores).subspan(static_cast<size_t>(h0 * st.max_context),
+                                                      static_cast<size_t>(st.max_context));
+    layers::paged_attention(ws.q, kv, st.slices, {nh, scale, c.layer_sliding_window(layer), h0, h1}, scratch,
+                            ws.attn_out);
+  });
+  layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
+  const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
+  kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
+}
+
+// residual += down(silu(gate(h)) * up(h)), h = rms_norm(residual).
+void mlp_block(const StepState& st, const LayerWeights& w) {
+  const ModelConfig& c = st.config;
+  ForwardWorkspace& ws = st.ws;
+  ThreadTeam* team = ws.team.get();
+  const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
+  layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
+  layers::linear(ws.normed, T, w.gate, {}, ws.gate, team);
+  layers::linear(ws.normed, T, w.up, {}, ws.up, team);
+  const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
+  kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
+  layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
+  const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
+  kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
+}
+
+}  // namespace
+
 void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
   validate(batch, cache, logits);
   const ModelConfig& c = config_;
   const int64_t T = batch.num_tokens();
-  const int64_t H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
-  const int64_t I = c.intermediate_size;
+  const int64_t H = c.hidden_size;
   ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
   if (T == 0) return;
 
-  // Embedding lookup and positions; one attention slice per sequence.
+  // Embedding lookup and positions; one attention slice and one RoPE table per sequence.
   std::vector<layers::AttentionSequence> slices;
   slices.reserve(batch.sequences.size());
+  const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
+  std::vector<RopeFrequencies> dynamic_tables;
+  std::vector<const RopeFrequencies*> rope;
+  if (dynamic_rope) dynamic_tables.reserve(batch.sequences.size());
   int64_t row = 0;
   for (const SequenceInput& seq : batch.sequences) {
     slices.push_back({row, seq.num_tokens(), seq.context_length(), seq.block_table});
+    if (dynamic_rope) dynamic_tables.push_back(compute_rope_frequencies(c.rope, seq.context_length()));
+    rope.push_back(dynamic_rope ? &dynamic_tables.back() : &rope_);
     for (int64_t i = 0; i < seq.num_tokens(); ++i, ++row) {
       layers::read_row(weights_.token_embedding, seq.token_ids[static_cast<size_t>(i)],
                        std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
       ws.positions[static_cast<size_t>(row)] = seq.num_cached + i;
     }
   }
-  const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
-  std::vector<RopeFrequencies> seq_rope;
-  if (dynamic_rope)
-    for (const SequenceInput& seq : batch.sequences)
-      seq_rope.push_back(compute_rope_frequencies(c.rope, seq.context_length()));
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  ThreadTeam* team = ws.team.get();
+  const StepState state{c, ws, slices, rope, T, batch.max_context_length()};
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    KvLayerView kv = cache.layer(l);
-
-    layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
-    layers::linear(ws.normed, T, w.q, w.q_bias, ws.q, team);
-    layers::linear(ws.normed, T, w.k, w.k_bias, ws.k, team);
-    layers::linear(ws.normed, T, w.v, w.v_bias, ws.v, team);
-    if (c.qk_norm) {
-      layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
-      layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
-    }
-    for (size_t s = 0; s < slices.size(); ++s) {
-      const auto& sl = slices[s];
-      const RopeFrequencies& freqs = dynamic_rope ? seq_rope[s] : rope_;
-      const auto positions = std::span<const int64_t>(ws.positions).subspan(static_cast<size_t>(sl.token_offset));
-      layers::apply_rope(std::span(ws.q).subspan(static_cast<size_t>(sl.token_offset * nh * hd)), sl.num_tokens, nh,
-                         hd, positions, freqs, c.rope.layout);
-      layers::apply_rope(std::span(ws.k).subspan(static_cast<size_t>(sl.token_offset * nkv * hd)), sl.num_tokens, nkv,
-                         hd, positions, freqs, c.rope.layout);
-      // Store the new keys/values at their slots.
-      for (int64_t i = 0; i < sl.num_tokens; ++i) {
-        const int64_t r = sl.token_offset + i;
-        const int64_t slot = kv.slot_offset(sl.block_table, ws.positions[static_cast<size_t>(r)]);
-        std::copy_n(ws.k.data() + r * nkv * hd, nkv * hd, kv.keys + slot);
-        std::copy_n(ws.v.data() + r * nkv * hd, nkv * hd, kv.values + slot);
-      }
-    }
-    team->parallel_for(nh, 1, [&](int64_t h0, int64_t h1) {
-      // Each chunk uses the score scratch row of its first head.
-      const auto scratch = std::span(ws.scores).subspan(static_cast<size_t>(h0 * batch.max_context_length()),
-                                                        static_cast<size_t>(batch.max_context_length()));
-      layers::paged_attention(ws.q, kv, slices, {nh, scale, c.layer_sliding_window(l), h0, h1}, scratch,
-                              ws.attn_out);
-    });
-    layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
-    for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
-
-    layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
-    layers::linear(ws.normed, T, w.gate, {}, ws.gate, team);
-    layers::linear(ws.normed, T, w.up, {}, ws.up, team);
-    const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
-    kernels::silu_mul(act, std::span(ws.up).first(static_cast<size_t>(T * I)), act);
-    layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
-    for (int64_t i = 0; i < T * H; ++i) ws.residual[static_cast<size_t>(i)] += ws.normed[static_cast<size_t>(i)];
+    attention_block(state, w, l, cache.layer(l));
+    mlp_block(state, w);
   }
 
   // Gather the rows that want logits, normalise, project.
   int64_t out_rows = 0;
   for (size_t s = 0; s < slices.size(); ++s) {
     const auto& sl = slices[s];
-    const LogitsRequest req = batch.sequences[s].logits;
-    const int64_t first = req == LogitsRequest::kAll ? 0 : sl.num_tokens - 1;
     const int64_t count = batch.sequences[s].num_logit_rows();
     if (count == 0) continue;
+    const int64_t first = sl.num_tokens - count;  // kAll: every row; kLast: the last one
     std::copy_n(ws.residual.data() + (sl.token_offset + first) * H, count * H, ws.head_input.data() + out_rows * H);
     out_rows += count;
   }
   if (out_rows == 0) return;
   layers::rms_norm(ws.head_input, out_rows, H, weights_.final_norm, c.rms_norm_eps, ws.head_input);
-  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, team);
+  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, ws.team.get());
 }
 
 }  // namespace lemma

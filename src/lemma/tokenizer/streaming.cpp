@@ -1,5 +1,6 @@
 #include "lemma/tokenizer/streaming.h"
 
+#include "lemma/base/error.h"
 #include "lemma/tokenizer/utf8.h"
 
 namespace lemma {
@@ -8,6 +9,10 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_speci
     : tok_(tok), skip_special_(skip_special) {}
 
 std::string StreamingDetokenizer::push(int32_t id) {
+  if (id < 0 || id >= tok_.vocab_size()) {
+    // Rejected before any state changes, so the stream stays usable.
+    fail<InvalidArgument>("token id {} is outside the vocabulary (size {})", id, tok_.vocab_size());
+  }
   pending_.push_back(id);
   std::vector<int32_t> window = context_;
   window.insert(window.end(), pending_.begin(), pending_.end());

@@ -16,7 +16,8 @@ namespace lemma {
 class StreamingDetokenizer {
  public:
   explicit StreamingDetokenizer(const Tokenizer& tok, bool skip_special = true);
-  // Newly completed text (possibly empty).
+  // Newly completed text (possibly empty). An out-of-range id throws InvalidArgument and
+  // leaves the stream unchanged.
   std::string push(int32_t id);
   // Whatever is left; bytes that never formed a code point come out as U+FFFD.
   std::string flush();

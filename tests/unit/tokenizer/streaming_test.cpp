@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "golden_util.h"
+#include "lemma/base/error.h"
 #include "lemma/tokenizer/streaming.h"
 #include "lemma/tokenizer/tokenizer.h"
 #include "lemma/tokenizer/utf8.h"
@@ -63,6 +64,7 @@ TEST(StreamingDetokenizer, ByteTokensWaitForWholeCodePoint) {
   EXPECT_EQ(stream.push(*b2), "\xe2\x82\xac");
   EXPECT_EQ(stream.push(*a), " a");  // later "▁" keeps its space
   EXPECT_EQ(stream.push(*b0), "");
+  EXPECT_THROW(stream.push(tok.vocab_size()), InvalidArgument);  // rejected, stream unchanged
   EXPECT_EQ(stream.flush(), "\xef\xbf\xbd");  // a dangling byte becomes U+FFFD
 }
 

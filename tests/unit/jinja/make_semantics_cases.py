@@ -285,6 +285,18 @@ CASES = [
     ("scope_messages_override", "{% set messages = messages[1:] %}{{ messages | length }}", {"messages": [1, 2, 3]}),
     ("scope_filter_block_sets", "{% filter upper %}{% set z = 'q' %}{{ z }}{% endfilter %}[{{ z }}]", {}),
     ("scope_set_block_inside_loop", "{% for i in [1, 2] %}{% set t %}<{{ i }}>{% endset %}{{ t }}{% endfor %}", {}),
+    # ---- unknown filters/tests: compile errors except inside if blocks ----
+    ("unknown_filter_top", "a\n{{ x | nosuch }}", {}),
+    ("unknown_filter_in_for", "{% for i in [] %}\n{{ x | nosuch }}{% endfor %}", {}),
+    ("unknown_filter_in_if_in_for", "{% for i in [1] %}{% if false %}{{ x | nosuch }}{% endif %}{% endfor %}ok", {}),
+    ("unknown_filter_in_for_in_if", "{% if false %}{% for i in [] %}\n\n{{ x | nosuch }}{% endfor %}{% endif %}", {}),
+    ("unknown_filter_in_macro", "{% macro f() %}{{ x | nosuch }}{% endmacro %}ok", {}),
+    ("unknown_filter_in_if_test", "{% if x is defined and x | nosuch %}y{% endif %}ok", {}),
+    ("unknown_filter_in_elif_else", "{% if true %}a{% elif x | nosuch %}b{% else %}{{ y | nosuch2 }}{% endif %}", {}),
+    ("unknown_test_top", "{{ 1 is nosuchtest }}", {}),
+    ("unknown_filter_in_set_block", "{% if true %}{% set v | nosuch %}x{% endset %}{% endif %}", {}),
+    ("unknown_filter_in_for_iterable_in_if", "{% if false %}{% for i in x | nosuch %}{% endfor %}{% endif %}ok", {}),
+    ("unknown_filter_in_filter_block_in_if", "{% if false %}{% filter nosuch %}x{% endfilter %}{% endif %}ok", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

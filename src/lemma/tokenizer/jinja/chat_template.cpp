@@ -9,7 +9,7 @@ ChatTemplate::ChatTemplate(std::string source, std::string name) : name_(std::mo
   try {
     program_ = std::make_shared<const jinja::Program>(jinja::parse(source, name_));
   } catch (const jinja::SyntaxError& e) {
-    throw TemplateError(name_ + ":" + std::to_string(e.line) + ": TemplateSyntaxError: " + e.message);
+    throw TemplateError(name_ + ":" + std::to_string(e.line) + ": " + e.type + ": " + e.message);
   }
 }
 

@@ -71,6 +71,7 @@ bool contains(const Value& container, const Value& item);
 // Builtins (filters.cpp, tests.cpp, methods.cpp, globals in evaluator.cpp).
 Value apply_filter(Evaluator& ev, const std::string& name, const Value& subject, const CallArgs& args);
 bool has_filter(const std::string& name);
+bool has_test(const std::string& name);
 bool apply_test(Evaluator& ev, const std::string& name, const Value& subject, const CallArgs& args);
 // Bound str/list/dict method `name` of `obj` (sandbox-forbidden mutators come back as an
 // undefined that raises SecurityError when called), or nullopt when there is none.

@@ -24,6 +24,7 @@ struct LexOptions {
 struct SyntaxError {
   std::string message;
   int line;
+  std::string type = "TemplateSyntaxError";  // or TemplateAssertionError (unknown filter/test)
 };
 
 // Throws SyntaxError.

@@ -1,5 +1,7 @@
 #include "lemma/tokenizer/jinja/parser.h"
 
+#include "lemma/tokenizer/jinja/evaluator.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -149,6 +151,7 @@ class Parser {
     if (tag == "macro") return parse_macro(line);
     if (tag == "call") return parse_call_block(line);
     if (tag == "filter") {
+      FrameGuard frame(soft_, false);
       auto s = make_stmt(Stmt::Kind::kFilterBlock, line);
       parse_filter_chain(s->filters);
       expect_block_end();
@@ -170,12 +173,14 @@ class Parser {
         s->params.emplace_back(std::move(name), parse_expression());
       }
       expect_block_end();
+      FrameGuard frame(soft_, false);
       std::string end;
       s->body = parse_until({"endwith"}, &end);
       expect_block_end();
       return s;
     }
     if (tag == "generation") {
+      FrameGuard frame(soft_, false);
       auto s = make_stmt(Stmt::Kind::kScope, line);
       expect_block_end();
       std::string end;
@@ -188,6 +193,7 @@ class Parser {
   }
 
   StmtPtr parse_if(int line) {
+    FrameGuard frame(soft_, true);
     auto s = make_stmt(Stmt::Kind::kIf, line);
     ExprPtr cond = parse_tuple_or_expression();
     for (;;) {
@@ -214,6 +220,7 @@ class Parser {
     while (accept_op(",")) s->targets.push_back(expect_name());
     if (!accept_name("in")) fail("expected 'in', got " + describe(cur()));
     s->expr = parse_tuple_or_expression(/*with_condexpr=*/false);
+    FrameGuard frame(soft_, false);
     if (accept_name("if")) s->condition = parse_expression();
     if (accept_name("recursive")) s->recursive = true;
     expect_block_end();
@@ -247,6 +254,7 @@ class Parser {
       expect_block_end();
       return s;
     }
+    FrameGuard frame(soft_, false);
     auto s = make_stmt(Stmt::Kind::kSetBlock, line);
     s->targets = std::move(targets);
     if (accept_op("|")) parse_filter_chain(s->filters);
@@ -270,6 +278,7 @@ class Parser {
   }
 
   StmtPtr parse_macro(int line) {
+    FrameGuard frame(soft_, false);
     auto s = make_stmt(Stmt::Kind::kMacro, line);
     s->text = expect_name();
     parse_params(s->params);
@@ -282,10 +291,14 @@ class Parser {
 
   StmtPtr parse_call_block(int line) {
     auto s = make_stmt(Stmt::Kind::kCallBlock, line);
-    if (is_op("(")) parse_params(s->params);
+    if (is_op("(")) {
+      FrameGuard frame(soft_, false);
+      parse_params(s->params);
+    }
     s->expr = parse_expression();
     if (s->expr->kind != Expr::Kind::kCall) fail("expected call");
     expect_block_end();
+    FrameGuard frame(soft_, false);
     std::string end;
     s->body = parse_until({"endcall"}, &end);
     expect_block_end();
@@ -595,8 +608,10 @@ class Parser {
   }
 
   void parse_filter_name_and_args(Expr& f) {
+    const int line = cur().line;
     std::string name = expect_name();
     while (accept_op(".")) name += "." + expect_name();
+    check_known(name, true, line);
     f.name = name;
     if (is_op("(")) parse_call_args(f);
   }
@@ -611,8 +626,10 @@ class Parser {
       } else if (is_name("is")) {
         auto t = make(Expr::Kind::kTest, next().line);
         if (accept_name("not")) t->negated = true;
+        const int name_line = cur().line;
         std::string name = expect_name();
         while (accept_op(".")) name += "." + expect_name();
+        check_known(name, false, name_line);
         t->name = name;
         t->args.push_back(std::move(node));
         if (is_op("(")) {
@@ -647,6 +664,21 @@ class Parser {
     return false;
   }
 
+  // Jinja2 rejects unknown filters and tests when compiling, except in "soft" frames (an `if`
+  // test or body, up to the next for/macro/call/filter/set/with/generation body).
+  struct FrameGuard {
+    bool& soft;
+    bool saved;
+    FrameGuard(bool& s, bool value) : soft(s), saved(s) { s = value; }
+    ~FrameGuard() { soft = saved; }
+  };
+  void check_known(const std::string& name, bool is_filter, int line) const {
+    if (soft_ || (is_filter ? has_filter(name) : has_test(name))) return;
+    throw SyntaxError{std::string("No ") + (is_filter ? "filter" : "test") + " named '" + name + "'.", line,
+                      "TemplateAssertionError"};
+  }
+
+  bool soft_ = false;
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int expr_depth_ = 0;

@@ -79,6 +79,8 @@ const std::unordered_map<std::string, Test>& registry() {
 
 }  // namespace
 
+bool has_test(const std::string& name) { return name == "test" || registry().count(name) != 0; }
+
 bool apply_test(Evaluator&, const std::string& name, const Value& subject, const CallArgs& args) {
   if (name == "test") return subject.is_string() && registry().count(subject.str()) != 0;
   auto it = registry().find(name);

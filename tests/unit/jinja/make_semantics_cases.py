@@ -297,6 +297,11 @@ CASES = [
     ("unknown_filter_in_set_block", "{% if true %}{% set v | nosuch %}x{% endset %}{% endif %}", {}),
     ("unknown_filter_in_for_iterable_in_if", "{% if false %}{% for i in x | nosuch %}{% endfor %}{% endif %}ok", {}),
     ("unknown_filter_in_filter_block_in_if", "{% if false %}{% filter nosuch %}x{% endfilter %}{% endif %}ok", {}),
+    ("filter_truncate", "[{{ 'hello world foo bar' | truncate(9) }}][{{ 'hello world foo bar' | truncate(9, true) }}][{{ 'hello world foo bar' | truncate(11, false, '..', 0) }}][{{ 'short' | truncate(3, leeway=5) }}][{{ 'héllo wörld ünïcode' | truncate(8, leeway=0) }}]", {}),
+    ("filter_slice", "{{ [1,2,3,4,5] | slice(2) | list }} {{ [1,2,3,4,5] | slice(3, 0) | list }} {{ [] | slice(2) | list }}", {}),
+    ("filter_striptags", "[{{ '<p>Hello <b>world</b></p>  <!-- c --> &amp; &lt;x&gt;\n  more' | striptags }}]", {}),
+    ("global_joiner", "{% set j = joiner(' | ') %}{% for x in [1, 2, 3] %}{{ j() }}{{ x }}{% endfor %}{% set k = joiner() %}{{ k() }}{{ k() }}", {}),
+    ("strftime_long", "{{ strftime_now('%Y' * 200) | length }}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <unordered_map>
 
 #include "lemma/tokenizer/jinja/builtins.h"
@@ -409,6 +410,89 @@ Value f_wordcount(Evaluator&, const Value& v, const CallArgs&) {
 
 Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(v.repr()); }
 
+Value f_truncate(Evaluator&, const Value& v, const CallArgs& args) {
+  const int64_t length = arg_or(args, 0, "length", Value(static_cast<int64_t>(255))).as_int();
+  const bool killwords = arg_or(args, 1, "killwords", Value(false)).truthy();
+  const std::u32string end = utf8_decode(arg_or(args, 2, "end", Value("...")).to_str());
+  const int64_t leeway = arg_or(args, 3, "leeway", Value(static_cast<int64_t>(5))).as_int();
+  if (length < static_cast<int64_t>(end.size())) {
+    raise("AssertionError: expected length >= " + std::to_string(end.size()) + ", got " + std::to_string(length));
+  }
+  const std::u32string s = utf8_decode(v.to_str());
+  if (static_cast<int64_t>(s.size()) <= length + leeway) return v.is_string() ? v : Value(v.to_str());
+  std::u32string head = s.substr(0, static_cast<size_t>(length) - end.size());
+  if (!killwords) {
+    size_t space = head.rfind(U' ');
+    if (space != std::u32string::npos) head.resize(space);
+  }
+  return Value(utf8_encode(head + end));
+}
+
+Value f_slice(Evaluator&, const Value& v, const CallArgs& args) {
+  const int64_t slices = arg_or(args, 0, "slices", Value(static_cast<int64_t>(1))).as_int();
+  const Value* fill = args.get(1, "fill_with");
+  if (slices <= 0) raise("ZeroDivisionError: integer division or modulo by zero");
+  const ValueList seq = v.iterate();
+  const int64_t length = static_cast<int64_t>(seq.size()), per = length / slices, extra = length % slices;
+  ValueList out;
+  int64_t offset = 0;
+  for (int64_t k = 0; k < slices; ++k) {
+    const int64_t start = offset + k * per;
+    if (k < extra) ++offset;
+    const int64_t end = offset + (k + 1) * per;
+    ValueList part(seq.begin() + start, seq.begin() + end);
+    if (fill && !fill->is_none() && k >= extra) part.push_back(*fill);
+    out.push_back(Value::list(std::move(part)));
+  }
+  return Value::generator(std::move(out));
+}
+
+// markupsafe's striptags: drop comments and tags, unescape entities, collapse whitespace.
+Value f_striptags(Evaluator&, const Value& v, const CallArgs&) {
+  const std::string s = v.to_str();
+  std::string text;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 4, "<!--") == 0) {
+      size_t end = s.find("-->", i + 4);
+      if (end != std::string::npos) {
+        i = end + 3;
+        continue;
+      }
+    }
+    if (s[i] == '<') {
+      size_t end = s.find('>', i + 1);
+      if (end != std::string::npos && end > i + 1) {
+        i = end + 1;
+        continue;
+      }
+    }
+    text += s[i++];
+  }
+  static const std::pair<const char*, const char*> kEntities[] = {
+      {"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#34;", "\""}, {"&#39;", "'"}, {"&nbsp;", "\u00a0"}};
+  std::string unescaped;
+  for (size_t i = 0; i < text.size();) {
+    bool hit = false;
+    if (text[i] == '&') {
+      for (const auto& [entity, ch] : kEntities) {
+        if (text.compare(i, std::strlen(entity), entity) == 0) {
+          unescaped += ch;
+          i += std::strlen(entity);
+          hit = true;
+          break;
+        }
+      }
+    }
+    if (!hit) unescaped += text[i++];
+  }
+  std::string out;
+  for (const auto& word : py_split(unescaped, Value::none(), -1, false)) {
+    if (!out.empty()) out += ' ';
+    out += word.str();
+  }
+  return Value(out);
+}
+
 const std::unordered_map<std::string, Filter>& registry() {
   static const std::unordered_map<std::string, Filter> filters = {
       {"default", f_default}, {"d", f_default}, {"length", f_length}, {"count", f_length},
@@ -420,7 +504,8 @@ const std::unordered_map<std::string, Filter>& registry() {
       {"rejectattr", f_rejectattr}, {"map", f_map}, {"int", f_int}, {"float", f_float}, {"abs", f_abs},
       {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_forceescape},
       {"indent", f_indent}, {"batch", f_batch}, {"reverse", f_reverse}, {"format", f_format}, {"attr", f_attr},
-      {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint},
+      {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint}, {"truncate", f_truncate},
+      {"slice", f_slice}, {"striptags", f_striptags},
   };
   return filters;
 }

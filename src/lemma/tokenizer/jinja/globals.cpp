@@ -113,14 +113,32 @@ Value g_strftime_now(Evaluator& ev, const CallArgs& args) {
   std::time_t now = ev.now();
   std::tm tm{};
   localtime_r(&now, &tm);
-  char buf[512];
-  size_t n = std::strftime(buf, sizeof buf, format.c_str(), &tm);
-  return Value(std::string(buf, n));
+  // strftime returns 0 both for "too small" and for an empty result: grow a few times.
+  for (size_t size = 256; size <= 65536; size *= 4) {
+    std::string buf(size, '\0');
+    size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
+    if (n > 0 || format.empty()) return Value(buf.substr(0, n));
+  }
+  return Value("");
+}
+
+// joiner(sep=", "): returns "" on the first call and `sep` afterwards.
+Value g_joiner(Evaluator&, const CallArgs& args) {
+  const std::string sep = arg_or(args, 0, "sep", Value(", ")).to_str();
+  auto used = std::make_shared<bool>(false);
+  return Value::callable("joiner", [sep, used](Evaluator&, const CallArgs&) {
+    if (!*used) {
+      *used = true;
+      return Value("");
+    }
+    return Value(sep);
+  });
 }
 
 }  // namespace
 
 void add_globals(Dict& globals) {
+  globals.set("joiner", Value::callable("joiner", g_joiner));
   globals.set("range", Value::callable("range", g_range));
   globals.set("namespace", Value::callable("namespace", g_namespace));
   globals.set("dict", Value::callable("dict", g_dict));

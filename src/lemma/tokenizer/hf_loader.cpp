@@ -69,10 +69,13 @@ void apply_config_flags(tok::Pipeline& p, const json& config) {
 
 Tokenizer Tokenizer::from_hf_dir(const std::string& dir) {
   const std::filesystem::path d(dir);
-  const std::string tj = read_text_file(d / "tokenizer.json");
   std::string tc;
   if (std::filesystem::exists(d / "tokenizer_config.json")) tc = read_text_file(d / "tokenizer_config.json");
-  return from_hf_json(tj, tc);
+  if (!std::filesystem::exists(d / "tokenizer.json") && std::filesystem::exists(d / "vocab.json") &&
+      std::filesystem::exists(d / "merges.txt")) {
+    return from_hf_vocab_merges(read_text_file(d / "vocab.json"), read_text_file(d / "merges.txt"), tc);
+  }
+  return from_hf_json(read_text_file(d / "tokenizer.json"), tc);
 }
 
 Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json_text, const std::string& config_text) {

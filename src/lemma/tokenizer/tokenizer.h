@@ -24,10 +24,15 @@ struct Pipeline;
 
 class Tokenizer {
  public:
-  // tokenizer.json + optional tokenizer_config.json in `dir`. Throws IoError / FormatError.
+  // tokenizer.json (or vocab.json + merges.txt) + optional tokenizer_config.json in `dir`.
+  // Throws IoError / FormatError.
   static Tokenizer from_hf_dir(const std::string& dir);
   static Tokenizer from_hf_json(const std::string& tokenizer_json_text,
                                 const std::string& tokenizer_config_json_text /* may be empty */);
+  // The older GPT-2 file pair (vocab.json + merges.txt, optional tokenizer_config.json);
+  // from_hf_dir falls back to it when a directory has no tokenizer.json.
+  static Tokenizer from_hf_vocab_merges(const std::string& vocab_json_text, const std::string& merges_txt_text,
+                                        const std::string& tokenizer_config_json_text /* may be empty */);
   static Tokenizer from_gguf_metadata(const GgufMetadataLookup& md);
 
   // add_special: add BOS/EOS as the model's metadata says. parse_special: match control-token

@@ -132,3 +132,23 @@ TEST_F(HfGoldenLlama2, MultilingualTinyLlama) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+// The slow GPT-2 files (vocab.json + merges.txt) reproduce the same baselines.
+TEST_F(HfGoldenGpt2, SlowVocabMergesFormat) {
+  const auto dir = testing::shared_data("hf/gpt2");
+  const Tokenizer tok = Tokenizer::from_hf_vocab_merges(testing::read_file(dir / "vocab.json"),
+                                                        testing::read_file(dir / "merges.txt"),
+                                                        testing::read_file(dir / "tokenizer_config.json"));
+  EXPECT_EQ(tok.vocab_size(), 50257);
+  EXPECT_TRUE(tok.is_special(50256));
+  EXPECT_EQ(tok.encode("<|endoftext|>", false, true), std::vector<int32_t>{50256});
+  check_encoded_file(tok, "hf/gpt2/expected_gpt2_encoded_tokens.json", false);
+  check_tokenizer_tests_file(tok, "hf/gpt2/expected_tokenizer_tests_distilgpt2.json");
+  check_multilingual_file(tok, "hf/gpt2/expected_multilingual_openai-community__gpt2.json");
+}
+
+}  // namespace
+}  // namespace lemma

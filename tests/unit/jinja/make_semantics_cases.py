@@ -302,6 +302,8 @@ CASES = [
     ("filter_striptags", "[{{ '<p>Hello <b>world</b></p>  <!-- c --> &amp; &lt;x&gt;\n  more' | striptags }}]", {}),
     ("global_joiner", "{% set j = joiner(' | ') %}{% for x in [1, 2, 3] %}{{ j() }}{{ x }}{% endfor %}{% set k = joiner() %}{{ k() }}{{ k() }}", {}),
     ("strftime_long", "{{ strftime_now('%Y' * 200) | length }}", {}),
+    ("str_format_specs", "[{{ '{:>8}|{:<6}|{:^7}|{:*^9}'.format('ab', 'cd', 'ef', 'gh') }}][{{ '{:05d}|{:+d}|{:,}|{:x}|{:#x}|{:08.3f}|{:.2%}|{:e}|{:.3g}'.format(42, 7, 1234567, 255, 255, 3.14159, 0.256, 12345.678, 0.000123456) }}][{{ '{0[a]}-{0[b][1]}-{1.k}'.format({'a': 1, 'b': [2, 3]}, {'k': 'v'}) }}][{{ '{!r}|{:.2}|{}'.format('q', 'xyz', 1.0) }}][{{ '{:=+6d}|{:^+7.1f}'.format(5, 2.25) }}]", {}),
+    ("str_format_errors", "{{ '{:q}'.format(1) }}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

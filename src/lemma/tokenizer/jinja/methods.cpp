@@ -263,21 +263,56 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
     } else if (c == '{') {
       size_t end = fmt.find('}', i);
       if (end == std::string::npos) raise("ValueError: Single '{' encountered in format string");
-      std::string field = fmt.substr(i + 1, end - i - 1);
+      // {field[.attr|[key]]...[!r|!s][:spec]}
+      std::string field = fmt.substr(i + 1, end - i - 1), spec;
       size_t colon = field.find(':');
-      if (colon != std::string::npos) field = field.substr(0, colon);
+      if (colon != std::string::npos) {
+        spec = field.substr(colon + 1);
+        field.resize(colon);
+      }
+      char conversion = '\0';
+      if (field.size() >= 2 && field[field.size() - 2] == '!') {
+        conversion = field.back();
+        field.resize(field.size() - 2);
+      }
+      size_t name_end = field.find_first_of(".[");
+      std::string arg_name = field.substr(0, name_end);
       const Value* v = nullptr;
-      if (field.empty()) {
+      if (arg_name.empty()) {
         v = args.get(auto_index++, "\x01");
-      } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+      } else if (std::isdigit(static_cast<unsigned char>(arg_name[0]))) {
         size_t index = 0;
-        std::from_chars(field.data(), field.data() + field.size(), index);
+        std::from_chars(arg_name.data(), arg_name.data() + arg_name.size(), index);
         v = args.get(index, "\x01");
       } else {
-        v = args.get(static_cast<size_t>(-1), field);
+        v = args.get(static_cast<size_t>(-1), arg_name);
       }
-      if (!v) raise("IndexError: Replacement index out of range for positional args tuple");
-      out += v->to_str();
+      if (!v) {
+        if (arg_name.empty() || std::isdigit(static_cast<unsigned char>(arg_name[0]))) {
+          raise("IndexError: Replacement index out of range for positional args tuple");
+        }
+        raise("KeyError: " + string_repr(arg_name));
+      }
+      Value value = *v;
+      for (size_t p = name_end; p != std::string::npos && p < field.size();) {
+        if (field[p] == '.') {
+          size_t q = field.find_first_of(".[", p + 1);
+          value = get_attr(value, field.substr(p + 1, q == std::string::npos ? std::string::npos : q - p - 1));
+          p = q;
+        } else {
+          size_t q = field.find(']', p);
+          if (q == std::string::npos) raise("ValueError: Missing ']' in format string");
+          std::string key = field.substr(p + 1, q - p - 1);
+          int64_t k = 0;
+          bool numeric = !key.empty() && std::from_chars(key.data(), key.data() + key.size(), k).ec == std::errc();
+          value = get_item(value, numeric ? Value(k) : Value(key));
+          p = q + 1 < field.size() ? q + 1 : std::string::npos;
+        }
+        if (value.is_undefined()) raise_undefined(value);
+      }
+      if (conversion == 'r') value = Value(value.repr());
+      else if (conversion == 's') value = Value(value.to_str());
+      out += format_with_spec(value, spec);
       i = end;
     } else {
       out += c;

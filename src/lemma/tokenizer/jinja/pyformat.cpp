@@ -78,6 +78,119 @@ std::string string_repr(const std::string& s) {
   return out + quote;
 }
 
+std::string format_with_spec(const Value& v, const std::string& spec) {
+  if (spec.empty()) return v.to_str();
+  size_t i = 0;
+  char fill = ' ', align = '\0', sign = '-', type = '\0', grouping = '\0';
+  auto is_align = [](char c) { return c == '<' || c == '>' || c == '^' || c == '='; };
+  if (spec.size() >= 2 && is_align(spec[1])) {
+    fill = spec[0];
+    align = spec[1];
+    i = 2;
+  } else if (is_align(spec[0])) {
+    align = spec[0];
+    i = 1;
+  }
+  if (i < spec.size() && (spec[i] == '+' || spec[i] == '-' || spec[i] == ' ')) sign = spec[i++];
+  bool alternate = false;
+  if (i < spec.size() && spec[i] == '#') {
+    alternate = true;
+    ++i;
+  }
+  if (i < spec.size() && spec[i] == '0') {
+    if (!align) {
+      fill = '0';
+      align = '=';
+    }
+    ++i;
+  }
+  size_t width = 0, precision = std::string::npos;
+  while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) width = width * 10 + static_cast<size_t>(spec[i++] - '0');
+  if (i < spec.size() && (spec[i] == ',' || spec[i] == '_')) grouping = spec[i++];
+  if (i < spec.size() && spec[i] == '.') {
+    precision = 0;
+    ++i;
+    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i]))) precision = precision * 10 + static_cast<size_t>(spec[i++] - '0');
+  }
+  if (i < spec.size()) type = spec[i++];
+  if (i != spec.size() || width > 4096 || (precision != std::string::npos && precision > 4096)) {
+    raise("ValueError: Invalid format specifier '" + spec + "'");
+  }
+  std::string body, prefix;  // prefix: sign (and 0x-style base marker)
+  bool numeric = true;
+  if (v.is_string() || ((v.is_undefined() || v.is_none() || v.is_listlike() || v.is_dict()) && type != 'd')) {
+    if (type && type != 's') raise(std::string("ValueError: Unknown format code '") + type + "' for object of type '" + v.type_name() + "'");
+    numeric = false;
+    std::u32string s = utf8_decode(v.to_str());
+    if (precision != std::string::npos && precision < s.size()) s.resize(precision);
+    body = utf8_encode(s);
+    if (!align) align = '<';
+  } else {
+    const bool as_int = (v.is_int() || v.is_bool()) && (type == '\0' || type == 'd' || type == 'x' || type == 'X' || type == 'o' || type == 'b' || type == 'c');
+    if (v.is_bool() && type == '\0') {
+      numeric = false;
+      body = v.to_str();
+    } else if (as_int) {
+      int64_t n = v.as_int();
+      uint64_t mag = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+      if (n < 0) prefix = "-";
+      else if (sign != '-') prefix = std::string(1, sign);
+      int base = type == 'x' || type == 'X' ? 16 : type == 'o' ? 8 : type == 'b' ? 2 : 10;
+      if (type == 'c') {
+        body = utf8_encode(std::u32string(1, static_cast<char32_t>(mag)));
+        prefix.clear();
+      } else {
+        do {
+          int d = static_cast<int>(mag % static_cast<uint64_t>(base));
+          body.insert(body.begin(), static_cast<char>(d < 10 ? '0' + d : (type == 'X' ? 'A' : 'a') + d - 10));
+          mag /= static_cast<uint64_t>(base);
+        } while (mag);
+        if (alternate && base != 10) prefix += base == 16 ? (type == 'X' ? "0X" : "0x") : base == 8 ? "0o" : "0b";
+      }
+    } else {
+      if (!v.is_number()) raise(std::string("ValueError: Unknown format code '") + type + "' for object of type '" + v.type_name() + "'");
+      double d = v.as_double();
+      if (std::signbit(d) && !std::isnan(d)) prefix = "-";
+      else if (sign != '-') prefix = std::string(1, sign);
+      d = std::fabs(d);
+      char buf[4200];
+      if (type == '\0' && precision == std::string::npos) {
+        body = float_repr(d);
+      } else {
+        char conv = type == '\0' ? 'g' : type == '%' ? 'f' : type;
+        if (std::string("fFeEgG").find(conv) == std::string::npos) {
+          raise(std::string("ValueError: Unknown format code '") + type + "' for object of type 'float'");
+        }
+        const int prec = precision == std::string::npos ? 6 : static_cast<int>(precision);
+        std::snprintf(buf, sizeof buf, (std::string("%") + (alternate ? "#" : "") + ".*" + conv).c_str(), prec, type == '%' ? d * 100 : d);
+        body = buf;
+        if (type == '%') body += '%';
+      }
+    }
+    if (grouping && !body.empty()) {
+      size_t end = body.find_first_not_of("0123456789");
+      if (end == std::string::npos) end = body.size();
+      for (size_t k = end; k > 3; k -= 3) body.insert(k - 3, 1, grouping);
+    }
+    if (!align) align = '>';
+  }
+  std::u32string text = utf8_decode(prefix + body);
+  if (text.size() >= width) return prefix + body;
+  const size_t pad = width - text.size();
+  const std::string f = utf8_encode(std::u32string(1, static_cast<char32_t>(static_cast<unsigned char>(fill))));
+  auto repeat = [&](size_t n) {
+    std::string s;
+    for (size_t k = 0; k < n; ++k) s += f;
+    return s;
+  };
+  switch (align) {
+    case '<': return prefix + body + repeat(pad);
+    case '^': return repeat(pad / 2) + prefix + body + repeat(pad - pad / 2);
+    case '=': return numeric ? prefix + repeat(pad) + body : repeat(pad) + prefix + body;
+    default: return repeat(pad) + prefix + body;
+  }
+}
+
 namespace {
 
 void json_string(const std::string& s, std::string& out) {

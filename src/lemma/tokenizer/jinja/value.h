@@ -133,6 +133,8 @@ std::string html_escape(const std::string& s);
 // Python-compatible formatting helpers (pyformat.cpp).
 std::string float_repr(double v);         // repr(float): 1.0, 0.1, 1e+16, inf, nan
 std::string string_repr(const std::string& s);  // repr(str) with Python's quote choice
+// format(v, spec) with Python's format-spec mini-language ([[fill]align][sign][#][0][width][,][.prec][type]).
+std::string format_with_spec(const Value& v, const std::string& spec);
 // json.dumps(v, ensure_ascii=False, indent, separators, sort_keys); raises TypeError on
 // values JSON cannot hold (undefined, generators, callables).
 struct JsonStyle {

@@ -7,12 +7,18 @@ void register_version(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_template(CLI::App& app);
 void register_inspect(CLI::App& app);
+void register_perplexity(CLI::App& app);
+void register_logits(CLI::App& app);
+void register_generate(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_version(app);
   register_tokenize(app);
   register_template(app);
   register_inspect(app);
+  register_perplexity(app);
+  register_logits(app);
+  register_generate(app);
 }
 
 }  // namespace lemma::cli

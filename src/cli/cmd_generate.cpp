@@ -1,0 +1,99 @@
+// `lemma generate`: complete a prompt with the model, streaming text (or one JSON object).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/generation_options.h"
+#include "cli/model_source.h"
+#include "lemma/base/error.h"
+#include "lemma/model/model.h"
+#include "lemma/tokenizer/streaming.h"
+
+namespace lemma::cli {
+
+namespace {
+struct GenerateOptions {
+  std::string model;
+  std::optional<std::string> prompt, prompt_ids;
+  bool json = false;
+  SamplingFlags sampling;
+};
+
+nlohmann::ordered_json timings_json(const GenerationTimings& t, double load_ms) {
+  nlohmann::ordered_json j;
+  j["load_ms"] = load_ms;
+  j["prompt_tokens"] = t.prompt_tokens;
+  j["generated_tokens"] = t.generated_tokens;
+  j["prefill_ms"] = t.prefill_ms;
+  j["decode_ms"] = t.decode_ms;
+  j["prefill_tokens_per_second"] = t.prefill_tokens_per_second();
+  j["decode_tokens_per_second"] = t.decode_tokens_per_second();
+  return j;
+}
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto opts = std::make_shared<GenerateOptions>();
+  auto* sub = app.add_subcommand("generate", "Generate a continuation of a prompt");
+  sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
+  auto* text = sub->add_option("--prompt,-p", opts->prompt, "Prompt text (tokenised with the model's BOS rule)");
+  auto* ids = sub->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, e.g. \"1,2,3\"");
+  text->excludes(ids);
+  sub->add_flag("--json", opts->json,
+                "Print one JSON object {prompt_ids, ids, text, finish_reason, timings} instead of streaming");
+  opts->sampling.add_to(sub);
+  bind(sub, [opts] {
+    if (!opts->prompt && !opts->prompt_ids) fail<InvalidArgument>("generate: give --prompt or --prompt-ids");
+    const LoadMode mode = parse_load_mode(opts->sampling.load);
+    const auto load_start = std::chrono::steady_clock::now();
+    const Model model = Model::open(opts->model, mode);
+    const auto source = open_model_source(opts->model);
+    const Tokenizer tokenizer = load_tokenizer(source);
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+
+    const std::vector<int32_t> prompt = opts->prompt ? tokenizer.encode(*opts->prompt, true, false)
+                                                     : parse_id_list(*opts->prompt_ids, "--prompt-ids");
+    const GenerationOptions options = opts->sampling.to_options(model.config().vocab_size);
+
+    StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);
+    std::string text;
+    const auto on_token = [&](int32_t id) {
+      const std::string piece = detokenizer.push(id);
+      text += piece;
+      if (!opts->json) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    };
+    if (!opts->json && opts->prompt) std::fwrite(opts->prompt->data(), 1, opts->prompt->size(), stdout);
+    const GenerationResult result = generate(model, prompt, options, on_token);
+    const std::string rest = detokenizer.flush();
+    text += rest;
+
+    if (opts->json) {
+      nlohmann::ordered_json out;
+      out["prompt_ids"] = prompt;
+      out["ids"] = result.ids;
+      out["text"] = text;
+      out["finish_reason"] = to_string(result.finish_reason);
+      out["timings"] = timings_json(result.timings, load_ms);
+      std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+      std::printf("\n");
+      const auto& t = result.timings;
+      std::fprintf(stderr,
+                   "\nload %.1f ms | prompt %lld tokens, %.1f ms (%.1f tok/s) | generated %lld tokens, %.1f ms "
+                   "(%.1f tok/s) | finish: %s\n",
+                   load_ms, static_cast<long long>(t.prompt_tokens), t.prefill_ms, t.prefill_tokens_per_second(),
+                   static_cast<long long>(t.generated_tokens), t.decode_ms, t.decode_tokens_per_second(),
+                   to_string(result.finish_reason));
+    }
+    return 0;
+  });
+}
+
+}  // namespace lemma::cli

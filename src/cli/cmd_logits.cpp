@@ -1,0 +1,49 @@
+// `lemma logits`: the logits of every position of a token sequence, as JSON.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "lemma/base/error.h"
+#include "lemma/model/kv_cache.h"
+#include "lemma/model/model.h"
+
+namespace lemma::cli {
+
+namespace {
+struct LogitsOptions {
+  std::string model, ids;
+};
+}  // namespace
+
+void register_logits(CLI::App& app) {
+  auto opts = std::make_shared<LogitsOptions>();
+  auto* sub = app.add_subcommand("logits", "Print the logits of every position as a JSON array of arrays");
+  sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
+  sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
+  bind(sub, [opts] {
+    const Model model = Model::open(opts->model);
+    const auto ids = parse_id_list(opts->ids, "--ids");
+    if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
+    const int64_t vocab = model.config().vocab_size;
+    constexpr int64_t kBlockSize = 16;
+    const int64_t n = static_cast<int64_t>(ids.size());
+    KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize);
+    const auto table = contiguous_block_table(n, kBlockSize);
+    ForwardWorkspace workspace;
+    std::vector<float> logits(static_cast<size_t>(n * vocab));
+    ForwardBatch batch;
+    batch.sequences.push_back({ids, 0, table, LogitsRequest::kAll});
+    model.forward(batch, cache, workspace, logits);
+    // Print row by row: a long sequence's JSON can be large, so avoid building it whole.
+    std::printf("[");
+    for (int64_t row = 0; row < n; ++row) {
+      std::vector<float> r(logits.begin() + row * vocab, logits.begin() + (row + 1) * vocab);
+      std::printf("%s%s", row ? "," : "", nlohmann::json(r).dump().c_str());
+    }
+    std::printf("]\n");
+    return 0;
+  });
+}
+
+}  // namespace lemma::cli

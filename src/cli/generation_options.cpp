@@ -1,0 +1,46 @@
+#include "cli/generation_options.h"
+
+#include <random>
+
+#include "lemma/base/error.h"
+
+namespace lemma::cli {
+
+void SamplingFlags::add_to(CLI::App* sub) {
+  sub->add_option("--max-tokens,-n", max_tokens, "Tokens to generate at most")->capture_default_str();
+  sub->add_option("--temperature,-t", temperature, "Sampling temperature; 0 = greedy")->capture_default_str();
+  sub->add_option("--top-k", top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  sub->add_option("--top-p", top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  sub->add_option("--min-p", min_p, "Drop tokens below min_p x the top probability (0 = off)")->capture_default_str();
+  sub->add_option("--repeat-penalty", repetition_penalty, "Repetition penalty (1 = off)")->capture_default_str();
+  sub->add_option("--seed", seed, "Random seed (default: random)");
+  sub->add_flag("--ignore-eos", ignore_eos, "Keep generating after the end-of-sequence token");
+  sub->add_option("--threads", threads,
+                  "Worker threads (accepted for compatibility; kernels run on one thread until the worker pool lands)");
+  sub->add_option("--load", load, "Weights: lazy (mmap), prefault (mmap + touch every page), copy")
+      ->check(CLI::IsMember({"lazy", "prefault", "copy"}))
+      ->capture_default_str();
+}
+
+GenerationOptions SamplingFlags::to_options(int64_t vocab_size) const {
+  if (max_tokens < 0) fail<InvalidArgument>("--max-tokens must be >= 0, got {}", max_tokens);
+  if (threads < 0) fail<InvalidArgument>("--threads must be >= 0, got {}", threads);
+  GenerationOptions options;
+  options.max_tokens = max_tokens;
+  options.ignore_eos = ignore_eos;
+  options.sampling.temperature = temperature;
+  options.sampling.top_k = top_k;
+  options.sampling.top_p = top_p;
+  options.sampling.min_p = min_p;
+  options.sampling.repetition_penalty = repetition_penalty;
+  options.sampling.seed = seed;
+  options.default_seed = std::random_device{}();
+  try {
+    options.sampling.validate(vocab_size);
+  } catch (const InvalidArgument& e) {
+    fail<InvalidArgument>("sampling options: {}", e.what());
+  }
+  return options;
+}
+
+}  // namespace lemma::cli

@@ -1,0 +1,30 @@
+// Command-line options shared by `generate` and `chat`: sampling, length, threads.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+
+#include "lemma/runtime/generator.h"
+
+namespace lemma::cli {
+
+struct SamplingFlags {
+  int64_t max_tokens = 128;
+  float temperature = 0.8f;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repetition_penalty = 1.0f;
+  std::optional<uint64_t> seed;
+  bool ignore_eos = false;
+  int threads = 0;
+  std::string load = "lazy";
+
+  void add_to(CLI::App* sub);
+  // Validated options (throws InvalidArgument naming the flag).
+  GenerationOptions to_options(int64_t vocab_size) const;
+};
+
+}  // namespace lemma::cli

@@ -1,0 +1,51 @@
+// Generator: one request's text generation on a Model — prefill the prompt, then one token per
+// forward with a sampled next token, until max_tokens, a stop token, or the callback says stop.
+// The single-request path of `lemma generate`/`chat`; serving goes through the engine later.
+// Owns its KV cache and workspace (sized once for prompt + max_tokens); not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "lemma/model/model.h"
+#include "lemma/sampling/sampler.h"
+
+namespace lemma {
+
+struct GenerationOptions {
+  int64_t max_tokens = 128;
+  SamplingParams sampling;
+  uint64_t default_seed = 0;         // used when sampling.seed is unset
+  bool ignore_eos = false;           // keep going after the model's EOS token
+  std::vector<int32_t> stop_token_ids;  // extra ids that end generation (included in the output)
+};
+
+enum class FinishReason { kLength, kStop, kCallback };
+const char* to_string(FinishReason reason);
+
+struct GenerationTimings {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  double prefill_ms = 0.0;  // prompt forward + first sample
+  double decode_ms = 0.0;   // every later token
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;  // over generated_tokens - 1 steps
+};
+
+struct GenerationResult {
+  std::vector<int32_t> ids;  // generated ids only
+  FinishReason finish_reason = FinishReason::kLength;
+  GenerationTimings timings;
+};
+
+// Called with each new token as soon as it is sampled; return false to stop.
+using TokenCallback = std::function<bool(int32_t token)>;
+
+// Throws InvalidArgument for an empty prompt, ids outside the vocabulary, invalid sampling
+// parameters, or a prompt + max_tokens beyond the model's context length.
+GenerationResult generate(const Model& model, std::span<const int32_t> prompt, const GenerationOptions& options,
+                          const TokenCallback& on_token = {});
+
+}  // namespace lemma

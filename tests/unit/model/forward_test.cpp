@@ -177,7 +177,8 @@ TEST(Forward, RejectsBadBatches) {
   KvCache cache = KvCache::for_model(model.config(), 4, kBlockSize);
   ForwardWorkspace ws;
   std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
-  const std::vector<int32_t> bad_token = {1, 40}, ok = {1, 2, 3, 4, 5}, table = {0}, bad_block = {0, 4};
+  const std::vector<int32_t> bad_token = {1, 40}, ok = {1, 2, 3, 4, 5}, table = {0}, bad_block = {0, 4},
+                             two_blocks = {0, 1};
   ForwardBatch b1;
   b1.sequences.push_back({bad_token, 0, table, LogitsRequest::kLast});
   EXPECT_THROW(model.forward(b1, cache, ws, logits), InvalidArgument);
@@ -188,7 +189,7 @@ TEST(Forward, RejectsBadBatches) {
   b3.sequences.push_back({ok, 0, bad_block, LogitsRequest::kLast});
   EXPECT_THROW(model.forward(b3, cache, ws, logits), InvalidArgument);
   ForwardBatch b4;
-  b4.sequences.push_back({ok, 0, std::vector<int32_t>{0, 1}, LogitsRequest::kAll});
+  b4.sequences.push_back({ok, 0, two_blocks, LogitsRequest::kAll});
   EXPECT_THROW(model.forward(b4, cache, ws, logits), InvalidArgument);  // logits too small
   ForwardBatch b5;
   b5.sequences.push_back({std::span<const int32_t>(), 0, table, LogitsRequest::kLast});

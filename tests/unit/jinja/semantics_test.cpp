@@ -47,21 +47,23 @@ Outcome run_case(const nlohmann::ordered_json& c) {
   }
 }
 
-TEST(JinjaSemantics, MatchesJinja2OnEverySnippet) {
-  const std::string path = std::string(LEMMA_JINJA_TEST_DATA) + "/semantics_cases.json";
+// Runs every case of data/<file> and returns how many matched; failures are reported.
+int run_case_file(const std::string& file, size_t min_cases) {
+  const std::string path = std::string(LEMMA_JINJA_TEST_DATA) + "/" + file;
   const auto cases = nlohmann::ordered_json::parse(testing::read_file(path));
-  ASSERT_GE(cases.size(), 150u);
+  EXPECT_GE(cases.size(), min_cases) << path;
   int passed = 0;
   for (const auto& c : cases) {
     const std::string name = c.at("name").get<std::string>();
     const Outcome got = run_case(c);
+    const std::string shown_template = nlohmann::json(c.at("template").get<std::string>()).dump();
     if (c.contains("output")) {
       const std::string expected = c.at("output").get<std::string>();
       if (!got.ok) {
-        ADD_FAILURE() << name << ": unexpected error " << got.text;
+        ADD_FAILURE() << name << ": unexpected error " << got.text << "\n  template: " << shown_template;
       } else if (got.text != expected) {
-        ADD_FAILURE() << name << ":\n  template: " << c.at("template").get<std::string>() << "\n  expected: ["
-                      << expected << "]\n  actual:   [" << got.text << "]";
+        ADD_FAILURE() << name << ":\n  template: " << shown_template << "\n  expected: " << nlohmann::json(expected).dump()
+                      << "\n  actual:   " << nlohmann::json(got.text).dump();
       } else {
         ++passed;
       }
@@ -80,8 +82,14 @@ TEST(JinjaSemantics, MatchesJinja2OnEverySnippet) {
       ++passed;
     }
   }
-  std::printf("jinja semantics: %d/%zu snippets match Jinja2\n", passed, cases.size());
+  std::printf("%s: %d/%zu cases match Jinja2\n", file.c_str(), passed, cases.size());
+  return passed;
 }
+
+TEST(JinjaSemantics, MatchesJinja2OnEverySnippet) { run_case_file("semantics_cases.json", 240); }
+
+// Seeded random mixes of text and every whitespace-control marker (make_whitespace_cases.py).
+TEST(JinjaSemantics, WhitespaceControlMatchesJinja2) { run_case_file("whitespace_cases.json", 400); }
 
 TEST(JinjaSemantics, InputsAreVisible) {
   ChatTemplateInputs in;

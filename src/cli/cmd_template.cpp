@@ -18,11 +18,11 @@ struct TemplateOptions {
   std::optional<std::string> bos_token, eos_token, now;
 };
 
-nlohmann::json read_json_file(const std::string& path, const char* option) {
+nlohmann::ordered_json read_json_file(const std::string& path, const char* option) {
   const std::string text = read_text_file(path);
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::ordered_json::parse_error& e) {
     fail<InvalidArgument>("{} {}: invalid JSON: {}", option, path, e.what());
   }
 }

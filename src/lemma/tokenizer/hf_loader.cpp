@@ -65,6 +65,16 @@ void apply_config_flags(tok::Pipeline& p, const json& config) {
   }
 }
 
+// transformers' byte-level fast tokenizers rebuild their ByteLevel pre-tokenizer when
+// tokenizer_config.json's add_prefix_space differs from tokenizer.json's.
+void override_add_prefix_space(json& pre, bool value) {
+  if (pre.is_null()) return;
+  if (pre.value("type", "") == "ByteLevel") pre["add_prefix_space"] = value;
+  if (pre.contains("pretokenizers")) {
+    for (auto& sub : pre.at("pretokenizers")) override_add_prefix_space(sub, value);
+  }
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_hf_dir(const std::string& dir) {
@@ -150,7 +160,11 @@ Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json_text, const 
     p->model = std::make_unique<tok::BpeModel>(p->vocab, parse_merges(m.value("merges", json::array())), opts);
 
     p->normalizer = tok::normalizer_from_json(j.value("normalizer", json()));
-    p->pre_tokenizer = tok::pre_tokenizer_from_json(j.value("pre_tokenizer", json()));
+    json pre = j.value("pre_tokenizer", json());
+    if (config.contains("add_prefix_space") && config.at("add_prefix_space").is_boolean()) {
+      override_add_prefix_space(pre, config.at("add_prefix_space").get<bool>());
+    }
+    p->pre_tokenizer = tok::pre_tokenizer_from_json(pre);
     p->decoder = tok::decoder_from_json(j.value("decoder", json()));
     p->post = tok::post_processor_from_json(j.value("post_processor", json()), p->vocab);
 

@@ -83,3 +83,19 @@ TEST(HfLoader, MergesAsPairsAndIgnoreMerges) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+TEST(HfLoader, ConfigAddPrefixSpaceRebuildsByteLevel) {
+  const auto dir = testing::shared_data("hf/gpt2");
+  LEMMA_REQUIRE_SHARED(dir / "tokenizer.json");
+  const std::string tj = testing::read_file(dir / "tokenizer.json");
+  const Tokenizer plain = Tokenizer::from_hf_json(tj, R"({"add_prefix_space": false})");
+  const Tokenizer prefixed = Tokenizer::from_hf_json(tj, R"({"add_prefix_space": true})");
+  EXPECT_EQ(plain.encode("Hello", false, false), std::vector<int32_t>{15496});    // "Hello"
+  EXPECT_EQ(prefixed.encode("Hello", false, false), std::vector<int32_t>{18435});  // "ĠHello"
+}
+
+}  // namespace
+}  // namespace lemma

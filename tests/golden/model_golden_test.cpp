@@ -69,6 +69,31 @@ TEST_P(ModelGolden, AllPositionLogits) {
   }
 }
 
+// The len64 sequence as a 16-token prefill followed by 48 one-token decode steps over a scattered
+// block table: the same logits as the golden single forward (G8, G22).
+TEST_P(ModelGolden, PrefillThenDecodeLogits) {
+  const int64_t vocab = model_->config().vocab_size;
+  const auto& seq = (*golden_)["sequences"][2];
+  ASSERT_EQ(seq["name"], "len64");
+  const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
+  constexpr int64_t kBlockSize = 8, kPrefill = 16;
+  KvCache cache = KvCache::for_model(model_->config(), 10, kBlockSize);
+  const std::vector<int32_t> table = {9, 0, 7, 2, 5, 4, 3, 6};
+  ForwardWorkspace ws;
+  std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab));
+  ForwardBatch prefill;
+  prefill.sequences.push_back({std::span(tokens).first(kPrefill), 0, table, LogitsRequest::kAll});
+  model_->forward(prefill, cache, ws, logits);
+  for (size_t p = kPrefill; p < tokens.size(); ++p) {
+    ForwardBatch step;
+    step.sequences.push_back({std::span(tokens).subspan(p, 1), static_cast<int64_t>(p), table, LogitsRequest::kLast});
+    model_->forward(step, cache, ws, std::span(logits).subspan(p * static_cast<size_t>(vocab)));
+  }
+  const auto cmp = compare_logits(logits, vocab, seq["logits"], seq["argmax"]);
+  EXPECT_LE(cmp.max_abs_diff, cmp.tolerance());
+  EXPECT_EQ(cmp.argmax_mismatches, 0);
+}
+
 TEST_P(ModelGolden, GreedyContinuation) {
   const auto& greedy = (*golden_)["greedy"];
   const auto prompt = greedy["prompt"].get<std::vector<int32_t>>();

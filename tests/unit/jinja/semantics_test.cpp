@@ -91,6 +91,9 @@ TEST(JinjaSemantics, MatchesJinja2OnEverySnippet) { run_case_file("semantics_cas
 // Seeded random mixes of text and every whitespace-control marker (make_whitespace_cases.py).
 TEST(JinjaSemantics, WhitespaceControlMatchesJinja2) { run_case_file("whitespace_cases.json", 400); }
 
+// Seeded random expressions: operators, filters, tests, methods, undefined/None (make_expression_cases.py).
+TEST(JinjaSemantics, RandomExpressionsMatchJinja2) { run_case_file("expression_cases.json", 800); }
+
 TEST(JinjaSemantics, InputsAreVisible) {
   ChatTemplateInputs in;
   in.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");

@@ -136,7 +136,7 @@ Value f_items(Evaluator&, const Value& v, const CallArgs&) {
 
 Value f_dictsort(Evaluator&, const Value& v, const CallArgs& args) {
   if (v.is_undefined()) raise_undefined(v);
-  if (!v.is_dict()) raise("TypeError: dictsort expects a mapping");
+  if (!v.is_dict()) raise("AttributeError: '" + v.type_name() + "' object has no attribute 'items'");
   bool case_sensitive = arg_or(args, 0, "case_sensitive", Value(false)).truthy();
   std::string by = arg_or(args, 1, "by", Value("key")).to_str();
   bool reverse = arg_or(args, 2, "reverse", Value(false)).truthy();
@@ -313,6 +313,7 @@ Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
   int64_t precision = arg_or(args, 0, "precision", Value(static_cast<int64_t>(0))).as_int();
   std::string method = arg_or(args, 1, "method", Value("common")).to_str();
   if (!v.is_number()) raise("TypeError: type " + v.type_name() + " doesn't define __round__ method");
+  if ((v.is_int() || v.is_bool()) && method == "common" && precision >= 0) return Value(v.as_int());  // round(int) is int
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = v.as_double() * scale;
   double r;
@@ -331,7 +332,11 @@ Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
 Value f_forceescape(Evaluator&, const Value& v, const CallArgs&) { return Value::markup(html_escape(v.to_str())); }
 
 Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
+  // Jinja appends "\n" with +=: only strings work (a list would gain characters, then fail).
   if (v.is_undefined()) raise_undefined(v);
+  if (v.is_list() && !v.is_tuple()) raise("AttributeError: 'list' object has no attribute 'splitlines'");
+  if (v.is_tuple()) raise("TypeError: can only concatenate tuple (not \"str\") to tuple");
+  if (!v.is_string()) raise("TypeError: unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   Value width = arg_or(args, 0, "width", Value(static_cast<int64_t>(4)));
   bool first = arg_or(args, 1, "first", Value(false)).truthy();
   bool blank = arg_or(args, 2, "blank", Value(false)).truthy();
@@ -377,13 +382,14 @@ Value f_reverse(Evaluator&, const Value& v, const CallArgs&) {
     std::reverse(u.begin(), u.end());
     return Value(utf8_encode(u));
   }
+  if (!(v.is_listlike() || v.is_dict() || v.is_undefined())) raise("FilterArgumentError: argument must be iterable");
   ValueList items = v.iterate();
   std::reverse(items.begin(), items.end());
   return Value::generator(std::move(items));
 }
 
 Value f_format(Evaluator&, const Value& v, const CallArgs& args) {
-  return Value(percent_format(v.to_str(), Value::list(args.positional), v.is_safe()));
+  return Value(percent_format(v.to_str(), Value::tuple(args.positional), v.is_safe()));
 }
 
 Value f_attr(Evaluator&, const Value& v, const CallArgs& args) {
@@ -404,8 +410,23 @@ Value f_center(Evaluator&, const Value& v, const CallArgs& args) {
   return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(total - left), ' '));
 }
 
+// Jinja counts runs of \w (letters, digits, underscore) in str(value).
 Value f_wordcount(Evaluator&, const Value& v, const CallArgs&) {
-  return Value(static_cast<int64_t>(py_split(v.to_str(), Value::none(), -1, false).size()));
+  auto is_word = [](char32_t c) {
+    if (c < 0x80) return std::isalnum(static_cast<int>(c)) != 0 || c == '_';
+    const bool symbol_or_space = is_py_space(c) || (c >= 0x2000 && c <= 0x2bff) || (c >= 0x3000 && c <= 0x303f) ||
+                                 (c >= 0xff00 && c <= 0xff0f) || (c >= 0x1f000 && c <= 0x1faff) || c == 0xd7 || c == 0xf7 ||
+                                 (c >= 0xa1 && c <= 0xbf && c != 0xaa && c != 0xb5 && c != 0xba);
+    return !symbol_or_space;
+  };
+  int64_t words = 0;
+  bool in_word = false;
+  for (char32_t c : utf8_decode(v.to_str())) {
+    const bool w = is_word(c);
+    if (w && !in_word) ++words;
+    in_word = w;
+  }
+  return Value(words);
 }
 
 Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(v.repr()); }

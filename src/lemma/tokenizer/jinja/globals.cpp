@@ -7,7 +7,8 @@
 namespace lemma::jinja {
 
 std::string percent_format(const std::string& format, const Value& args, bool escape) {
-  ValueList values = args.is_list() ? args.items() : ValueList{args};
+  // Only a tuple supplies several arguments (a list is one value); a dict feeds %(name)s.
+  ValueList values = args.is_tuple() ? args.items() : ValueList{args};
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < format.size(); ++i) {
@@ -39,6 +40,7 @@ std::string percent_format(const std::string& format, const Value& args, bool es
       v = values[next++];
     }
     char buf[512];
+    if (v.is_undefined() && conv != 's' && conv != 'r') raise_undefined(v);
     if (conv != 's' && conv != 'r' && !v.is_number()) {
       raise(std::string("TypeError: %") + conv + " format: a real number is required, not " + v.type_name());
     }
@@ -65,9 +67,10 @@ std::string percent_format(const std::string& format, const Value& args, bool es
       default: raise(std::string("ValueError: unsupported format character '") + conv + "'");
     }
   }
-  if (!args.is_dict() && next < values.size() && args.is_list()) {
-    raise("TypeError: not all arguments converted during string formatting");
-  }
+  // Python: leftover arguments are an error unless the single argument looks like a mapping
+  // (has __getitem__ and is not a str: dicts, lists, undefined).
+  const bool mapping_like = !args.is_tuple() && (args.is_dict() || args.is_list() || args.is_undefined());
+  if (next < values.size() && !mapping_like) raise("TypeError: not all arguments converted during string formatting");
   return out;
 }
 

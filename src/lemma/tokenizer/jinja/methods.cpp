@@ -506,6 +506,7 @@ std::optional<Value> bound_method(const Value& obj, const std::string& name) {
       return Value::callable("dict." + name, [obj, name](Evaluator&, const CallArgs& args) { return dict_method(obj, name, args); });
     }
   }
+  if (obj.is_tuple() && name != "index" && name != "count") return std::nullopt;  // tuples are immutable
   if (obj.is_list()) {
     if (kListUnsafe.count(name)) return unsafe(obj, name);
     if (kListMethods.count(name)) {

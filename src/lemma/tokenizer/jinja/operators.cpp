@@ -42,6 +42,10 @@ int64_t py_mod(int64_t a, int64_t b) {
 }
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
+  if (op == "%" && a.is_string()) {  // str % x: str's own formatting (an undefined x is a "mapping")
+    std::string s = percent_format(a.str(), b, a.is_safe());
+    return a.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
+  }
   if (a.is_undefined()) raise_undefined(a);
   if (b.is_undefined()) raise_undefined(b);
   if (op == "+") {
@@ -52,10 +56,15 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       }
       return Value(a.str() + b.str());
     }
-    if (a.is_list() && b.is_list()) {
+    if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
       ValueList items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
-      return Value::list(std::move(items));
+      return a.is_tuple() ? Value::tuple(std::move(items)) : Value::list(std::move(items));
+    }
+    if (a.is_list()) {
+      const char* self = a.is_tuple() ? "tuple" : "list";
+      const std::string other = b.is_tuple() ? "tuple" : b.type_name();
+      raise(std::string("TypeError: can only concatenate ") + self + " (not \"" + other + "\") to " + self);
     }
     if (a.is_string()) raise("TypeError: can only concatenate str (not \"" + b.type_name() + "\") to str");
     if (a.is_list()) raise("TypeError: can only concatenate list (not \"" + b.type_name() + "\") to list");
@@ -74,7 +83,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       }
       ValueList items;
       for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->items().begin(), seq->items().end());
-      return Value::list(std::move(items));
+      return seq->is_tuple() ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
   }
   if (op == "%" && a.is_string()) {
@@ -144,6 +153,9 @@ bool contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
+      if ((item.is_list() && !item.is_tuple()) || item.is_dict() || item.is_listlike()) {
+        raise("TypeError: unhashable type: '" + item.type_name() + "'");
+      }
       return container.dict_items().find(item) != nullptr;
     case Value::Kind::kUndefined: return false;
     default: raise("TypeError: argument of type '" + container.type_name() + "' is not iterable");
@@ -226,6 +238,8 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const Value& step_v) {
   if (obj.is_undefined()) raise_undefined(obj);
+  // Jinja compiles slices to plain Python subscripts (no getitem fallback to undefined).
+  if (obj.is_dict()) raise("TypeError: unhashable type: 'slice'");
   if (!obj.is_string() && !obj.is_list()) raise("TypeError: '" + obj.type_name() + "' object is not subscriptable");
   auto index_or = [](const Value& v, bool& present) -> int64_t {
     present = !(v.is_undefined() || v.is_none());
@@ -264,7 +278,7 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
   }
   ValueList out;
   for (size_t i : picks) out.push_back(obj.items()[i]);
-  return Value::list(std::move(out));
+  return obj.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
 }
 
 }  // namespace lemma::jinja

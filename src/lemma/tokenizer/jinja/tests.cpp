@@ -29,13 +29,26 @@ bool t_mapping(const Value& v, const CallArgs&) { return v.is_dict(); }
 bool t_iterable(const Value& v, const CallArgs&) {
   return v.is_string() || v.is_listlike() || v.is_dict() || v.is_undefined();
 }
-bool t_sequence(const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict(); }
+// Jinja: has len() and __getitem__ (Undefined has both).
+bool t_sequence(const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
 bool t_callable(const Value& v, const CallArgs&) { return v.is_callable(); }
-bool t_lower(const Value& v, const CallArgs&) { return v.is_string() && py_lower(v.str()) == v.str(); }
-bool t_upper(const Value& v, const CallArgs&) { return v.is_string() && py_upper(v.str()) == v.str(); }
+// Jinja: str(value).islower() / .isupper(): at least one cased character, none of the other case.
+bool cased_as(const Value& v, bool lower) {
+  const std::string s = v.to_str();
+  bool any_cased = false;
+  for (char32_t c : utf8_decode(s)) {
+    const bool is_lower = cp_upper(c) != c || c == 0xdf, is_upper = cp_lower(c) != c;
+    if (lower ? is_upper : is_lower) return false;
+    any_cased = any_cased || is_lower || is_upper;
+  }
+  return any_cased;
+}
+bool t_lower(const Value& v, const CallArgs&) { return cased_as(v, true); }
+bool t_upper(const Value& v, const CallArgs&) { return cased_as(v, false); }
 bool t_escaped(const Value&, const CallArgs&) { return false; }
 
 int64_t int_of(const Value& v) {
+  if (v.is_undefined()) raise_undefined(v);
   if (!v.is_number()) raise("TypeError: not all arguments converted during string formatting");
   return v.as_int();
 }

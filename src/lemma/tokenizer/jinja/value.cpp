@@ -142,7 +142,7 @@ std::string Value::type_name() const {
     case Kind::kInt: return "int";
     case Kind::kFloat: return "float";
     case Kind::kString: return "str";
-    case Kind::kList: return "list";
+    case Kind::kList: return tuple_ ? "tuple" : "list";
     case Kind::kGenerator: return "generator";
     case Kind::kDict: return "dict";
     case Kind::kNamespace: return "Namespace";
@@ -268,7 +268,7 @@ bool less_than(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.str() < b.str();
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (less_than(x[i], y[i])) return true;

@@ -38,7 +38,8 @@ std::vector<Entry> build_entries() {
   std::vector<Entry> e;
   e.push_back({{"default"},
                {"default", {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", R"([0-9][0-9][0-9])"}, false, false}});
-  e.push_back({{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+  e.push_back({{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                "jina-v5-nano"},
                {"llama3", {kLlama3}, true, true}});
   e.push_back({{"dbrx", "smaug-bpe", "chatglm-bpe", "glm4"}, {"dbrx", {kLlama3}, false, false}});
   // deepseek-llm's cased-letter class, as code points (a literal copy is fragile: NFC
@@ -59,9 +60,9 @@ std::vector<Entry> build_entries() {
                {"starcoder", {R"(\p{N})", kGpt2}, false, false}});
   e.push_back({{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
                 "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "exaone4", "mpt", "olmo", "jais",
-                "trillion", "granite-docling"},
+                "trillion", "granite-docling", "modern-bert"},
                {"gpt-2", {kGpt2}, false, false}});
-  e.push_back({{"qwen2", "deepseek-r1-qwen", "kormo", "stablelm2", "hunyuan", "megrez", "solar-open"},
+  e.push_back({{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "megrez", "solar-open"},
                {"qwen2", {kQwen2}, false, false}});
   e.push_back({{"poro-chat", "bloom", "gpt3-finnish"}, {"bloom", {kBloom}, false, false}});
   e.push_back({{"viking"}, {"viking", {kBloom, R"(\p{N})"}, false, false}});
@@ -71,7 +72,7 @@ std::vector<Entry> build_entries() {
                 {R"(<sentinel:[0-9]+>)", R"((IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z)", R"(([\t\n]|    |  ))",
                  R"(\p{N})", R"([\p{P}!-/:-@\[-`{-~])", kGpt2},
                 false, true}});
-  e.push_back({{"gpt-4o", "llama4", "minimax-m2"}, {"gpt-4o", {kGpt4o}, false, false}});
+  e.push_back({{"gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie"}, {"gpt-4o", {kGpt4o}, false, false}});
   e.push_back({{"superbpe"}, {"superbpe", {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}, false, false}});
   e.push_back({{"bailingmoe", "bailingmoe2", "llada-moe"},
                {"bailingmoe",
@@ -82,6 +83,35 @@ std::vector<Entry> build_entries() {
                 {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"},
                 false, false}});
   e.push_back({{"kimi-k2"}, {"kimi-k2", {kKimiK2}, false, false}});
+  e.push_back({{"qwen35"},
+               {"qwen35",
+                {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+                false, false}});
+  e.push_back({{"jais-2"},
+               {"jais-2",
+                {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
+                 R"(\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})"},
+                false, false}});
+  e.push_back({{"minicpm5"},
+               {"minicpm5",
+                {R"(\p{N}{1,3})",
+                 R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+                true, false}});
+  e.push_back({{"youtu"},
+               {"youtu",
+                {R"([\x{AC00}-\x{D7A3}\x{3131}-\x{318E}]+|[\x{FF01}\x{2026}\x{201C}\x{201D}\x{2018}\x{2019}\x{2014}\x{FF1A}\x{FF1B}\x{FF0C}\x{3001}-\x{303F}\x{FE30}-\x{FE4F}]+|[\x{3105}-\x{312F}]+|[\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)",
+                 R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+                 R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+                 R"(\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+                true, false}});
+  e.push_back({{"tiny_aya", "cohere2moe"}, {"tiny_aya", {R"(\d{1,3}(?=(?:\d{3})*\b))", kGpt4o}, false, false}});
+  // granite-embed-multi-97m: the o200k pattern (combining marks already join their letters).
+  e.push_back({{"granite-embed-multi-97m"}, {"granite-embed-multi-97m", {kGpt4o}, true, false}});
+  e.push_back({{"laguna"}, {"laguna", {R"([^\n]+|[\n]+)", kQwen2}, false, false}});
+  e.push_back({{"exaone-moe"},
+               {"exaone-moe",
+                {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)"},
+                false, false}});
   e.push_back({{"grok-2"}, {"grok-2", {kQwen2}, false, false}});
   return e;
 }

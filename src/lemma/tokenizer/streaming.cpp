@@ -8,6 +8,18 @@ namespace lemma {
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special)
     : tok_(tok), skip_special_(skip_special) {}
 
+void StreamingDetokenizer::prime(std::span<const int32_t> prompt) {
+  context_.clear();
+  for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
+    if (*it >= 0 && *it < tok_.vocab_size() && !(skip_special_ && tok_.is_special(*it))) {
+      context_.assign(1, *it);
+      break;
+    }
+  }
+  context_text_ = tok_.decode_raw(context_, skip_special_);
+  emitted_ = 0;
+}
+
 std::string StreamingDetokenizer::push(int32_t id) {
   if (id < 0 || id >= tok_.vocab_size()) {
     // Rejected before any state changes, so the stream stays usable.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace lemma {
 class StreamingDetokenizer {
  public:
   explicit StreamingDetokenizer(const Tokenizer& tok, bool skip_special = true);
+  // Makes the stream a continuation of `prompt`: its last visible token becomes the decoder's
+  // context, so e.g. SentencePiece keeps the first generated token's leading space (as a
+  // reference implementation's per-token pieces do). Call before the first push().
+  void prime(std::span<const int32_t> prompt);
   // Newly completed text (possibly empty). An out-of-range id throws InvalidArgument and
   // leaves the stream unchanged.
   std::string push(int32_t id);

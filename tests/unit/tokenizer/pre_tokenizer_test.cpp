@@ -35,7 +35,9 @@ TEST(GgufPreTokenizers, EveryCommonNameResolvesAndCompiles) {
                          "olmo", "dbrx", "smaug-bpe", "poro-chat", "jais", "tekken", "chatglm-bpe", "viking",
                          "codeshell", "bloom", "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "gpt-4o",
                          "superbpe", "trillion", "bailingmoe", "seed-coder", "kimi-k2", "hunyuan", "smollm",
-                         "llama4", "grok-2", "glm4", "megrez", "deepseek-r1-qwen"};
+                         "llama4", "grok-2", "glm4", "megrez", "deepseek-r1-qwen", "qwen35", "jais-2",
+                         "minicpm5", "youtu", "tiny_aya", "cohere2moe", "granite-embed-multi-97m", "laguna",
+                         "exaone-moe", "kanana2", "modern-bert"};
   for (const char* name : names) {
     const auto* pre = tok::find_gguf_pre_tokenizer(name);
     ASSERT_NE(pre, nullptr) << name;
@@ -83,6 +85,10 @@ TEST(PreTokenizers, GgufFamiliesOnCharacteristicInputs) {
   EXPECT_EQ(split_family("superbpe", "1234567"), (Pieces{"1", "234", "567"}));
   // DeepSeek-LLM: CJK runs split from Latin, each newline alone, trailing spaces apart.
   EXPECT_EQ(split_family("deepseek-llm", "ab中文\n\nx  "), (Pieces{"ab", "中文", "\n", "\n", "x", "  "}));
+  // Jais-2: long space runs are cut into power-of-two blocks.
+  EXPECT_EQ(split_family("jais-2", std::string(7, ' ') + "x"), (Pieces{"    ", "  ", " x"}));
+  // Tiny-Aya: digit runs grouped in threes from the right.
+  EXPECT_EQ(split_family("tiny_aya", "1234567"), (Pieces{"1", "234", "567"}));
   // Kimi-K2: Han runs never join the letters before them.
   EXPECT_EQ(split_family("kimi-k2", "Hello世界"), (Pieces{"Hello", "世界"}));
 }
@@ -112,7 +118,8 @@ TEST(PreTokenizers, EveryGgufFamilyRoundTripsBytes) {
       "IMGIMGABZ <sentinel:12> 1234567 I'LL don't", "C\xe1\xbb\xad" "a Vi\xe1\xbb\x87t \xce\x91\xce\xb2"};
   const char* families[] = {"default", "llama3", "dbrx", "deepseek-llm", "deepseek-coder", "deepseek-v3",
                             "falcon", "starcoder", "gpt-2", "qwen2", "bloom", "viking", "tekken", "chameleon",
-                            "gpt-4o", "superbpe", "bailingmoe", "seed-coder", "kimi-k2", "grok-2"};
+                            "gpt-4o", "superbpe", "bailingmoe", "seed-coder", "kimi-k2", "grok-2",
+                            "qwen35", "jais-2", "minicpm5", "youtu", "tiny_aya", "laguna", "exaone-moe"};
   for (const char* family : families) {
     testing::FakeGguf md;
     md.values["tokenizer.ggml.model"] = std::string("gpt2");

@@ -55,9 +55,11 @@ void register_generate(CLI::App& app) {
 
     const std::vector<int32_t> prompt = opts->prompt ? tokenizer.encode(*opts->prompt, true, false)
                                                      : parse_id_list(*opts->prompt_ids, "--prompt-ids");
-    const GenerationOptions options = opts->sampling.to_options(model.config().vocab_size);
+    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size);
+    if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
 
     StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);
+    detokenizer.prime(prompt);
     std::string text;
     const auto on_token = [&](int32_t id) {
       const std::string piece = detokenizer.push(id);

@@ -10,6 +10,7 @@ void register_inspect(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_generate(CLI::App& app);
+void register_chat(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_version(app);
@@ -19,6 +20,7 @@ void register_commands(CLI::App& app) {
   register_perplexity(app);
   register_logits(app);
   register_generate(app);
+  register_chat(app);
 }
 
 }  // namespace lemma::cli

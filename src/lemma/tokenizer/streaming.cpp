@@ -10,6 +10,7 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_speci
 
 void StreamingDetokenizer::prime(std::span<const int32_t> prompt) {
   context_.clear();
+  pending_.clear();
   for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
     if (*it >= 0 && *it < tok_.vocab_size() && !(skip_special_ && tok_.is_special(*it))) {
       context_.assign(1, *it);

@@ -43,6 +43,13 @@ TEST_F(Stories260KGolden, PromptsAndStreamedContinuations) {
     for (int32_t id : c.at("continuation_tokens").get<std::vector<int32_t>>()) text += stream.push(id);
     text += stream.flush();
     EXPECT_EQ(text, c.at("continuation_text").get<std::string>()) << "prompt " << testing::escaped(prompt);
+    // prime() gives the same result without emitting the prompt.
+    StreamingDetokenizer primed(*tok_);
+    primed.prime(expected);
+    std::string primed_text;
+    for (int32_t id : c.at("continuation_tokens").get<std::vector<int32_t>>()) primed_text += primed.push(id);
+    primed_text += primed.flush();
+    EXPECT_EQ(primed_text, c.at("continuation_text").get<std::string>()) << "primed, prompt " << testing::escaped(prompt);
   }
   EXPECT_EQ(cases, 6u);
 }

@@ -66,6 +66,13 @@ TEST(StreamingDetokenizer, ByteTokensWaitForWholeCodePoint) {
   EXPECT_EQ(stream.push(*b0), "");
   EXPECT_THROW(stream.push(tok.vocab_size()), InvalidArgument);  // rejected, stream unchanged
   EXPECT_EQ(stream.flush(), "\xef\xbf\xbd");  // a dangling byte becomes U+FFFD
+
+  // A primed stream continues a prompt: the first "▁a" keeps its space.
+  StreamingDetokenizer primed(tok);
+  primed.prime(tok.encode("Hello", true, false));
+  EXPECT_EQ(primed.push(*a), " a");
+  StreamingDetokenizer fresh(tok);
+  EXPECT_EQ(fresh.push(*a), "a");
 }
 
 }  // namespace

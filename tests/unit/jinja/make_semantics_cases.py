@@ -324,6 +324,10 @@ CASES = [
     ("fuzz_tuple_methods", "{{ (1, 2).index(2) }} {{ (1, 2).append is defined }} {{ (1, 2).pop is defined }}", {}),
     ("fuzz_tuple_list_compare", "{{ (1, 2) < [1, 3] }}", {}),
     ("fuzz_undefined_sequence", "{{ u is sequence }} {{ u is iterable }} {{ ([1] | select) is sequence }}", {}),
+    ("fuzz_float_parity_tests", "{{ 0.5 is divisibleby(2) }}{{ 3.0 is odd }}{{ 1.5 is odd }}{{ 4.0 is even }}{{ -3 is odd }}{{ 6 is divisibleby(1.5) }}", {}),
+    ("fuzz_undefined_callable", "{{ u is callable }} {{ 1 is callable }}", {}),
+    ("fuzz_tuple_in_dict", "{{ (1, 2) not in {} }}", {}),
+    ("fuzz_pprint", "{{ {'k': 1, 'b': ('z',)} | pprint }} {{ u | pprint }} {{ ('a' | e) | pprint }}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

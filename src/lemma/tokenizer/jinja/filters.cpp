@@ -429,7 +429,27 @@ Value f_wordcount(Evaluator&, const Value& v, const CallArgs&) {
   return Value(words);
 }
 
-Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(v.repr()); }
+// pprint.pformat: repr with dict keys sorted; Markup and Undefined show their class.
+std::string pformat(const Value& v) {
+  if (v.is_undefined()) return "Undefined";
+  if (v.is_string()) return v.is_safe() ? "Markup(" + string_repr(v.str()) + ")" : string_repr(v.str());
+  if (v.is_list()) {
+    std::string out = v.is_tuple() ? "(" : "[";
+    for (size_t i = 0; i < v.items().size(); ++i) out += (i ? ", " : "") + pformat(v.items()[i]);
+    if (v.is_tuple() && v.items().size() == 1) out += ",";
+    return out + (v.is_tuple() ? ")" : "]");
+  }
+  if (v.is_dict()) {
+    auto items = v.dict_items().items;
+    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return less_than(a.first, b.first); });
+    std::string out = "{";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + pformat(items[i].first) + ": " + pformat(items[i].second);
+    return out + "}";
+  }
+  return v.repr();
+}
+
+Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(pformat(v)); }
 
 Value f_truncate(Evaluator&, const Value& v, const CallArgs& args) {
   const int64_t length = arg_or(args, 0, "length", Value(static_cast<int64_t>(255))).as_int();

@@ -153,7 +153,7 @@ bool contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
-      if ((item.is_list() && !item.is_tuple()) || item.is_dict() || item.is_listlike()) {
+      if ((item.is_list() && !item.is_tuple()) || item.is_dict()) {
         raise("TypeError: unhashable type: '" + item.type_name() + "'");
       }
       return container.dict_items().find(item) != nullptr;

@@ -31,7 +31,7 @@ bool t_iterable(const Value& v, const CallArgs&) {
 }
 // Jinja: has len() and __getitem__ (Undefined has both).
 bool t_sequence(const Value& v, const CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }
-bool t_callable(const Value& v, const CallArgs&) { return v.is_callable(); }
+bool t_callable(const Value& v, const CallArgs&) { return v.is_callable() || v.is_undefined(); }  // Undefined has __call__
 // Jinja: str(value).islower() / .isupper(): at least one cased character, none of the other case.
 bool cased_as(const Value& v, bool lower) {
   const std::string s = v.to_str();
@@ -47,17 +47,13 @@ bool t_lower(const Value& v, const CallArgs&) { return cased_as(v, true); }
 bool t_upper(const Value& v, const CallArgs&) { return cased_as(v, false); }
 bool t_escaped(const Value&, const CallArgs&) { return false; }
 
-int64_t int_of(const Value& v) {
-  if (v.is_undefined()) raise_undefined(v);
-  if (!v.is_number()) raise("TypeError: not all arguments converted during string formatting");
-  return v.as_int();
-}
-bool t_odd(const Value& v, const CallArgs&) { return (int_of(v) % 2 + 2) % 2 == 1; }
-bool t_even(const Value& v, const CallArgs&) { return int_of(v) % 2 == 0; }
+// Jinja: value % 2 == 1, value % 2 == 0, value % num == 0 (Python %, floats included).
+bool t_odd(const Value& v, const CallArgs&) { return equals(binary_op("%", v, Value(static_cast<int64_t>(2))), Value(static_cast<int64_t>(1))); }
+bool t_even(const Value& v, const CallArgs&) { return equals(binary_op("%", v, Value(static_cast<int64_t>(2))), Value(static_cast<int64_t>(0))); }
 bool t_divisibleby(const Value& v, const CallArgs& args) {
   const Value* n = args.get(0, "num");
-  if (!n || int_of(*n) == 0) raise("ZeroDivisionError: integer division or modulo by zero");
-  return int_of(v) % int_of(*n) == 0;
+  if (!n) raise("TypeError: test_divisibleby() missing 1 required positional argument: 'num'");
+  return equals(binary_op("%", v, *n), Value(static_cast<int64_t>(0)));
 }
 
 bool t_eq(const Value& v, const CallArgs& args) { return equals(v, arg0(args)); }

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/generation_options.h"
 #include "cli/model_source.h"
 #include "lemma/base/error.h"
 #include "lemma/model/model.h"
@@ -13,6 +14,7 @@ namespace {
 struct PerplexityCliOptions {
   std::string model, file;
   int64_t ctx = 512;
+  int threads = 0;
 };
 }  // namespace
 
@@ -22,6 +24,7 @@ void register_perplexity(CLI::App& app) {
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--file,-f", opts->file, "Text file")->required();
   sub->add_option("--ctx,-c", opts->ctx, "Tokens per chunk")->capture_default_str();
+  sub->add_option("--threads", opts->threads, "Threads per forward (default: one per core)");
   bind(sub, [opts] {
     const Model model = Model::open(opts->model);
     const auto source = open_model_source(opts->model);
@@ -32,6 +35,7 @@ void register_perplexity(CLI::App& app) {
                  static_cast<long long>(opts->ctx));
     PerplexityOptions options;
     options.context = opts->ctx;
+    options.num_threads = resolve_threads(opts->threads);
     options.bos_token_id = tokenizer.adds_bos() ? tokenizer.bos_id() : std::nullopt;
     options.on_chunk = [](int64_t chunk, int64_t chunks, double ppl) {
       std::fprintf(stderr, "[%lld/%lld] running PPL %.4f\n", static_cast<long long>(chunk + 1),

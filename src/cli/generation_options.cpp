@@ -1,10 +1,17 @@
 #include "cli/generation_options.h"
 
 #include <random>
+#include <thread>
 
 #include "lemma/base/error.h"
 
 namespace lemma::cli {
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 0 ? static_cast<int>(cores) : 1;
+}
 
 void SamplingFlags::add_to(CLI::App* sub) {
   sub->add_option("--max-tokens,-n", max_tokens, "Tokens to generate at most")->capture_default_str();
@@ -15,8 +22,7 @@ void SamplingFlags::add_to(CLI::App* sub) {
   sub->add_option("--repeat-penalty", repetition_penalty, "Repetition penalty (1 = off)")->capture_default_str();
   sub->add_option("--seed", seed, "Random seed (default: random)");
   sub->add_flag("--ignore-eos", ignore_eos, "Keep generating after the end-of-sequence token");
-  sub->add_option("--threads", threads,
-                  "Worker threads (accepted for compatibility; kernels run on one thread until the worker pool lands)");
+  sub->add_option("--threads", threads, "Threads per forward (default: one per core)");
   sub->add_option("--load", load, "Weights: lazy (mmap), prefault (mmap + touch every page), copy")
       ->check(CLI::IsMember({"lazy", "prefault", "copy"}))
       ->capture_default_str();
@@ -27,6 +33,7 @@ GenerationOptions SamplingFlags::to_options(int64_t vocab_size) const {
   if (threads < 0) fail<InvalidArgument>("--threads must be >= 0, got {}", threads);
   GenerationOptions options;
   options.max_tokens = max_tokens;
+  options.num_threads = resolve_threads(threads);
   options.ignore_eos = ignore_eos;
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;

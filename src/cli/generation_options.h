@@ -10,6 +10,9 @@
 
 namespace lemma::cli {
 
+// 0 (the default of --threads) = one thread per core.
+int resolve_threads(int requested);
+
 struct SamplingFlags {
   int64_t max_tokens = 128;
   float temperature = 0.8f;

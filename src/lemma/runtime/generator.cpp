@@ -54,7 +54,7 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   const int64_t num_blocks = (total + kBlockSize - 1) / kBlockSize;
   KvCache cache = KvCache::for_model(config, num_blocks, kBlockSize);
   const std::vector<int32_t> block_table = contiguous_block_table(total, kBlockSize);
-  ForwardWorkspace workspace;
+  ForwardWorkspace workspace(std::max(1, options.num_threads));
   std::vector<float> logits(static_cast<size_t>(config.vocab_size));
   Sampler sampler(options.sampling, options.default_seed);
   result.ids.reserve(static_cast<size_t>(options.max_tokens));

@@ -20,6 +20,7 @@ struct GenerationOptions {
   uint64_t default_seed = 0;         // used when sampling.seed is unset
   bool ignore_eos = false;           // keep going after the model's EOS token
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation (included in the output)
+  int num_threads = 1;               // threads per forward (results do not depend on it)
 };
 
 enum class FinishReason { kLength, kStop, kCallback };

@@ -328,6 +328,9 @@ CASES = [
     ("fuzz_undefined_callable", "{{ u is callable }} {{ 1 is callable }}", {}),
     ("fuzz_tuple_in_dict", "{{ (1, 2) not in {} }}", {}),
     ("fuzz_pprint", "{{ {'k': 1, 'b': ('z',)} | pprint }} {{ u | pprint }} {{ ('a' | e) | pprint }}", {}),
+    ("fuzz_markup_repr", "{{ ('a,b' | e).split(',') }} {{ [('<x>' | safe)] }} {{ ('' | e | center(3)).split(',') }}", {}),
+    ("fuzz_unique_unhashable", "{{ [[1], [1]] | unique | list }}", {}),
+    ("fuzz_float_mod_signs", "{{ 0 % -3.0 }} {{ -0.0 % 3 }} {{ 5.5 % -2 }} {{ -5.5 // 2 }} {{ 0.0 // -1 }} {{ 7 // -2.0 }}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

@@ -170,6 +170,7 @@ Value f_unique(Evaluator&, const Value& v, const CallArgs& args) {
   ValueList out, seen;
   for (const auto& item : v.iterate()) {
     Value k = sort_key(attribute.is_none() ? item : resolve_attribute(item, attribute.to_str()), case_sensitive);
+    if ((k.is_list() && !k.is_tuple()) || k.is_dict()) raise("TypeError: unhashable type: '" + k.type_name() + "'");
     bool dup = false;
     for (const auto& s : seen) dup = dup || equals(s, k);
     if (!dup) {
@@ -405,9 +406,9 @@ Value f_center(Evaluator&, const Value& v, const CallArgs& args) {
   std::string s = v.to_str();
   int64_t width = arg_or(args, 0, "width", Value(static_cast<int64_t>(80))).as_int();
   int64_t len = static_cast<int64_t>(utf8_length(s));
-  if (width <= len) return Value(s);
+  if (width <= len) return like(v, s);
   int64_t total = width - len, left = total / 2 + (total & width & 1);
-  return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(total - left), ' '));
+  return like(v, std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(total - left), ' '));
 }
 
 // Jinja counts runs of \w (letters, digits, underscore) in str(value).

@@ -337,6 +337,11 @@ Value str_method(const Value& self, const std::string& name, const CallArgs& arg
     for (auto& [k, v] : safe_args.keyword) v = escaped(v);
   }
   Value result = str_method_plain(self.str(), name, safe_args);
+  if (result.is_list()) {  // split() and friends give Markup pieces
+    ValueList pieces;
+    for (const auto& p : result.items()) pieces.push_back(p.is_string() ? Value::markup(p.str()) : p);
+    return Value::list(std::move(pieces));
+  }
   return result.is_string() ? Value::markup(result.str()) : result;
 }
 

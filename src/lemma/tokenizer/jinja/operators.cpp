@@ -130,9 +130,26 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "-") return Value(x - y);
   if (op == "*") return Value(x * y);
   if (op == "//" || op == "%") {
-    if (y == 0) raise("ZeroDivisionError: float modulo");
-    double q = std::floor(x / y);
-    return Value(op == "//" ? q : x - q * y);
+    if (y == 0) raise(op == "%" ? "ZeroDivisionError: float modulo" : "ZeroDivisionError: float floor division by zero");
+    // CPython's float divmod, signed zeros included.
+    double mod = std::fmod(x, y);
+    double div = (x - mod) / y;
+    if (mod != 0) {
+      if ((y < 0) != (mod < 0)) {
+        mod += y;
+        div -= 1.0;
+      }
+    } else {
+      mod = std::copysign(0.0, y);
+    }
+    double floordiv;
+    if (div != 0) {
+      floordiv = std::floor(div);
+      if (div - floordiv > 0.5) floordiv += 1.0;
+    } else {
+      floordiv = std::copysign(0.0, x / y);
+    }
+    return Value(op == "//" ? floordiv : mod);
   }
   if (op == "**") return Value(std::pow(x, y));
   unsupported(op, a, b);

@@ -171,7 +171,7 @@ std::string Value::repr() const {
     case Kind::kBool: return b_ ? "True" : "False";
     case Kind::kInt: return std::to_string(i_);
     case Kind::kFloat: return float_repr(f_);
-    case Kind::kString: return string_repr(str());
+    case Kind::kString: return safe_ ? "Markup(" + string_repr(str()) + ")" : string_repr(str());
     case Kind::kList: {
       std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {

@@ -66,7 +66,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   const bool cacheable = word.size() <= kCacheMaxWordBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
+    auto it = cache_.find(word);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -101,9 +101,14 @@ void BpeModel::encode_uncached(std::string_view word, std::vector<int32_t>& out)
   size_t pos = 0;
   while (pos < word.size()) {
     const size_t len = std::min(utf8_len(static_cast<unsigned char>(word[pos])), word.size() - pos);
-    std::string piece(word.substr(pos, len));
-    if (pos > 0 && !options_.continuing_subword_prefix.empty()) piece = options_.continuing_subword_prefix + piece;
-    if (pos + len == word.size() && !options_.end_of_word_suffix.empty()) piece += options_.end_of_word_suffix;
+    std::string_view piece = word.substr(pos, len);
+    std::string decorated;  // only built for models with subword prefixes / word suffixes
+    if ((pos > 0 && !options_.continuing_subword_prefix.empty()) ||
+        (pos + len == word.size() && !options_.end_of_word_suffix.empty())) {
+      decorated = (pos > 0 ? options_.continuing_subword_prefix : std::string()) + std::string(piece) +
+                  (pos + len == word.size() ? options_.end_of_word_suffix : std::string());
+      piece = decorated;
+    }
     if (auto id = vocab_.find(piece)) {
       push(*id);
       last_was_unk = false;

@@ -48,7 +48,11 @@ class BpeModel final : public Model {
   std::unordered_map<uint64_t, Merge> merges_;  // (left id << 32 | right id) -> merge
 
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, std::vector<int32_t>, TextHash, std::equal_to<>> cache_;
 };
 
 }  // namespace lemma::tok

@@ -26,7 +26,7 @@ Vocab::Vocab(std::vector<std::string> tokens, std::vector<TokenType> types)
 }
 
 std::optional<int32_t> Vocab::find(std::string_view text) const {
-  auto it = ids_.find(std::string(text));
+  auto it = ids_.find(text);
   if (it == ids_.end()) return std::nullopt;
   return it->second;
 }

@@ -46,7 +46,12 @@ class Vocab {
 
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;
-  std::unordered_map<std::string, int32_t> ids_;
+  // Transparent hashing: lookups by string_view allocate nothing (hot in BPE and SPM).
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> ids_;
   std::optional<int32_t> byte_tokens_[256];
 };
 

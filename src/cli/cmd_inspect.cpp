@@ -5,6 +5,8 @@
 
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "lemma/model/config_from_gguf.h"
+#include "lemma/model/config_from_hf.h"
 #include "lemma/base/error.h"
 #include <fmt/format.h>
 
@@ -87,6 +89,16 @@ void register_inspect(CLI::App& app) {
       if (source.safetensors) {
         for (const auto* t : source.safetensors->tensors()) rows.push_back({t->name, t->view});
         load_seconds = source.safetensors->load_seconds();
+      }
+    }
+    if (source.has_weights()) {
+      // The model as lemma would run it, or why it cannot.
+      try {
+        const ModelConfig config = source.gguf ? config_from_gguf(*source.gguf)
+                                               : config_from_hf_json(nlohmann::json::parse(source.hf_config_json));
+        std::printf("architecture: %s\n", config.summary().c_str());
+      } catch (const std::exception& e) {
+        std::printf("architecture: not runnable by lemma: %s\n", e.what());
       }
     }
     if (!rows.empty()) {

@@ -14,6 +14,8 @@ ChatTemplate::ChatTemplate(std::string source, std::string name) : name_(std::mo
 }
 
 ChatTemplate::~ChatTemplate() = default;
+ChatTemplate::ChatTemplate(const ChatTemplate&) = default;
+ChatTemplate& ChatTemplate::operator=(const ChatTemplate&) = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 

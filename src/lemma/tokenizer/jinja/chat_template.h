@@ -41,6 +41,9 @@ class ChatTemplate {
   // Parses `source`; throws TemplateError on syntax errors.
   explicit ChatTemplate(std::string source, std::string name = "chat_template");
   ~ChatTemplate();
+  // Copies share the immutable parsed program (cheap).
+  ChatTemplate(const ChatTemplate&);
+  ChatTemplate& operator=(const ChatTemplate&);
   ChatTemplate(ChatTemplate&&) noexcept;
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
 

@@ -118,6 +118,23 @@ TEST(JinjaSemantics, StrftimeNowUsesTheGivenClock) {
   EXPECT_EQ(ChatTemplate("{{ strftime_now('%d %b %Y') }}").render(in), "15 Jan 2025");
 }
 
+TEST(JinjaSemantics, StrftimeNowDefaultsToTheRealClock) {
+  const std::time_t before = std::time(nullptr);
+  const std::string year = ChatTemplate("{{ strftime_now('%Y') }}").render(ChatTemplateInputs{});
+  const std::time_t after = std::time(nullptr);
+  std::tm a{}, b{};
+  localtime_r(&before, &a);
+  localtime_r(&after, &b);
+  EXPECT_TRUE(year == std::to_string(a.tm_year + 1900) || year == std::to_string(b.tm_year + 1900)) << year;
+}
+
+TEST(JinjaSemantics, ExtraContextAddsAndOverridesVariables) {
+  ChatTemplateInputs in;
+  in.add_generation_prompt = true;
+  in.extra_context = nlohmann::ordered_json::parse(R"({"enable_thinking": false, "add_generation_prompt": false})");
+  EXPECT_EQ(ChatTemplate("{{ enable_thinking }}/{{ add_generation_prompt }}").render(in), "False/False");
+}
+
 TEST(JinjaSemantics, ErrorsNameTheTemplateAndLine) {
   try {
     render("line one\n{% if true %}\n{{ raise_exception('boom') }}\n{% endif %}", {}, "my.jinja");

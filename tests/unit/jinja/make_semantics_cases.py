@@ -331,6 +331,8 @@ CASES = [
     ("fuzz_markup_repr", "{{ ('a,b' | e).split(',') }} {{ [('<x>' | safe)] }} {{ ('' | e | center(3)).split(',') }}", {}),
     ("fuzz_unique_unhashable", "{{ [[1], [1]] | unique | list }}", {}),
     ("fuzz_float_mod_signs", "{{ 0 % -3.0 }} {{ -0.0 % 3 }} {{ 5.5 % -2 }} {{ -5.5 // 2 }} {{ 0.0 // -1 }} {{ 7 // -2.0 }}", {}),
+    ("str_pad_methods", "[{{ 'ab'.ljust(5) }}][{{ 'ab'.rjust(5, '*') }}][{{ 'ab'.center(7, '-') }}][{{ 'abc'.center(6) }}][{{ '42'.zfill(5) }}][{{ '-42'.zfill(6) }}][{{ 'é'.ljust(3, '·') }}][{{ 'long'.rjust(2) }}]", {}),
+    ("str_partition", "{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('=') }} {{ 'abc'.rpartition('=') }} {{ 'Hello World'.swapcase() }}", {}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

@@ -412,6 +412,38 @@ Value str_method_plain(const std::string& s, const std::string& name, const Call
     return Value(out);
   }
   if (name == "format") return Value(str_format(s, args));
+  if (name == "ljust" || name == "rjust" || name == "center" || name == "zfill") {
+    const int64_t width = int_arg(args, 0, "width", 0);
+    const std::u32string fill = utf8_decode(name == "zfill" ? std::string("0") : arg_or(args, 1, "fillchar", Value(" ")).to_str());
+    if (fill.size() != 1) raise("TypeError: The fill character must be exactly one character long");
+    const std::u32string u = utf8_decode(s);
+    const int64_t len = static_cast<int64_t>(u.size());
+    if (width <= len) return Value(s);
+    const size_t pad = static_cast<size_t>(width - len);
+    if (name == "ljust") return Value(s + utf8_encode(std::u32string(pad, fill[0])));
+    if (name == "rjust") return Value(utf8_encode(std::u32string(pad, fill[0])) + s);
+    if (name == "zfill") {
+      const bool signed_ = !u.empty() && (u[0] == '+' || u[0] == '-');
+      return Value(utf8_encode((signed_ ? u.substr(0, 1) : U"") + std::u32string(pad, U'0') + (signed_ ? u.substr(1) : u)));
+    }
+    const size_t left = pad / 2 + (pad & static_cast<size_t>(width) & 1);  // CPython's centering
+    return Value(utf8_encode(std::u32string(left, fill[0]) + u + std::u32string(pad - left, fill[0])));
+  }
+  if (name == "partition" || name == "rpartition") {
+    const Value* a = args.get(0, "sep");
+    if (!a || !a->is_string()) raise("TypeError: must be str");
+    if (a->str().empty()) raise("ValueError: empty separator");
+    const size_t p = name == "partition" ? s.find(a->str()) : s.rfind(a->str());
+    if (p == std::string::npos) {
+      return name == "partition" ? Value::tuple({Value(s), Value(""), Value("")}) : Value::tuple({Value(""), Value(""), Value(s)});
+    }
+    return Value::tuple({Value(s.substr(0, p)), *a, Value(s.substr(p + a->str().size()))});
+  }
+  if (name == "swapcase") {
+    std::u32string u = utf8_decode(s);
+    for (auto& c : u) c = cp_upper(c) != c ? cp_upper(c) : cp_lower(c);
+    return Value(utf8_encode(u));
+  }
   if (name == "removeprefix" || name == "removesuffix") {
     std::string a = arg_or(args, 0, "prefix", Value("")).to_str();
     if (name == "removeprefix" && s.compare(0, a.size(), a) == 0 && a.size() <= s.size()) return Value(s.substr(a.size()));
@@ -488,7 +520,7 @@ Value list_method(const Value& l, const std::string& name, const CallArgs& args)
 const std::unordered_set<std::string> kStrMethods = {
     "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper",
     "lower", "casefold", "title", "capitalize", "find", "rfind", "index", "rindex", "count", "join", "format",
-    "removeprefix", "removesuffix", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace",
+    "removeprefix", "removesuffix", "ljust", "rjust", "center", "zfill", "partition", "rpartition", "swapcase", "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace",
     "islower", "isupper"};
 const std::unordered_set<std::string> kDictMethods = {"get", "items", "keys", "values", "copy"};
 const std::unordered_set<std::string> kDictUnsafe = {"clear", "pop", "popitem", "setdefault", "update"};

@@ -63,7 +63,6 @@ struct StepState {
   std::span<const layers::AttentionSequence> slices;
   std::span<const RopeFrequencies* const> rope;  // per sequence
   int64_t num_tokens;
-  int64_t max_context;
 };
 
 // residual += o_proj(attention(rms_norm(residual))), writing this layer's new K/V into the cache.
@@ -96,13 +95,10 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
     }
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  team->parallel_for(nh, 1, [&](int64_t h0, int64_t h1) {
-    // Each chunk uses the score scratch row of its first head.
-    const auto scratch = std::span(ws.scores).subspan(static_cast<size_t>(h0 * st.max_context),
-                                                      static_cast<size_t>(st.max_context));
-    layers::paged_attention(ws.q, kv, st.slices, {nh, scale, c.layer_sliding_window(layer), h0, h1}, scratch,
-                            ws.attn_out);
-  });
+  const layers::AttentionParams attention{nh, scale, c.layer_sliding_window(layer)};
+  const int64_t scratch = layers::paged_attention_scratch_floats(st.slices, attention, hd);
+  if (static_cast<int64_t>(ws.scores.size()) < scratch) ws.scores.resize(static_cast<size_t>(scratch));  // grows once
+  layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
   layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
   const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
   kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
@@ -153,7 +149,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     }
   }
 
-  const StepState state{c, ws, slices, rope, T, batch.max_context_length()};
+  const StepState state{c, ws, slices, rope, T};
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     attention_block(state, w, l, cache.layer(l));

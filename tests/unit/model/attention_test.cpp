@@ -1,6 +1,8 @@
 // paged_attention (block tables) against the dense reference_sdpa oracle; the oracle's masks.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "lemma/model/layers/paged_attention.h"
@@ -21,6 +23,10 @@ struct Case {
   int64_t num_heads, num_kv_heads, head_dim, num_cached, num_new, block_size, window;
 };
 
+std::vector<float> attention_scratch(std::span<const AttentionSequence> seqs, const AttentionParams& p, int64_t hd) {
+  return std::vector<float>(static_cast<size_t>(paged_attention_scratch_floats(seqs, p, hd)), std::nanf(""));
+}
+
 void check_paged_matches_reference(const Case& c, uint32_t seed) {
   const int64_t ctx = c.num_cached + c.num_new;
   const int64_t kv_stride = c.num_kv_heads * c.head_dim;
@@ -39,12 +45,19 @@ void check_paged_matches_reference(const Case& c, uint32_t seed) {
     std::copy_n(values.data() + p * kv_stride, kv_stride, view.values + view.slot_offset(table, p));
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  std::vector<float> got(q.size()), want(q.size()), scratch(static_cast<size_t>(ctx));
+  std::vector<float> want(q.size());
   const AttentionSequence seq{0, c.num_new, ctx, table};
-  paged_attention(q, view, std::span(&seq, 1), {c.num_heads, scale, c.window}, scratch, got);
+  const AttentionParams params{c.num_heads, scale, c.window};
   const SdpaShape shape{c.num_new, ctx, c.num_heads, c.num_kv_heads, c.head_dim};
   reference_sdpa(q, keys, values, shape, {true, c.num_cached, c.window, {}}, scale, want);
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "element " << i;
+  for (kernels::Isa isa : kernels::available_isas()) {
+    std::vector<float> got(q.size(), std::nanf("")), scratch = attention_scratch(std::span(&seq, 1), params, c.head_dim);
+    paged_attention(q, view, std::span(&seq, 1), params, scratch, got, nullptr, isa);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-5) << kernels::isa_name(isa) << " heads " << c.num_heads << "/"
+                                          << c.num_kv_heads << " hd " << c.head_dim << " cached " << c.num_cached
+                                          << " new " << c.num_new << " element " << i;
+  }
 }
 
 TEST(PagedAttention, MatchesReferenceSdpa) {
@@ -53,6 +66,65 @@ TEST(PagedAttention, MatchesReferenceSdpa) {
                         Case{4, 2, 8, 0, 11, 2, 3}, Case{4, 2, 8, 9, 3, 5, 1}, Case{2, 2, 4, 3, 4, 16, 4}})
     check_paged_matches_reference(c, seed += 10);
 }
+
+TEST(PagedAttention, MatchesReferenceSdpaAcrossSplitsAndQueryBlocks) {
+  // Contexts crossing the 256-key splits; prompts over 8 tokens take the query-block path, short
+  // ones the split-per-item path; GQA groups 1, 2, 4, 7; block sizes 1, 16, 32; sliding windows.
+  uint32_t seed = 1000;
+  for (const Case& c : {Case{2, 2, 16, 255, 2, 16, 0}, Case{4, 2, 32, 300, 1, 32, 0}, Case{7, 1, 64, 0, 300, 16, 0},
+                        Case{8, 2, 80, 500, 37, 1, 0}, Case{4, 1, 128, 511, 2, 32, 0}, Case{14, 2, 64, 200, 120, 16, 0},
+                        Case{4, 2, 32, 600, 17, 16, 256}, Case{4, 4, 16, 700, 1, 16, 100},
+                        Case{7, 7, 16, 0, 257, 1, 64}, Case{2, 1, 80, 1000, 8, 32, 300}})
+    check_paged_matches_reference(c, seed += 10);
+}
+
+// Several sequences of one batch in one cache, each with its own (interleaved) blocks.
+struct Batch {
+  int64_t num_heads = 4, num_kv_heads = 2, head_dim = 32, block_size = 16;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<AttentionSequence> seqs;
+  KvCache cache;
+  std::vector<float> q;
+
+  // (num_cached, num_new) per sequence.
+  explicit Batch(const std::vector<std::pair<int64_t, int64_t>>& shapes, uint32_t seed) {
+    int64_t blocks = 0, tokens = 0;
+    for (auto [cached, fresh] : shapes) blocks += (cached + fresh + block_size - 1) / block_size;
+    cache = KvCache(1, blocks, block_size, num_kv_heads, head_dim);
+    KvLayerView view = cache.layer(0);
+    const auto kv = random_values(static_cast<size_t>(blocks * block_size * view.token_stride()), seed);
+    std::copy(kv.begin(), kv.end(), view.keys);
+    std::copy(kv.rbegin(), kv.rend(), view.values);
+    tables.resize(shapes.size());
+    int32_t next = 0;
+    for (bool assigned = true; assigned;) {  // round-robin block ids over the sequences
+      assigned = false;
+      for (size_t s = 0; s < shapes.size(); ++s) {
+        const int64_t need = (shapes[s].first + shapes[s].second + block_size - 1) / block_size;
+        if (static_cast<int64_t>(tables[s].size()) < need) {
+          tables[s].push_back(next++);
+          assigned = true;
+        }
+      }
+    }
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      seqs.push_back({tokens, shapes[s].second, shapes[s].first + shapes[s].second, tables[s]});
+      tokens += shapes[s].second;
+    }
+    q = random_values(static_cast<size_t>(tokens * num_heads * head_dim), seed + 1);
+  }
+
+  std::vector<float> run(std::span<const AttentionSequence> which, std::span<const float> queries, ThreadTeam* team,
+                         kernels::Isa isa) {
+    const AttentionParams params{num_heads, 0.17f, 0};
+    int64_t tokens = 0;
+    for (const auto& s : which) tokens = std::max(tokens, s.token_offset + s.num_tokens);
+    std::vector<float> out(static_cast<size_t>(tokens * num_heads * head_dim), std::nanf(""));
+    auto scratch = attention_scratch(which, params, head_dim);
+    paged_attention(queries, cache.layer(0), which, params, scratch, out, team, isa);
+    return out;
+  }
+};
 
 TEST(PagedAttention, SequencesInABatchDoNotMix) {
   // Two sequences sharing one cache: each must see only its own blocks.
@@ -65,11 +137,60 @@ TEST(PagedAttention, SequencesInABatchDoNotMix) {
   const auto q = random_values(static_cast<size_t>(2 * hd), 4);
   const std::vector<int32_t> t0 = {0, 1}, t1 = {2, 3};
   const AttentionSequence seqs[2] = {{0, 1, 4, t0}, {1, 1, 4, t1}};
-  std::vector<float> out(q.size()), scratch(4), single(hd);
+  std::vector<float> out(q.size()), scratch(1000), single(hd);
   paged_attention(q, view, seqs, {1, 0.5f, 0}, scratch, out);
   const AttentionSequence second{0, 1, 4, t1};
   paged_attention(std::span(q).subspan(hd), view, std::span(&second, 1), {1, 0.5f, 0}, scratch, single);
   for (int64_t d = 0; d < hd; ++d) EXPECT_FLOAT_EQ(out[static_cast<size_t>(hd + d)], single[static_cast<size_t>(d)]);
+}
+
+TEST(PagedAttention, OutputIsBitwiseIndependentOfTheBatch) {
+  // Each sequence alone equals the same sequence inside a batch of decodes and prefills.
+  Batch b({{700, 1}, {40, 30}, {300, 5}, {0, 9}, {513, 1}}, 7);
+  for (kernels::Isa isa : kernels::available_isas()) {
+    const auto batched = b.run(b.seqs, b.q, nullptr, isa);
+    const int64_t row_floats = b.num_heads * b.head_dim;
+    for (const AttentionSequence& s : b.seqs) {
+      const AttentionSequence alone{0, s.num_tokens, s.context_length, s.block_table};
+      const auto q = std::span(b.q).subspan(static_cast<size_t>(s.token_offset * row_floats));
+      const auto out = b.run(std::span(&alone, 1), q, nullptr, isa);
+      ASSERT_EQ(0, std::memcmp(out.data(), batched.data() + s.token_offset * row_floats, out.size() * sizeof(float)))
+          << kernels::isa_name(isa) << " sequence at row " << s.token_offset;
+    }
+  }
+}
+
+TEST(PagedAttention, OutputIsBitwiseIndependentOfTheThreadCount) {
+  Batch b({{700, 1}, {40, 30}, {300, 5}, {1000, 1}}, 8);
+  for (kernels::Isa isa : kernels::available_isas()) {
+    const auto inline_out = b.run(b.seqs, b.q, nullptr, isa);
+    for (int threads : {1, 2, 3, 5}) {
+      ThreadTeam team(threads);
+      const auto out = b.run(b.seqs, b.q, &team, isa);
+      ASSERT_EQ(0, std::memcmp(out.data(), inline_out.data(), out.size() * sizeof(float)))
+          << kernels::isa_name(isa) << " threads " << threads;
+    }
+  }
+}
+
+TEST(PagedAttention, PrefillRowsEqualDecodeRowsBitwise) {
+  // A 300-token prompt at once (query blocks), in chunks of 7 (split items), and token by token
+  // (decode): every row must be the same bits, so chunked prefill cannot change a result.
+  Batch b({{0, 300}}, 9);
+  const int64_t row_floats = b.num_heads * b.head_dim;
+  for (kernels::Isa isa : kernels::available_isas()) {
+    const auto whole = b.run(b.seqs, b.q, nullptr, isa);
+    for (int64_t chunk : {1, 7, 100}) {
+      for (int64_t first = 0; first < 300; first += chunk) {
+        const int64_t n = std::min<int64_t>(chunk, 300 - first);
+        const AttentionSequence part{0, n, first + n, b.tables[0]};
+        const auto out = b.run(std::span(&part, 1), std::span(b.q).subspan(static_cast<size_t>(first * row_floats)),
+                               nullptr, isa);
+        ASSERT_EQ(0, std::memcmp(out.data(), whole.data() + first * row_floats, out.size() * sizeof(float)))
+            << kernels::isa_name(isa) << " chunk " << chunk << " first row " << first;
+      }
+    }
+  }
 }
 
 TEST(ReferenceSdpa, PaddingMaskEqualsDroppingTheKeys) {

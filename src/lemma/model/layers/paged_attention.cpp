@@ -1,49 +1,192 @@
 #include "lemma/model/layers/paged_attention.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cassert>
+#include <limits>
+
+#include "lemma/kernels/attention/flash_attention.h"
 
 namespace lemma::layers {
 
-void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
-                     const AttentionParams& p, std::span<float> scratch, std::span<float> out) {
-  const int64_t hd = cache.head_dim;
-  const int64_t group = p.num_heads / cache.num_kv_heads;
-  const int64_t head_end = p.head_end < 0 ? p.num_heads : p.head_end;
-  for (const AttentionSequence& seq : sequences) {
-    const int64_t first_pos = seq.context_length - seq.num_tokens;
-    for (int64_t i = 0; i < seq.num_tokens; ++i) {
-      const int64_t pos = first_pos + i;
-      const int64_t start = p.sliding_window > 0 ? std::max<int64_t>(0, pos - p.sliding_window + 1) : 0;
-      const int64_t row = seq.token_offset + i;
-      for (int64_t h = p.head_begin; h < head_end; ++h) {
-        const int64_t g = h / group;
-        const float* qv = q.data() + (row * p.num_heads + h) * hd;
-        float max_score = -INFINITY;
-        for (int64_t j = start; j <= pos; ++j) {
-          const float* kv = cache.keys + cache.slot_offset(seq.block_table, j) + g * hd;
-          float s = 0.0f;
-          for (int64_t d = 0; d < hd; ++d) s += qv[d] * kv[d];
-          s *= p.scale;
-          scratch[static_cast<size_t>(j - start)] = s;
-          max_score = std::max(max_score, s);
-        }
-        float denom = 0.0f;
-        for (int64_t j = start; j <= pos; ++j) {
-          float& s = scratch[static_cast<size_t>(j - start)];
-          s = std::exp(s - max_score);
-          denom += s;
-        }
-        float* o = out.data() + (row * p.num_heads + h) * hd;
-        std::fill(o, o + hd, 0.0f);
-        for (int64_t j = start; j <= pos; ++j) {
-          const float w = scratch[static_cast<size_t>(j - start)] / denom;
-          const float* vv = cache.values + cache.slot_offset(seq.block_table, j) + g * hd;
-          for (int64_t d = 0; d < hd; ++d) o[d] += w * vv[d];
-        }
-      }
-    }
+namespace {
+
+using kernels::kFlashSplitKeys;
+
+// Sequences with at most this many new tokens (decode, speculative verification) compute every
+// split as its own work item and fold the partials afterwards; longer ones give each work item a
+// block of kQueryBlock query rows that folds its splits as it goes. Both fold in split order,
+// so the choice never changes a result, only the parallelism.
+constexpr int64_t kSplitModeMaxTokens = 8;
+constexpr int64_t kQueryBlock = 16;
+
+struct SequencePlan {
+  bool split_mode = false;
+  int64_t first_split = 0;  // splits [first_split, end_split) hold keys some query sees
+  int64_t end_split = 0;
+  int64_t num_units = 0;    // per KV head: splits (split mode) or query blocks
+  int64_t scratch_floats = 0;
+};
+
+int64_t first_visible_key(int64_t position, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
+}
+
+SequencePlan plan_sequence(const AttentionSequence& s, const AttentionParams& p, int64_t head_dim) {
+  SequencePlan plan;
+  if (s.num_tokens <= 0) return plan;
+  const int64_t first_pos = s.context_length - s.num_tokens;
+  plan.split_mode = s.num_tokens <= kSplitModeMaxTokens;
+  plan.first_split = first_visible_key(first_pos, p.sliding_window) / kFlashSplitKeys;
+  plan.end_split = (s.context_length - 1) / kFlashSplitKeys + 1;
+  const int64_t ps = kernels::flash_partial_stride(head_dim);
+  if (plan.split_mode) {
+    plan.num_units = plan.end_split - plan.first_split;
+    plan.scratch_floats = plan.num_units * s.num_tokens * p.num_heads * ps;  // [split, kv head, row, group, ps]
+  } else {
+    plan.num_units = (s.num_tokens + kQueryBlock - 1) / kQueryBlock;
+    plan.scratch_floats = plan.num_units * 2 * kQueryBlock * p.num_heads * ps;  // [kv head, block, 2, row, group, ps]
   }
+  return plan;
+}
+
+// What every work item shares.
+struct Job {
+  std::span<const float> q;
+  const KvLayerView& cache;
+  const AttentionParams& p;
+  kernels::Isa isa;
+  int64_t group;
+  int64_t ps;  // partial stride
+};
+
+kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, int64_t kv_head, int64_t row_begin,
+                                   int64_t num_rows, int64_t split, float* partial) {
+  const KvLayerView& c = job.cache;
+  const int64_t hd = c.head_dim;
+  kernels::FlashSplitArgs a{};
+  a.q = job.q.data() + ((s.token_offset + row_begin) * job.p.num_heads + kv_head * job.group) * hd;
+  a.q_row_stride = job.p.num_heads * hd;
+  a.num_rows = num_rows;
+  a.group = job.group;
+  a.head_dim = hd;
+  a.first_position = s.context_length - s.num_tokens + row_begin;
+  a.sliding_window = job.p.sliding_window;
+  a.key_begin = split * kFlashSplitKeys;
+  a.key_end = std::min((split + 1) * kFlashSplitKeys, s.context_length);
+  a.scale = job.p.scale;
+  a.keys = c.keys + kv_head * hd;
+  a.values = c.values + kv_head * hd;
+  a.block_table = s.block_table.data();
+  a.block_size = c.block_size;
+  a.token_stride = c.token_stride();
+  a.partial = partial;
+  return a;
+}
+
+// A query block of a long sequence: every split it sees, folded in order, then normalised into out.
+void run_query_block(const Job& job, const AttentionSequence& s, const SequencePlan& plan, int64_t kv_head,
+                     int64_t block, float* seq_scratch, std::span<float> out) {
+  const int64_t hd = job.cache.head_dim;
+  const int64_t row_begin = block * kQueryBlock, rows = std::min(kQueryBlock, s.num_tokens - row_begin);
+  const int64_t queries = rows * job.group;
+  float* total = seq_scratch + (kv_head * plan.num_units + block) * 2 * kQueryBlock * job.group * job.ps;
+  float* part = total + kQueryBlock * job.group * job.ps;
+  for (int64_t i = 0; i < queries; ++i) {
+    total[i * job.ps] = -std::numeric_limits<float>::infinity();
+    total[i * job.ps + 1] = 0.0f;
+  }
+  const int64_t first_pos = s.context_length - s.num_tokens + row_begin;
+  const int64_t split_begin = first_visible_key(first_pos, job.p.sliding_window) / kFlashSplitKeys;
+  const int64_t split_end = (first_pos + rows - 1) / kFlashSplitKeys + 1;
+  for (int64_t split = split_begin; split < split_end; ++split) {
+    kernels::flash_attention_split(split_args(job, s, kv_head, row_begin, rows, split, part), job.isa);
+    for (int64_t i = 0; i < queries; ++i) kernels::flash_merge(total + i * job.ps, part + i * job.ps, hd);
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < job.group; ++g) {
+      const int64_t head = kv_head * job.group + g;
+      kernels::flash_finish(total + (r * job.group + g) * job.ps, hd,
+                            out.data() + ((s.token_offset + row_begin + r) * job.p.num_heads + head) * hd);
+    }
+}
+
+// Calls fn(thread, n) for thread 0..size-1 of the team (or 0 inline); each thread takes items
+// i with i % n == thread, which balances causal prefill blocks of growing cost.
+template <typename Fn>
+void for_each_thread(ThreadTeam* team, Fn&& fn) {
+  if (team == nullptr || team->size() == 1) {
+    fn(0, 1);
+    return;
+  }
+  const int64_t n = team->size();
+  team->parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) fn(t, n);
+  });
+}
+
+}  // namespace
+
+int64_t paged_attention_scratch_floats(std::span<const AttentionSequence> sequences, const AttentionParams& params,
+                                       int64_t head_dim) {
+  int64_t total = 0;
+  for (const AttentionSequence& s : sequences) total += plan_sequence(s, params, head_dim).scratch_floats;
+  return total;
+}
+
+void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
+                     const AttentionParams& p, std::span<float> scratch, std::span<float> out, ThreadTeam* team,
+                     kernels::Isa isa) {
+  assert(p.num_heads % cache.num_kv_heads == 0);
+  assert(static_cast<int64_t>(scratch.size()) >= paged_attention_scratch_floats(sequences, p, cache.head_dim));
+  const int64_t hd = cache.head_dim, nkv = cache.num_kv_heads;
+  const Job job{q, cache, p, isa, p.num_heads / nkv, kernels::flash_partial_stride(hd)};
+
+  // Phase 1: work items (sequence, KV head, split or query block), round-robin over threads.
+  for_each_thread(team, [&](int64_t thread, int64_t num_threads) {
+    int64_t item = 0, offset = 0;
+    for (const AttentionSequence& s : sequences) {
+      const SequencePlan plan = plan_sequence(s, p, hd);
+      float* seq_scratch = scratch.data() + offset;
+      offset += plan.scratch_floats;
+      for (int64_t h = 0; h < nkv; ++h)
+        for (int64_t u = 0; u < plan.num_units; ++u, ++item) {
+          if (item % num_threads != thread) continue;
+          if (!plan.split_mode) {
+            run_query_block(job, s, plan, h, u, seq_scratch, out);
+            continue;
+          }
+          float* partial = seq_scratch + (u * nkv + h) * s.num_tokens * job.group * job.ps;
+          kernels::flash_attention_split(split_args(job, s, h, 0, s.num_tokens, plan.first_split + u, partial), isa);
+        }
+    }
+  });
+
+  // Phase 2: short sequences fold their split partials in split order, per (token, head).
+  for_each_thread(team, [&](int64_t thread, int64_t num_threads) {
+    int64_t item = 0, offset = 0;
+    for (const AttentionSequence& s : sequences) {
+      const SequencePlan plan = plan_sequence(s, p, hd);
+      float* seq_scratch = scratch.data() + offset;
+      offset += plan.scratch_floats;
+      if (!plan.split_mode) continue;
+      const int64_t split_stride = s.num_tokens * p.num_heads * job.ps;
+      for (int64_t r = 0; r < s.num_tokens; ++r)
+        for (int64_t head = 0; head < p.num_heads; ++head, ++item) {
+          if (item % num_threads != thread) continue;
+          // Partial (split u, kv head h, row r, g) sits at ((u * nkv + h) * rows + r) * group + g.
+          float* total = seq_scratch + ((head / job.group) * s.num_tokens * job.group + r * job.group +
+                                        head % job.group) * job.ps;
+          for (int64_t u = 1; u < plan.num_units; ++u) kernels::flash_merge(total, total + u * split_stride, hd);
+          kernels::flash_finish(total, hd, out.data() + ((s.token_offset + r) * p.num_heads + head) * hd);
+        }
+    }
+  });
+}
+
+void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
+                     const AttentionParams& params, std::span<float> scratch, std::span<float> out,
+                     ThreadTeam* team) {
+  paged_attention(q, cache, sequences, params, scratch, out, team, kernels::active_isa());
 }
 
 }  // namespace lemma::layers

@@ -1,12 +1,17 @@
 // Attention of new query tokens over keys/values stored in a block-table KV cache (causal, with an
-// optional sliding window), for a batch of sequences. Tested against reference_sdpa. Pure apart
-// from the caller-provided scratch; thread-safe for distinct outputs.
+// optional sliding window), for a batch of sequences, with the flash-attention kernels
+// (kernels/attention): keys are cut into fixed splits of kernels::kFlashSplitKeys and folded in
+// split order, so each output row is bitwise independent of the batch it runs in, of how its
+// sequence's prompt was chunked and of the thread count. Tested against reference_sdpa.
+// Pure apart from the caller-provided scratch; not re-entrant on the same scratch.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "lemma/kernels/isa.h"
 #include "lemma/model/kv_cache.h"
+#include "lemma/model/thread_team.h"
 
 namespace lemma::layers {
 
@@ -20,15 +25,24 @@ struct AttentionSequence {
 };
 
 struct AttentionParams {
-  int64_t num_heads = 0;
+  int64_t num_heads = 0;        // query heads; a multiple of the cache's num_kv_heads
   float scale = 1.0f;           // usually 1/sqrt(head_dim)
   int64_t sliding_window = 0;   // 0 = unlimited; else keys with q_pos - k_pos < sliding_window
-  int64_t head_begin = 0;       // computes query heads [head_begin, head_end) only (for splitting
-  int64_t head_end = -1;        // the work across threads); -1 = num_heads
 };
 
-// q, out: [total_tokens, num_heads, head_dim] f32; scratch: >= max context_length floats.
+// Floats of scratch paged_attention needs for these sequences (about 2 x (head_dim + 2) per query
+// row and head for long prompts; x the number of splits for short ones).
+int64_t paged_attention_scratch_floats(std::span<const AttentionSequence> sequences, const AttentionParams& params,
+                                       int64_t head_dim);
+
+// q, out: [total_tokens, num_heads, head_dim] f32; scratch: >= paged_attention_scratch_floats().
+// Work is spread over `team` (nullptr: the calling thread) by (sequence, KV head, query block or
+// split); the result does not depend on the team's size.
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
-                     const AttentionParams& params, std::span<float> scratch, std::span<float> out);
+                     const AttentionParams& params, std::span<float> scratch, std::span<float> out,
+                     ThreadTeam* team, kernels::Isa isa);
+void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
+                     const AttentionParams& params, std::span<float> scratch, std::span<float> out,
+                     ThreadTeam* team = nullptr);  // kernels::active_isa()
 
 }  // namespace lemma::layers

@@ -1,0 +1,45 @@
+// Dispatch of the flash-attention split kernel by ISA, and the (ISA-independent) merge of partials.
+#include "lemma/kernels/attention/flash_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lemma/kernels/attention/flash_attention_isa.h"
+
+namespace lemma::kernels {
+
+namespace {
+using SplitFn = void (*)(const FlashSplitArgs&);
+// Indexed by Isa; AMX has no f32 attention instructions of its own and uses AVX-512.
+constexpr SplitFn kByIsa[] = {flash_split_reference, x86::flash_split_avx2, x86::flash_split_avx512,
+                              x86::flash_split_avx512};
+}  // namespace
+
+void flash_attention_split(const FlashSplitArgs& args, Isa isa) { kByIsa[static_cast<int>(isa)](args); }
+void flash_attention_split(const FlashSplitArgs& args) { flash_attention_split(args, active_isa()); }
+
+void flash_merge(float* total, const float* part, int64_t head_dim) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (part[0] == kNegInf || part == total) return;
+  if (total[0] == kNegInf) {
+    std::copy(part, part + head_dim + 2, total);
+    return;
+  }
+  const float m = std::max(total[0], part[0]);
+  const float a = std::exp(total[0] - m), b = std::exp(part[0] - m);
+  total[0] = m;
+  total[1] = total[1] * a + part[1] * b;
+  for (int64_t d = 0; d < head_dim; ++d) total[2 + d] = total[2 + d] * a + part[2 + d] * b;
+}
+
+void flash_finish(const float* total, int64_t head_dim, float* out) {
+  if (total[1] == 0.0f) {  // no key seen (a NaN sum stays NaN below)
+    std::fill(out, out + head_dim, 0.0f);
+    return;
+  }
+  const float inv = 1.0f / total[1];
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = total[2 + d] * inv;
+}
+
+}  // namespace lemma::kernels

@@ -1,0 +1,39 @@
+// Flash attention (G16) building blocks: the split kernel (one fixed range of keys for the query
+// heads that share a KV head, online softmax over 16-key tiles: running max and sum, rescaled per
+// tile, never materialising the score matrix) and the fixed-order merge of split partials.
+// Pure functions over caller-owned memory; no allocation; thread-safe for distinct partials.
+//
+// Determinism: tiles start at absolute key positions that are multiples of 16 and splits at
+// multiples of kFlashSplitKeys. A query's partial depends only on its vector, its position, the
+// split's keys and the ISA (never on the other rows computed with it), and partials are merged
+// in split order, so results are bitwise independent of batch composition, prefill chunking
+// (a decode row equals the same row inside a prefill) and thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "lemma/kernels/attention/flash_split_args.h"
+#include "lemma/kernels/isa.h"
+
+namespace lemma::kernels {
+
+// Keys per split; split s covers absolute key positions [s * kFlashSplitKeys, (s + 1) * kFlashSplitKeys).
+inline constexpr int64_t kFlashSplitKeys = 256;
+
+// Floats per query in a partial: max, sum, accumulator[head_dim].
+inline constexpr int64_t flash_partial_stride(int64_t head_dim) { return head_dim + 2; }
+
+// Fills args.partial for the split. Each ISA's result differs from the scalar one by rounding
+// (vector exp, dot-product order); per ISA it is deterministic.
+void flash_attention_split(const FlashSplitArgs& args, Isa isa);
+void flash_attention_split(const FlashSplitArgs& args);  // active_isa()
+
+// Folds one split's partial into a running total (both [head_dim + 2], see FlashSplitArgs); fold
+// the splits in increasing order. A total whose max is -inf is empty and becomes a copy of `part`;
+// a part that saw no key (max -inf), or the total itself (part == total), leaves it unchanged.
+void flash_merge(float* total, const float* part, int64_t head_dim);
+
+// out[head_dim] = accumulator / sum of a merged total; zeros when no key was seen (sum 0).
+void flash_finish(const float* total, int64_t head_dim, float* out);
+
+}  // namespace lemma::kernels

@@ -1,0 +1,16 @@
+// Declarations of the flash-attention split kernels, one per ISA (see flash_attention.h). Only
+// flash_attention.cpp calls them; each needs the matching CPU features. No inline code here.
+#pragma once
+
+#include "lemma/kernels/attention/flash_split_args.h"
+
+namespace lemma::kernels {
+
+void flash_split_reference(const FlashSplitArgs& args);
+
+namespace x86 {
+void flash_split_avx2(const FlashSplitArgs& args);    // any head_dim (8-wide, masked tail)
+void flash_split_avx512(const FlashSplitArgs& args);  // any head_dim (16-wide, masked tail)
+}  // namespace x86
+
+}  // namespace lemma::kernels

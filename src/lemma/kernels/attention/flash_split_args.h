@@ -1,0 +1,35 @@
+// The arguments of one flash-attention split kernel call: plain data with no inline code, so the
+// per-ISA files (x86/avx2, x86/avx512) can include it without exporting weak symbols.
+#pragma once
+
+#include <cstdint>
+
+namespace lemma::kernels {
+
+// One split of keys [key_begin, key_end) for `num_rows` query tokens x `group` query heads that
+// share one KV head. Query token r sits at position first_position + r and sees key j only if
+// j <= its position and (sliding_window == 0 or position - j < sliding_window).
+struct FlashSplitArgs {
+  const float* q;          // query (r, g) at q + r * q_row_stride + g * head_dim
+  int64_t q_row_stride;    // floats between consecutive tokens' queries (num_heads * head_dim)
+  int64_t num_rows;        // query tokens
+  int64_t group;           // query heads per KV head (stored next to each other)
+  int64_t head_dim;
+  int64_t first_position;  // position of query row 0
+  int64_t sliding_window;  // 0 = unlimited
+  int64_t key_begin;       // absolute key positions of this split; key_begin is a multiple of 16
+  int64_t key_end;
+  float scale;             // applied to q.k (usually 1/sqrt(head_dim))
+  // Paged K/V for this KV head: key j is keys + slot(j) * token_stride, where
+  // slot(j) = block_table[j / block_size] * block_size + j % block_size.
+  const float* keys;
+  const float* values;
+  const int32_t* block_table;
+  int64_t block_size;
+  int64_t token_stride;    // floats per cache slot (num_kv_heads * head_dim)
+  // Output, [num_rows, group, head_dim + 2]: per query (max score, sum of exp, unnormalised
+  // sum of exp * v [head_dim]). A query that sees no key of the split gets (-inf, 0, zeros).
+  float* partial;
+};
+
+}  // namespace lemma::kernels

@@ -1,0 +1,79 @@
+// Scalar flash-attention split kernel: the oracle the vector versions mirror (same tiles, same
+// masking, same update order; only the arithmetic inside a tile is vectorised there).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "lemma/kernels/attention/flash_attention_isa.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+constexpr int64_t kTile = 16;  // keys per tile, tiles start at absolute multiples of 16
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One query's online-softmax update with the visible keys [lo, hi) of the tile starting at t0.
+void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
+                  int64_t lo, int64_t hi, float* part) {
+  const int64_t hd = a.head_dim;
+  float s[kTile];
+  std::fill(s, s + kTile, kNegInf);
+  float tile_max = kNegInf;
+  for (int64_t j = lo; j < hi; ++j) {
+    const float* kj = k[j - t0];
+    float dot = 0.0f;
+    for (int64_t d = 0; d < hd; ++d) dot += q[d] * kj[d];
+    s[j - t0] = dot * a.scale;
+    tile_max = std::max(tile_max, s[j - t0]);
+  }
+  if (tile_max == kNegInf) return;
+  const float m_new = std::max(part[0], tile_max);
+  const float alpha = std::exp(part[0] - m_new);  // 0 for the first tile (max -inf)
+  float sum = 0.0f;
+  for (float& x : s) {
+    x = std::exp(x - m_new);
+    sum += x;
+  }
+  part[0] = m_new;
+  part[1] = part[1] * alpha + sum;
+  float* acc = part + 2;
+  for (int64_t d = 0; d < hd; ++d) acc[d] *= alpha;
+  for (int64_t j = lo; j < hi; ++j) {
+    const float p = s[j - t0];
+    const float* vj = v[j - t0];
+    for (int64_t d = 0; d < hd; ++d) acc[d] += p * vj[d];
+  }
+}
+
+}  // namespace
+
+void flash_split_reference(const FlashSplitArgs& a) {
+  const int64_t stride = a.head_dim + 2, queries = a.num_rows * a.group;
+  for (int64_t i = 0; i < queries; ++i) {
+    float* part = a.partial + i * stride;
+    part[0] = kNegInf;
+    std::fill(part + 1, part + stride, 0.0f);
+  }
+  const float* k[kTile];
+  const float* v[kTile];
+  for (int64_t t0 = a.key_begin / kTile * kTile; t0 < a.key_end; t0 += kTile) {
+    const int64_t tile_lo = std::max(t0, a.key_begin), tile_hi = std::min(t0 + kTile, a.key_end);
+    for (int64_t j = tile_lo; j < tile_hi; ++j) {
+      const int64_t slot = a.block_table[j / a.block_size] * a.block_size + j % a.block_size;
+      k[j - t0] = a.keys + slot * a.token_stride;
+      v[j - t0] = a.values + slot * a.token_stride;
+    }
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      const int64_t pos = a.first_position + r;
+      const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
+      const int64_t lo = std::max(tile_lo, window_lo), hi = std::min(tile_hi, pos + 1);
+      if (lo >= hi) continue;
+      for (int64_t g = 0; g < a.group; ++g)
+        update_query(a, a.q + r * a.q_row_stride + g * a.head_dim, k, v, t0, lo, hi,
+                     a.partial + (r * a.group + g) * stride);
+    }
+  }
+}
+
+}  // namespace lemma::kernels

@@ -1,0 +1,111 @@
+// Flash-attention split kernel with AVX2 + FMA (see flash_attention.h): the reference's tiles and
+// update order, with 8-wide dot products (masked tail), vector exp over the 16-key score tile.
+#include <immintrin.h>
+
+#include <cmath>
+#include <limits>
+
+#include "lemma/kernels/attention/flash_attention_isa.h"
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int64_t kTile = 16;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// Lanes [0, remaining) set.
+__m256i tail_mask(int64_t remaining) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(min64(remaining, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+float hsum(__m256 x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float hmax(__m256 x) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+float dot(const float* q, const float* k, int64_t hd) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 8 <= hd; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), acc);
+  if (d < hd) {
+    const __m256i m = tail_mask(hd - d);
+    acc = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, m), _mm256_maskload_ps(k + d, m), acc);
+  }
+  return hsum(acc);
+}
+
+void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
+                  int64_t lo, int64_t hi, float* part) {
+  const int64_t hd = a.head_dim;
+  alignas(32) float s[kTile];
+  const __m256 neg_inf = _mm256_set1_ps(kNegInf);
+  _mm256_store_ps(s, neg_inf);
+  _mm256_store_ps(s + 8, neg_inf);
+  for (int64_t j = lo; j < hi; ++j) s[j - t0] = dot(q, k[j - t0], hd) * a.scale;
+  const float tile_max = hmax(_mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
+  if (tile_max == kNegInf) return;
+  const float m_new = part[0] > tile_max ? part[0] : tile_max;
+  const float alpha = std::exp(part[0] - m_new);
+  const __m256 shift = _mm256_set1_ps(m_new);
+  _mm256_store_ps(s, _mm256_sub_ps(_mm256_load_ps(s), shift));
+  _mm256_store_ps(s + 8, _mm256_sub_ps(_mm256_load_ps(s + 8), shift));
+  exp_avx2(s, s, kTile);
+  part[0] = m_new;
+  part[1] = part[1] * alpha + hsum(_mm256_add_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
+  float* acc = part + 2;
+  const __m256 alpha_v = _mm256_set1_ps(alpha);
+  for (int64_t d = 0; d < hd; d += 8) {
+    const __m256i m = tail_mask(hd - d);
+    __m256 o = _mm256_mul_ps(_mm256_maskload_ps(acc + d, m), alpha_v);
+    for (int64_t j = lo; j < hi; ++j)
+      o = _mm256_fmadd_ps(_mm256_set1_ps(s[j - t0]), _mm256_maskload_ps(v[j - t0] + d, m), o);
+    _mm256_maskstore_ps(acc + d, m, o);
+  }
+}
+
+}  // namespace
+
+void flash_split_avx2(const FlashSplitArgs& a) {
+  const int64_t stride = a.head_dim + 2, queries = a.num_rows * a.group;
+  for (int64_t i = 0; i < queries; ++i) {
+    float* part = a.partial + i * stride;
+    part[0] = kNegInf;
+    for (int64_t d = 1; d < stride; ++d) part[d] = 0.0f;
+  }
+  const float* k[kTile];
+  const float* v[kTile];
+  for (int64_t t0 = a.key_begin / kTile * kTile; t0 < a.key_end; t0 += kTile) {
+    const int64_t tile_lo = max64(t0, a.key_begin), tile_hi = min64(t0 + kTile, a.key_end);
+    for (int64_t j = tile_lo; j < tile_hi; ++j) {
+      const int64_t slot = a.block_table[j / a.block_size] * a.block_size + j % a.block_size;
+      k[j - t0] = a.keys + slot * a.token_stride;
+      v[j - t0] = a.values + slot * a.token_stride;
+    }
+    for (int64_t r = 0; r < a.num_rows; ++r) {
+      const int64_t pos = a.first_position + r;
+      const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
+      const int64_t lo = max64(tile_lo, window_lo), hi = min64(tile_hi, pos + 1);
+      if (lo >= hi) continue;
+      for (int64_t g = 0; g < a.group; ++g)
+        update_query(a, a.q + r * a.q_row_stride + g * a.head_dim, k, v, t0, lo, hi,
+                     a.partial + (r * a.group + g) * stride);
+    }
+  }
+}
+
+}  // namespace lemma::kernels::x86

@@ -1,0 +1,222 @@
+// Flash-attention split kernels (every ISA on this machine) folded over splits, against a dense
+// double-precision softmax attention; row independence (bitwise) and the merge's edge cases.
+#include "lemma/kernels/attention/flash_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace lemma::kernels {
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+struct Shape {
+  int64_t head_dim, group, num_kv_heads, context, num_rows, block_size, window;
+};
+
+std::string describe(const Shape& s, Isa isa) {
+  return std::string(isa_name(isa)) + " hd=" + std::to_string(s.head_dim) + " group=" + std::to_string(s.group) +
+         " kv=" + std::to_string(s.num_kv_heads) + " ctx=" + std::to_string(s.context) +
+         " rows=" + std::to_string(s.num_rows) + " bs=" + std::to_string(s.block_size) +
+         " window=" + std::to_string(s.window);
+}
+
+// Dense keys/values scattered over a paged cache with a shuffled block table.
+struct PagedCache {
+  std::vector<float> dense_k, dense_v;  // [context, num_kv_heads, head_dim]
+  std::vector<float> keys, values;      // [num_blocks, block_size, num_kv_heads, head_dim]
+  std::vector<int32_t> table;
+
+  PagedCache(const Shape& s, uint32_t seed) {
+    const int64_t stride = s.num_kv_heads * s.head_dim;
+    dense_k = random_values(static_cast<size_t>(s.context * stride), seed);
+    dense_v = random_values(static_cast<size_t>(s.context * stride), seed + 1);
+    const int64_t needed = (s.context + s.block_size - 1) / s.block_size, num_blocks = needed + 3;
+    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(seed + 2));
+    table.assign(ids.begin(), ids.begin() + needed);
+    // Unused slots hold NaN: reading a key outside the context would poison the result.
+    keys.assign(static_cast<size_t>(num_blocks * s.block_size * stride), std::numeric_limits<float>::quiet_NaN());
+    values = keys;
+    for (int64_t p = 0; p < s.context; ++p) {
+      const int64_t slot = table[static_cast<size_t>(p / s.block_size)] * s.block_size + p % s.block_size;
+      std::copy_n(dense_k.data() + p * stride, stride, keys.data() + slot * stride);
+      std::copy_n(dense_v.data() + p * stride, stride, values.data() + slot * stride);
+    }
+  }
+};
+
+// Queries are the last num_rows positions; q: [num_rows, num_kv_heads * group, head_dim].
+std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale) {
+  const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim, kv_stride = s.num_kv_heads * hd;
+  std::vector<double> out(q.size(), 0.0);
+  for (int64_t r = 0; r < s.num_rows; ++r) {
+    const int64_t pos = s.context - s.num_rows + r;
+    const int64_t lo = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+    for (int64_t h = 0; h < nh; ++h) {
+      const float* qv = q.data() + (r * nh + h) * hd;
+      const int64_t kvh = h / s.group;
+      std::vector<double> w;
+      double max_score = -INFINITY;
+      for (int64_t j = lo; j <= pos; ++j) {
+        double dot = 0.0;
+        for (int64_t d = 0; d < hd; ++d) dot += double(qv[d]) * c.dense_k[static_cast<size_t>(j * kv_stride + kvh * hd + d)];
+        w.push_back(dot * scale);
+        max_score = std::max(max_score, w.back());
+      }
+      double sum = 0.0;
+      for (double& x : w) sum += (x = std::exp(x - max_score));
+      double* o = out.data() + (r * nh + h) * hd;
+      for (int64_t j = lo; j <= pos; ++j)
+        for (int64_t d = 0; d < hd; ++d)
+          o[d] += w[static_cast<size_t>(j - lo)] / sum * c.dense_v[static_cast<size_t>(j * kv_stride + kvh * hd + d)];
+    }
+  }
+  return out;
+}
+
+FlashSplitArgs args_for(const Shape& s, const PagedCache& c, const float* q, int64_t kv_head, int64_t row_begin,
+                        int64_t rows, int64_t split, float scale, float* partial) {
+  const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim;
+  FlashSplitArgs a{};
+  a.q = q + (row_begin * nh + kv_head * s.group) * hd;
+  a.q_row_stride = nh * hd;
+  a.num_rows = rows;
+  a.group = s.group;
+  a.head_dim = hd;
+  a.first_position = s.context - s.num_rows + row_begin;
+  a.sliding_window = s.window;
+  a.key_begin = split * kFlashSplitKeys;
+  a.key_end = std::min((split + 1) * kFlashSplitKeys, s.context);
+  a.scale = scale;
+  a.keys = c.keys.data() + kv_head * hd;
+  a.values = c.values.data() + kv_head * hd;
+  a.block_table = c.table.data();
+  a.block_size = s.block_size;
+  a.token_stride = s.num_kv_heads * hd;
+  a.partial = partial;
+  return a;
+}
+
+// Runs every split over rows [row_begin, row_begin + rows) and folds them in order into out rows.
+void flash_rows(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale, Isa isa,
+                int64_t row_begin, int64_t rows, std::vector<float>& out) {
+  const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim, ps = flash_partial_stride(hd);
+  const int64_t queries = rows * s.group;
+  std::vector<float> total(static_cast<size_t>(queries * ps)), part(total.size());
+  const int64_t num_splits = (s.context - 1) / kFlashSplitKeys + 1;
+  for (int64_t h = 0; h < s.num_kv_heads; ++h) {
+    for (int64_t i = 0; i < queries; ++i) {
+      total[static_cast<size_t>(i * ps)] = -INFINITY;
+      total[static_cast<size_t>(i * ps + 1)] = 0.0f;
+    }
+    for (int64_t split = 0; split < num_splits; ++split) {
+      flash_attention_split(args_for(s, c, q.data(), h, row_begin, rows, split, scale, part.data()), isa);
+      for (int64_t i = 0; i < queries; ++i) flash_merge(total.data() + i * ps, part.data() + i * ps, hd);
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < s.group; ++g)
+        flash_finish(total.data() + (r * s.group + g) * ps, hd,
+                     out.data() + ((row_begin + r) * nh + h * s.group + g) * hd);
+  }
+}
+
+const Shape kShapes[] = {
+    {16, 1, 1, 1, 1, 1, 0},     {32, 2, 2, 17, 17, 16, 0},   {64, 4, 2, 300, 5, 32, 0},
+    {80, 7, 1, 257, 1, 16, 0},  {128, 1, 2, 513, 3, 32, 0},  {64, 2, 1, 600, 40, 1, 0},
+    {16, 7, 2, 255, 255, 16, 0}, {32, 4, 1, 700, 9, 16, 100}, {80, 2, 1, 530, 30, 32, 300},
+    {128, 2, 1, 33, 33, 1, 7},  {64, 1, 3, 1031, 2, 16, 256}, {24, 3, 1, 19, 19, 16, 0},
+};
+
+TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttention) {
+  uint32_t seed = 100;
+  for (const Shape& s : kShapes) {
+    const PagedCache c(s, seed += 7);
+    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    const auto want = dense_attention(s, c, q, scale);
+    for (Isa isa : available_isas()) {
+      std::vector<float> got(q.size(), -1.0f);
+      flash_rows(s, c, q, scale, isa, 0, s.num_rows, got);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa) << " element " << i;
+    }
+  }
+}
+
+TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
+  // A row computed alone (as in decode) equals the same row computed with all others (prefill).
+  uint32_t seed = 500;
+  for (const Shape& s : kShapes) {
+    const PagedCache c(s, seed += 7);
+    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    for (Isa isa : available_isas()) {
+      std::vector<float> together(q.size()), alone(q.size());
+      flash_rows(s, c, q, scale, isa, 0, s.num_rows, together);
+      for (int64_t r = 0; r < s.num_rows; ++r) flash_rows(s, c, q, scale, isa, r, 1, alone);
+      ASSERT_EQ(0, std::memcmp(together.data(), alone.data(), together.size() * sizeof(float))) << describe(s, isa);
+    }
+  }
+}
+
+TEST(FlashAttention, LargeScoresDoNotOverflow) {
+  // Scores of several hundred: a softmax without the running max would overflow exp.
+  const Shape s{32, 2, 1, 400, 4, 16, 0};
+  PagedCache c(s, 9);
+  for (float& x : c.keys) x *= 40.0f;
+  for (float& x : c.dense_k) x *= 40.0f;
+  const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 11, 3.0f);
+  const auto want = dense_attention(s, c, q, 1.0f);
+  for (Isa isa : available_isas()) {
+    std::vector<float> got(q.size());
+    flash_rows(s, c, q, 1.0f, isa, 0, s.num_rows, got);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << isa_name(isa) << " element " << i;
+  }
+}
+
+TEST(FlashAttention, MergeSkipsEmptyPartsAndCopiesIntoAnEmptyTotal) {
+  const int64_t hd = 2;
+  float total[4] = {-INFINITY, 0.0f, 7.0f, 7.0f};
+  const float empty[4] = {-INFINITY, 0.0f, 0.0f, 0.0f};
+  const float a[4] = {1.0f, 2.0f, 4.0f, 6.0f};
+  const float b[4] = {3.0f, 1.0f, 1.0f, 2.0f};
+  flash_merge(total, empty, hd);
+  EXPECT_EQ(total[0], -INFINITY);
+  flash_merge(total, a, hd);
+  EXPECT_EQ(std::vector<float>(total, total + 4), std::vector<float>(a, a + 4));
+  flash_merge(total, empty, hd);
+  EXPECT_EQ(std::vector<float>(total, total + 4), std::vector<float>(a, a + 4));
+  flash_merge(total, b, hd);
+  const float ea = std::exp(1.0f - 3.0f);
+  EXPECT_FLOAT_EQ(total[0], 3.0f);
+  EXPECT_FLOAT_EQ(total[1], 2.0f * ea + 1.0f);
+  float out[2];
+  flash_finish(total, hd, out);
+  EXPECT_FLOAT_EQ(out[0], (4.0f * ea + 1.0f) / (2.0f * ea + 1.0f));
+  EXPECT_FLOAT_EQ(out[1], (6.0f * ea + 2.0f) / (2.0f * ea + 1.0f));
+  const float nothing[4] = {-INFINITY, 0.0f, 0.0f, 0.0f};
+  out[0] = out[1] = 5.0f;
+  flash_finish(nothing, hd, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+}  // namespace
+}  // namespace lemma::kernels

@@ -333,6 +333,7 @@ CASES = [
     ("fuzz_float_mod_signs", "{{ 0 % -3.0 }} {{ -0.0 % 3 }} {{ 5.5 % -2 }} {{ -5.5 // 2 }} {{ 0.0 // -1 }} {{ 7 // -2.0 }}", {}),
     ("str_pad_methods", "[{{ 'ab'.ljust(5) }}][{{ 'ab'.rjust(5, '*') }}][{{ 'ab'.center(7, '-') }}][{{ 'abc'.center(6) }}][{{ '42'.zfill(5) }}][{{ '-42'.zfill(6) }}][{{ 'é'.ljust(3, '·') }}][{{ 'long'.rjust(2) }}]", {}),
     ("str_partition", "{{ 'a=b=c'.partition('=') }} {{ 'a=b=c'.rpartition('=') }} {{ 'abc'.partition('=') }} {{ 'abc'.rpartition('=') }} {{ 'Hello World'.swapcase() }}", {}),
+    ("filter_groupby", "{% for g in users | groupby('city') %}{{ g.grouper }}:{{ g.list | map(attribute='name') | join(',') }};{% endfor %}|{% for city, us in users | groupby('city') %}{{ city }}={{ us | length }} {% endfor %}|{% for g in users | groupby('city', case_sensitive=true) %}{{ g.grouper }}{% endfor %}|{% for g in users | groupby('age', default=0) %}{{ g.grouper }}{% endfor %}", {"users": [{"name": "a", "city": "Paris", "age": 3}, {"name": "b", "city": "rome"}, {"name": "c", "city": "paris", "age": 1}, {"name": "d", "city": "Rome", "age": 3}]}),
     # ---- misc ----
     ("raw_block", "{% raw %}{{ not evaluated }}{% endraw %}", {}),
     ("raw_block_ws", "a\n  {% raw %}\n  {{ x }}\n  {%- endraw %}\nb", {}),

@@ -452,6 +452,34 @@ std::string pformat(const Value& v) {
 
 Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value(pformat(v)); }
 
+// groupby(attribute, default=None, case_sensitive=False): sorted (grouper, list) pairs; the
+// pairs also answer .grouper and .list (Jinja's _GroupTuple).
+Value f_groupby(Evaluator&, const Value& v, const CallArgs& args) {
+  const Value* attribute = args.get(0, "attribute");
+  if (!attribute) raise("TypeError: do_groupby() missing 1 required positional argument: 'attribute'");
+  const Value fallback = arg_or(args, 1, "default", Value::none());
+  const bool case_sensitive = arg_or(args, 2, "case_sensitive", Value(false)).truthy();
+  auto key_of = [&](const Value& item) {
+    Value k = resolve_attribute(item, attribute->to_str());
+    if (k.is_undefined() && !fallback.is_none()) k = fallback;
+    return k;
+  };
+  ValueList items = v.iterate();
+  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    return less_than(sort_key(key_of(a), case_sensitive), sort_key(key_of(b), case_sensitive));
+  });
+  ValueList groups;
+  for (size_t i = 0; i < items.size();) {
+    const Value key = sort_key(key_of(items[i]), case_sensitive);
+    ValueList members;
+    size_t j = i;
+    while (j < items.size() && equals(sort_key(key_of(items[j]), case_sensitive), key)) members.push_back(items[j++]);
+    groups.push_back(Value::tuple({key_of(items[i]), Value::list(std::move(members))}));
+    i = j;
+  }
+  return Value::list(std::move(groups));
+}
+
 Value f_truncate(Evaluator&, const Value& v, const CallArgs& args) {
   const int64_t length = arg_or(args, 0, "length", Value(static_cast<int64_t>(255))).as_int();
   const bool killwords = arg_or(args, 1, "killwords", Value(false)).truthy();
@@ -547,7 +575,7 @@ const std::unordered_map<std::string, Filter>& registry() {
       {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_forceescape},
       {"indent", f_indent}, {"batch", f_batch}, {"reverse", f_reverse}, {"format", f_format}, {"attr", f_attr},
       {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint}, {"truncate", f_truncate},
-      {"slice", f_slice}, {"striptags", f_striptags},
+      {"slice", f_slice}, {"striptags", f_striptags}, {"groupby", f_groupby},
   };
   return filters;
 }

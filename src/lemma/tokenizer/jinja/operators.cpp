@@ -218,6 +218,9 @@ Value get_attr(const Value& obj, const std::string& name) {
     }
     default:
       if (auto m = bound_method(obj, name)) return *m;
+      if (obj.is_tuple() && obj.items().size() == 2 && (name == "grouper" || name == "list")) {  // groupby's pairs
+        return obj.items()[name == "grouper" ? 0 : 1];
+      }
       return Value::undefined(undefined_hint(object_name(obj) + " has no attribute '" + name + "'"));
   }
 }

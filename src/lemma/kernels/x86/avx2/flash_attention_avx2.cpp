@@ -1,5 +1,6 @@
 // Flash-attention split kernel with AVX2 + FMA (see flash_attention.h): the reference's tiles and
-// update order, with 8-wide dot products (masked tail), vector exp over the 16-key score tile.
+// update order, with the scores of 8 keys at a time (8 dot products reduced by one transpose-and-
+// add; masked head_dim tail), vector exp over the 16-key score tile.
 #include <immintrin.h>
 
 #include <cmath>
@@ -38,25 +39,49 @@ float hmax(__m256 x) {
   return _mm_cvtss_f32(s);
 }
 
-float dot(const float* q, const float* k, int64_t hd) {
-  __m256 acc = _mm256_setzero_ps();
+// Lane i of the result = sum of the 8 lanes of a[i]; each lane's sum only ever adds values of its
+// own vector, in a fixed order, so it does not depend on the other vectors.
+__m256 transpose_sum(const __m256* a) {
+  const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  // t0 = [a0..a3 summed over the low 128 bits | a0..a3 over the high 128 bits], t1 likewise.
+  return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+}
+
+// q . k[i] for 8 keys (every k[i] must point at readable keys).
+__m256 dots8(const float* q, const float* const* k, int64_t hd) {
+  __m256 acc[8];
+  for (auto& x : acc) x = _mm256_setzero_ps();
   int64_t d = 0;
-  for (; d + 8 <= hd; d += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), acc);
+  for (; d + 8 <= hd; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[i] + d), acc[i]);
+  }
   if (d < hd) {
     const __m256i m = tail_mask(hd - d);
-    acc = _mm256_fmadd_ps(_mm256_maskload_ps(q + d, m), _mm256_maskload_ps(k + d, m), acc);
+    const __m256 qv = _mm256_maskload_ps(q + d, m);
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[i] + d, m), acc[i]);
   }
-  return hsum(acc);
+  return transpose_sum(acc);
+}
+
+// Lanes with t0 + i in [lo, hi) keep dot * scale, the others become -inf.
+__m256 masked_scores(__m256 dots, float scale, int64_t first_key, int64_t lo, int64_t hi) {
+  const __m256i key = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first_key)),
+                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i visible = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(lo)), key),
+                                              _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), key));
+  return _mm256_blendv_ps(_mm256_set1_ps(kNegInf), _mm256_mul_ps(dots, _mm256_set1_ps(scale)),
+                          _mm256_castsi256_ps(visible));
 }
 
 void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
                   int64_t lo, int64_t hi, float* part) {
   const int64_t hd = a.head_dim;
   alignas(32) float s[kTile];
-  const __m256 neg_inf = _mm256_set1_ps(kNegInf);
-  _mm256_store_ps(s, neg_inf);
-  _mm256_store_ps(s + 8, neg_inf);
-  for (int64_t j = lo; j < hi; ++j) s[j - t0] = dot(q, k[j - t0], hd) * a.scale;
+  _mm256_store_ps(s, masked_scores(dots8(q, k, hd), a.scale, t0, lo, hi));
+  _mm256_store_ps(s + 8, hi - t0 > 8 ? masked_scores(dots8(q, k + 8, hd), a.scale, t0 + 8, lo, hi)
+                                     : _mm256_set1_ps(kNegInf));
   const float tile_max = hmax(_mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
   if (tile_max == kNegInf) return;
   const float m_new = part[0] > tile_max ? part[0] : tile_max;
@@ -96,6 +121,8 @@ void flash_split_avx2(const FlashSplitArgs& a) {
       k[j - t0] = a.keys + slot * a.token_stride;
       v[j - t0] = a.values + slot * a.token_stride;
     }
+    for (int64_t j = t0; j < t0 + kTile; ++j)  // lanes outside the split: any readable key (masked)
+      if (j < tile_lo || j >= tile_hi) k[j - t0] = k[tile_lo - t0];
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;

@@ -1,5 +1,6 @@
 // Flash-attention split kernel with AVX-512 (see flash_attention.h): the reference's tiles and
-// update order, with 16-wide dot products, a 16-lane score vector per tile and vector exp.
+// update order, with the 16 scores of a tile computed at once (16 dot products reduced by one
+// transpose-and-add), a 16-lane softmax update and vector exp.
 #include <immintrin.h>
 
 #include <cmath>
@@ -22,21 +23,43 @@ __mmask16 tail_mask(int64_t remaining) {
 int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-float dot(const float* q, const float* k, int64_t hd) {
-  __m512 acc = _mm512_setzero_ps();
+// Lane i of the result = sum of the 16 lanes of a[i]; each lane's sum only ever adds values of its
+// own vector, in a fixed order, so it does not depend on the other vectors.
+__m512 transpose_sum(__m512* a) {
+  __m512 pairs[8], quads[4];
+  for (int i = 0; i < 8; ++i)  // [a0_0+a0_2, a1_0+a1_2, a0_1+a0_3, a1_1+a1_3] per 128-bit lane
+    pairs[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: partial sums of a[4i .. 4i+3]
+    const __m512d x = _mm512_castps_pd(pairs[2 * i]), y = _mm512_castps_pd(pairs[2 * i + 1]);
+    quads[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  const __m512 h01 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 h23 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// q . k[i] for the 16 keys of a tile (every k[i] must point at readable keys).
+__m512 tile_dots(const float* q, const float* const* k, int64_t hd) {
+  __m512 acc[kTile];
+  for (auto& x : acc) x = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += 16) {
     const __mmask16 m = tail_mask(hd - d);
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), _mm512_maskz_loadu_ps(m, k + d), acc);
+    const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+    for (int64_t i = 0; i < kTile; ++i) acc[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k[i] + d), acc[i]);
   }
-  return _mm512_reduce_add_ps(acc);
+  return transpose_sum(acc);
 }
 
 void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
                   int64_t lo, int64_t hi, float* part) {
   const int64_t hd = a.head_dim;
   alignas(64) float s[kTile];
-  _mm512_store_ps(s, _mm512_set1_ps(kNegInf));
-  for (int64_t j = lo; j < hi; ++j) s[j - t0] = dot(q, k[j - t0], hd) * a.scale;
+  const __mmask16 visible = static_cast<__mmask16>(((1u << (hi - t0)) - 1u) & ~((1u << (lo - t0)) - 1u));
+  _mm512_store_ps(s, _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), visible, tile_dots(q, k, hd),
+                                        _mm512_set1_ps(a.scale)));
   const float tile_max = _mm512_reduce_max_ps(_mm512_load_ps(s));
   if (tile_max == kNegInf) return;
   const float m_new = part[0] > tile_max ? part[0] : tile_max;
@@ -75,6 +98,8 @@ void flash_split_avx512(const FlashSplitArgs& a) {
       k[j - t0] = a.keys + slot * a.token_stride;
       v[j - t0] = a.values + slot * a.token_stride;
     }
+    for (int64_t j = t0; j < t0 + kTile; ++j)  // lanes outside the split: any readable key (masked)
+      if (j < tile_lo || j >= tile_hi) k[j - t0] = k[tile_lo - t0];
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "lemma/tokenizer/jinja/chat_template.h"
+#include "lemma/tokenizer/jinja/default_chat_template.h"
 #include "support/shared_data.h"
 
 namespace lemma {
@@ -166,6 +167,14 @@ TEST(JinjaSemantics, RenderIsConstAndThreadSafe) {
   }
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < results.size(); ++t) EXPECT_EQ(results[t], std::to_string(3 * (t + 1)));
+}
+
+TEST(JinjaSemantics, DefaultChatTemplateIsChatML) {
+  ChatTemplateInputs in;
+  in.messages = nlohmann::ordered_json::parse(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}])");
+  in.add_generation_prompt = true;
+  EXPECT_EQ(ChatTemplate(kDefaultChatTemplate, "default").render(in),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(JinjaSemantics, PlainJsonInputsConvert) {

@@ -1,0 +1,208 @@
+#include "lemma/kv/kv_manager.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace lemma {
+
+KvManager::KvManager(const KvManagerConfig& config)
+    : config_(config), device_(config.num_device_blocks), host_(config.num_host_blocks) {
+  if (config.block_size <= 0) throw std::invalid_argument(fmt::format("KvManager: block_size {} <= 0", config.block_size));
+  if (!(config.watermark >= 0.0 && config.watermark < 1.0))
+    throw std::invalid_argument(fmt::format("KvManager: watermark {} outside [0, 1)", config.watermark));
+  watermark_blocks_ = static_cast<int32_t>(std::floor(config.watermark * config.num_device_blocks));
+  prefix_cache_ = std::make_unique<PrefixCache>(device_, config.block_size);
+}
+
+int32_t KvManager::blocks_for(int64_t num_tokens) const {
+  return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
+}
+
+PrefixHit KvManager::find_cached_prefix(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys) {
+  PrefixHit hit;
+  if (!config_.enable_prefix_caching || token_ids.empty()) return hit;
+  ++num_prefix_queries_;
+  num_prefix_queried_tokens_ += token_ids.size();
+  prefix_cache_->extend_hashes(token_ids, extra_keys, hit.hashes);
+  // Leave at least one token to compute: its logits are what the request needs next.
+  const size_t max_blocks = (token_ids.size() - 1) / static_cast<size_t>(config_.block_size);
+  hit.blocks = prefix_cache_->find(std::span(hit.hashes).first(std::min(max_blocks, hit.hashes.size())), token_ids);
+  hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * config_.block_size;
+  if (!hit.blocks.empty()) ++num_prefix_hits_;
+  num_prefix_hit_tokens_ += static_cast<uint64_t>(hit.num_tokens);
+  return hit;
+}
+
+int32_t KvManager::num_blocks_needed(SeqId seq, int64_t num_computed_tokens, int64_t num_new_tokens,
+                                     const PrefixHit* hit) const {
+  const int32_t target = blocks_for(num_computed_tokens + num_new_tokens);
+  const auto it = seqs_.find(seq);
+  if (it == seqs_.end()) {
+    if (hit == nullptr) return target;
+    if (num_computed_tokens != hit->num_tokens)
+      throw std::logic_error(fmt::format("KvManager: seq {} starts at {} computed tokens but its hit covers {}", seq,
+                                         num_computed_tokens, hit->num_tokens));
+    int32_t revived = 0;
+    for (BlockId b : hit->blocks) revived += device_.ref_count(b) == 0;
+    return revived + std::max(0, target - static_cast<int32_t>(hit->blocks.size()));
+  }
+  const Sequence& s = it->second;
+  if (s.swapped) throw std::logic_error(fmt::format("KvManager: seq {} is swapped out", seq));
+  const int32_t size = static_cast<int32_t>(s.table.size());
+  int32_t cow = 0;
+  if (num_new_tokens > 0) {
+    for (int32_t i = static_cast<int32_t>(num_computed_tokens / config_.block_size); i < std::min(target, size); ++i)
+      cow += device_.ref_count(s.table[i]) > 1;
+  }
+  return cow + std::max(0, target - size);
+}
+
+std::optional<SlotAllocation> KvManager::allocate_slots(SeqId seq, int64_t num_computed_tokens, int64_t num_new_tokens,
+                                                        const PrefixHit* hit, bool admission) {
+  if (num_computed_tokens < 0 || num_new_tokens < 0)
+    throw std::logic_error(fmt::format("KvManager: allocate_slots({}, {}, {})", seq, num_computed_tokens, num_new_tokens));
+  const int32_t needed = num_blocks_needed(seq, num_computed_tokens, num_new_tokens, hit);
+  const int32_t reserve = admission ? watermark_blocks_ : 0;
+  if (device_.num_free_blocks() - needed < reserve) return std::nullopt;
+
+  auto [it, created] = seqs_.try_emplace(seq);
+  Sequence& s = it->second;
+  if (created && hit != nullptr) {
+    for (BlockId b : hit->blocks) device_.add_ref(b);
+    s.table = hit->blocks;
+    s.hashes = hit->hashes;
+    s.num_registered = hit->blocks.size();
+  }
+  SlotAllocation out;
+  const int32_t target = blocks_for(num_computed_tokens + num_new_tokens);
+  const int32_t size = static_cast<int32_t>(s.table.size());
+  if (num_new_tokens > 0) {
+    for (int32_t i = static_cast<int32_t>(num_computed_tokens / config_.block_size); i < std::min(target, size); ++i) {
+      const BlockId old = s.table[i];
+      if (device_.ref_count(old) <= 1) continue;
+      const BlockId fresh = device_.allocate(1)[0];
+      device_.free(old);
+      s.table[i] = fresh;
+      out.replaced.push_back({i, BlockCopy{old, fresh}});
+    }
+  }
+  if (target > size) {
+    out.new_blocks = device_.allocate(target - size);
+    s.table.insert(s.table.end(), out.new_blocks.begin(), out.new_blocks.end());
+  }
+  return out;
+}
+
+void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_ids, int64_t num_computed_tokens,
+                                      std::span<const uint64_t> extra_keys) {
+  if (!config_.enable_prefix_caching) return;
+  const auto it = seqs_.find(seq);
+  if (it == seqs_.end() || it->second.swapped) return;
+  Sequence& s = it->second;
+  if (num_computed_tokens > static_cast<int64_t>(token_ids.size()))
+    throw std::logic_error(fmt::format("KvManager: seq {} has {} computed of {} tokens", seq, num_computed_tokens,
+                                       token_ids.size()));
+  const size_t num_full = std::min(static_cast<size_t>(num_computed_tokens / config_.block_size), s.table.size());
+  if (s.num_registered >= num_full) return;
+  prefix_cache_->extend_hashes(token_ids.first(num_full * config_.block_size), extra_keys, s.hashes);
+  for (size_t i = s.num_registered; i < num_full; ++i)
+    prefix_cache_->insert(s.table[i], s.hashes[i], token_ids.subspan(i * config_.block_size, config_.block_size));
+  s.num_registered = num_full;
+}
+
+void KvManager::fork(SeqId parent, SeqId child) {
+  const auto it = seqs_.find(parent);
+  if (it == seqs_.end()) throw std::logic_error(fmt::format("KvManager: fork of unknown seq {}", parent));
+  if (seqs_.count(child) != 0) throw std::logic_error(fmt::format("KvManager: fork into existing seq {}", child));
+  Sequence copy = it->second;
+  BlockPool& pool = copy.swapped ? host_ : device_;
+  for (BlockId b : copy.table) pool.add_ref(b);
+  seqs_.emplace(child, std::move(copy));
+}
+
+bool KvManager::free(SeqId seq) {
+  const auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return false;
+  BlockPool& pool = it->second.swapped ? host_ : device_;
+  // Tail blocks first: among cached blocks they are the least likely to be shared, so they go LRU first.
+  for (auto b = it->second.table.rbegin(); b != it->second.table.rend(); ++b) pool.free(*b);
+  seqs_.erase(it);
+  return true;
+}
+
+bool KvManager::can_swap_out(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  return it != seqs_.end() && !it->second.swapped && host_.can_allocate(static_cast<int32_t>(it->second.table.size()));
+}
+
+std::vector<BlockCopy> KvManager::swap_out(SeqId seq) {
+  if (!can_swap_out(seq)) throw std::logic_error(fmt::format("KvManager: cannot swap out seq {}", seq));
+  Sequence& s = seqs_.at(seq);
+  const std::vector<BlockId> host = host_.allocate(static_cast<int32_t>(s.table.size()));
+  std::vector<BlockCopy> copies;
+  for (size_t i = 0; i < host.size(); ++i) copies.push_back({s.table[i], host[i]});
+  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) device_.free(*b);
+  s.table = host;
+  s.swapped = true;
+  s.num_registered = 0;
+  return copies;
+}
+
+bool KvManager::can_swap_in(SeqId seq, int32_t extra_blocks) const {
+  const auto it = seqs_.find(seq);
+  if (it == seqs_.end() || !it->second.swapped) return false;
+  const int32_t need = static_cast<int32_t>(it->second.table.size()) + extra_blocks;
+  return device_.num_free_blocks() - need >= watermark_blocks_;
+}
+
+std::vector<BlockCopy> KvManager::swap_in(SeqId seq) {
+  if (!can_swap_in(seq)) throw std::logic_error(fmt::format("KvManager: cannot swap in seq {}", seq));
+  Sequence& s = seqs_.at(seq);
+  const std::vector<BlockId> device = device_.allocate(static_cast<int32_t>(s.table.size()));
+  std::vector<BlockCopy> copies;
+  for (size_t i = 0; i < device.size(); ++i) copies.push_back({s.table[i], device[i]});
+  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) host_.free(*b);
+  s.table = device;
+  s.swapped = false;
+  s.num_registered = 0;
+  return copies;
+}
+
+bool KvManager::is_swapped(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  return it != seqs_.end() && it->second.swapped;
+}
+
+std::span<const BlockId> KvManager::block_table(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  if (it == seqs_.end() || it->second.swapped) return {};
+  return it->second.table;
+}
+
+void KvManager::check_invariants() const {
+  device_.check_invariants();
+  host_.check_invariants();
+  prefix_cache_->check_invariants();
+  std::vector<int32_t> device_refs(device_.num_blocks(), 0), host_refs(host_.num_blocks(), 0);
+  for (const auto& [id, s] : seqs_) {
+    auto& refs = s.swapped ? host_refs : device_refs;
+    for (BlockId b : s.table) {
+      if (b < 0 || b >= static_cast<BlockId>(refs.size()))
+        throw std::logic_error(fmt::format("KvManager: seq {} holds invalid block {}", id, b));
+      ++refs[b];
+    }
+  }
+  for (BlockId b = 0; b < device_.num_blocks(); ++b)
+    if (device_refs[b] != device_.ref_count(b))
+      throw std::logic_error(fmt::format("KvManager: device block {} listed {} times, ref count {}", b, device_refs[b],
+                                         device_.ref_count(b)));
+  for (BlockId b = 0; b < host_.num_blocks(); ++b)
+    if (host_refs[b] != host_.ref_count(b))
+      throw std::logic_error(fmt::format("KvManager: host block {} listed {} times, ref count {}", b, host_refs[b],
+                                         host_.ref_count(b)));
+}
+
+}  // namespace lemma

@@ -1,0 +1,132 @@
+// KvManager: owns the device BlockPool, its PrefixCache and a host BlockPool (swap tier), and the block
+// table of every sequence. It plans, then applies: a call that cannot be satisfied returns nullopt /
+// false and changes nothing. Data movement is the caller's: copies come back as plain (src, dst) lists.
+// Not thread-safe (the engine thread owns it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "lemma/kv/block_hash.h"
+#include "lemma/kv/block_pool.h"
+#include "lemma/kv/prefix_cache.h"
+
+namespace lemma {
+
+using SeqId = uint64_t;
+
+struct KvManagerConfig {
+  int32_t num_device_blocks = 0;
+  int32_t block_size = 16;           // tokens per block
+  int32_t num_host_blocks = 0;       // swap tier; 0 disables swapping
+  double watermark = 0.01;           // fraction of device blocks kept free when admitting a sequence
+  bool enable_prefix_caching = true;
+};
+
+// Copy one block's K/V (all layers): device->device for copy-on-write, device->host for swap-out,
+// host->device for swap-in.
+struct BlockCopy {
+  BlockId src = -1;
+  BlockId dst = -1;
+  friend bool operator==(const BlockCopy&, const BlockCopy&) = default;
+};
+
+// The longest cached prefix of a new sequence, in whole blocks; at least one token is left to compute.
+struct PrefixHit {
+  std::vector<BlockId> blocks;
+  std::vector<BlockHash> hashes;  // of every full block of the queried tokens
+  int64_t num_tokens = 0;         // blocks.size() * block_size
+};
+
+struct SlotAllocation {
+  std::vector<BlockId> new_blocks;  // appended to the sequence's block table, in order
+  // Copy-on-write: table entry `index` now holds `copy.dst`, which must receive `copy.src`'s K/V first.
+  struct Replacement {
+    int32_t index = 0;
+    BlockCopy copy;
+  };
+  std::vector<Replacement> replaced;
+};
+
+class KvManager {
+ public:
+  explicit KvManager(const KvManagerConfig& config);
+  KvManager(const KvManager&) = delete;
+  KvManager& operator=(const KvManager&) = delete;
+
+  // Longest cached prefix of token_ids (none when prefix caching is off). Counts a query.
+  PrefixHit find_cached_prefix(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys);
+
+  // Grows `seq`'s table so positions [0, num_computed_tokens + num_new_tokens) have blocks, copying
+  // shared blocks that positions >= num_computed_tokens would write (copy-on-write). A sequence not yet
+  // known is created, starting from `hit`'s blocks (num_computed_tokens must equal hit->num_tokens).
+  // `admission` keeps the watermark free. nullopt (nothing changed) when the device pool is too small.
+  std::optional<SlotAllocation> allocate_slots(SeqId seq, int64_t num_computed_tokens, int64_t num_new_tokens,
+                                               const PrefixHit* hit = nullptr, bool admission = false);
+  // Device blocks allocate_slots would take (new + copy-on-write + revived cached hit blocks).
+  int32_t num_blocks_needed(SeqId seq, int64_t num_computed_tokens, int64_t num_new_tokens,
+                            const PrefixHit* hit = nullptr) const;
+
+  // Registers the sequence's full blocks within its first num_computed_tokens tokens in the prefix
+  // cache (their K/V is written). token_ids: the sequence's tokens (at least num_computed_tokens).
+  void cache_computed_blocks(SeqId seq, std::span<const int32_t> token_ids, int64_t num_computed_tokens,
+                             std::span<const uint64_t> extra_keys);
+
+  // `child` shares every block of `parent` (parallel sampling); writes then copy on write.
+  void fork(SeqId parent, SeqId child);
+  // Drops the sequence's blocks (device or host). Returns false when `seq` is unknown (idempotent).
+  bool free(SeqId seq);
+
+  // Swap tier. swap_out: device blocks -> fresh host blocks (the device blocks are released);
+  // swap_in: host -> fresh device blocks (keeping `extra_blocks` more free, plus the watermark).
+  bool can_swap_out(SeqId seq) const;
+  std::vector<BlockCopy> swap_out(SeqId seq);  // throws std::logic_error when !can_swap_out
+  bool can_swap_in(SeqId seq, int32_t extra_blocks = 0) const;
+  std::vector<BlockCopy> swap_in(SeqId seq);  // throws std::logic_error when !can_swap_in
+  bool is_swapped(SeqId seq) const;
+
+  bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
+  // The device block table (empty for unknown or swapped sequences).
+  std::span<const BlockId> block_table(SeqId seq) const;
+  int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
+
+  int32_t block_size() const { return config_.block_size; }
+  int32_t watermark_blocks() const { return watermark_blocks_; }
+  int32_t num_free_blocks() const { return device_.num_free_blocks(); }
+  int32_t num_free_host_blocks() const { return host_.num_free_blocks(); }
+  const BlockPool& device_pool() const { return device_; }
+  const BlockPool& host_pool() const { return host_; }
+  const PrefixCache& prefix_cache() const { return *prefix_cache_; }
+  uint64_t num_prefix_queries() const { return num_prefix_queries_; }
+  uint64_t num_prefix_hits() const { return num_prefix_hits_; }
+  uint64_t num_prefix_queried_tokens() const { return num_prefix_queried_tokens_; }
+  uint64_t num_prefix_hit_tokens() const { return num_prefix_hit_tokens_; }
+
+  // Pools, cache and tables agree: every reference is held by exactly the tables that list the block.
+  // Throws std::logic_error naming the first disagreement.
+  void check_invariants() const;
+
+ private:
+  struct Sequence {
+    std::vector<BlockId> table;  // device blocks, or host blocks while swapped
+    std::vector<BlockHash> hashes;
+    size_t num_registered = 0;  // leading blocks already offered to the prefix cache
+    bool swapped = false;
+  };
+  int32_t blocks_for(int64_t num_tokens) const;
+
+  KvManagerConfig config_;
+  int32_t watermark_blocks_ = 0;
+  BlockPool device_;
+  BlockPool host_;
+  std::unique_ptr<PrefixCache> prefix_cache_;
+  std::unordered_map<SeqId, Sequence> seqs_;
+  uint64_t num_prefix_queries_ = 0, num_prefix_hits_ = 0;
+  uint64_t num_prefix_queried_tokens_ = 0, num_prefix_hit_tokens_ = 0;
+};
+
+}  // namespace lemma

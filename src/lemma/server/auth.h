@@ -1,0 +1,13 @@
+// API-key authentication: `Authorization: Bearer <key>` compared in constant time. Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "lemma/server/http_types.h"
+
+namespace lemma::server {
+
+// True when `api_key` is empty or the request carries it.
+bool is_authorized(const HttpRequest& request, const std::string& api_key);
+
+}  // namespace lemma::server

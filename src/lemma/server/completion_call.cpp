@@ -1,0 +1,214 @@
+#include "lemma/server/completion_call.h"
+
+#include <algorithm>
+
+#include "lemma/server/api_error.h"
+
+namespace lemma::server {
+
+const char* terminal_name(Terminal t) {
+  switch (t) {
+    case Terminal::kNone: return "none";
+    case Terminal::kFinished: return "finished";
+    case Terminal::kCancelled: return "cancelled";
+    case Terminal::kTimedOut: return "timeout";
+    case Terminal::kFailed: return "error";
+    case Terminal::kOverflow: return "overflow";
+  }
+  return "none";
+}
+
+CompletionCall::CompletionCall(ParsedCompletion request, const Tokenizer& tokenizer, ResponseIds ids,
+                               const ServerConfig& config, Metrics& metrics, Clock::time_point arrival)
+    : request_(std::move(request)), tokenizer_(tokenizer), ids_(std::move(ids)), metrics_(metrics), arrival_(arrival),
+      buffer_(std::make_shared<OutputBuffer>(config.stream_buffer_tokens)) {
+  choices_.reserve(size_t(request_.n));
+  for (int i = 0; i < request_.n; ++i) {
+    Choice& c = choices_.emplace_back(tokenizer_);
+    c.detok.prime(request_.prompt_ids);
+    if (!request_.stop.empty()) c.stop.emplace(request_.stop);
+    if (request_.echo && request_.kind == ApiKind::kCompletions) {
+      c.text = request_.prompt_text ? *request_.prompt_text : tokenizer_.decode(request_.prompt_ids);
+    }
+  }
+}
+
+CompletionRequest CompletionCall::engine_request() const {
+  CompletionRequest r;
+  r.request_id = ids_.id;
+  r.prompt_ids = request_.prompt_ids;
+  r.sampling = request_.sampling;
+  r.max_tokens = request_.max_tokens.value_or(16);
+  r.n = request_.n;
+  r.stop_token_ids = request_.stop_token_ids;
+  r.ignore_eos = request_.ignore_eos;
+  return r;
+}
+
+void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
+  if (d.index < 0 || d.index >= int(choices_.size())) return;  // engine bug: ignore
+  Choice& c = choices_[size_t(d.index)];
+  if (d.finish_reason) {
+    c.engine_done = true;
+    cached_tokens_ = std::max(cached_tokens_, d.cached_prompt_tokens);
+    if (queue_seconds_ < 0) {
+      queue_seconds_ = d.queue_seconds;
+      metrics_.observe_queue_time(d.queue_seconds);
+    }
+  }
+  if (c.finish) return;  // the client-side choice already ended (stop string): discard
+  std::string text;
+  size_t used = 0;  // tokens of this delta that belong to the choice
+  for (int32_t id : d.token_ids) {
+    ++used;
+    ++c.tokens;
+    bool is_stop_token = std::find(request_.stop_token_ids.begin(), request_.stop_token_ids.end(), id) !=
+                             request_.stop_token_ids.end() ||
+                         (!request_.ignore_eos && tokenizer_.is_end_of_generation(id));
+    if (is_stop_token) continue;
+    std::string piece = id < tokenizer_.vocab_size() ? c.detok.push(id) : std::string();
+    if (c.stop) {
+      auto r = c.stop->feed(piece);
+      text += r.text;
+      if (r.stopped) {
+        c.finish = "stop";
+        break;
+      }
+    } else {
+      text += piece;
+    }
+  }
+  if (!d.token_ids.empty()) {
+    auto now = Clock::now();
+    if (!first_token_) {
+      first_token_ = now;
+      metrics_.observe_ttft(std::chrono::duration<double>(now - arrival_).count());
+    } else if (last_token_) {
+      metrics_.observe_itl(std::chrono::duration<double>(now - *last_token_).count());
+    }
+    last_token_ = now;
+  }
+  if (d.finish_reason && !c.finish) {
+    switch (*d.finish_reason) {
+      case FinishReason::kStop: c.finish = "stop"; break;
+      case FinishReason::kLength: c.finish = "length"; break;
+      case FinishReason::kCancelled: end(Terminal::kCancelled, "the request was cancelled by the engine", &frames); return;
+      case FinishReason::kError: end(Terminal::kFailed, d.error.empty() ? "engine error" : d.error, &frames); return;
+    }
+    std::string rest = c.detok.flush();
+    if (c.stop) {
+      auto r = c.stop->feed(rest);
+      text += r.text;
+      if (!r.stopped) text += c.stop->flush();
+    } else {
+      text += rest;
+    }
+  }
+  ojson lp;
+  if (request_.sampling.logprobs && !d.logprobs.empty()) {
+    std::vector<int32_t> ids(d.token_ids.begin(), d.token_ids.begin() + std::ptrdiff_t(std::min(used, d.token_ids.size())));
+    lp = logprobs_json(request_.kind, tokenizer_, ids, d.logprobs, int64_t(c.text.size()));
+  }
+  c.text += text;
+  if (request_.stream) {
+    if (!text.empty() || c.finish || !lp.is_null()) {
+      frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, c.finish, false));
+    }
+  } else if (!lp.is_null()) {
+    append_logprobs(request_.kind, c.logprobs, lp);
+  }
+}
+
+std::string CompletionCall::poll() {
+  std::string frames;
+  if (terminal_ != Terminal::kNone) return frames;
+  if (request_.stream && !started_) {
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (request_.kind == ApiKind::kChat) {
+        frames += sse_event(chunk_json(request_.kind, ids_, int(i), "", nullptr, std::nullopt, true));
+      } else if (!choices_[i].text.empty()) {  // echo
+        frames += sse_event(chunk_json(request_.kind, ids_, int(i), choices_[i].text, nullptr, std::nullopt, false));
+      }
+    }
+  }
+  started_ = true;
+  for (CompletionDelta& d : buffer_->take()) {
+    consume(d, frames);
+    if (terminal_ != Terminal::kNone) return frames;
+  }
+  if (buffer_->overflowed()) {
+    end(Terminal::kOverflow, "the client read the stream too slowly; its output buffer overflowed", &frames);
+  } else if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.finish.has_value(); })) {
+    end(Terminal::kFinished, "", &frames);
+  }
+  return frames;
+}
+
+std::string CompletionCall::abort(Terminal why, const std::string& message) {
+  std::string frames;
+  if (terminal_ == Terminal::kNone) end(why, message, &frames);
+  return frames;
+}
+
+void CompletionCall::end(Terminal why, const std::string& message, std::string* frames) {
+  terminal_ = why;
+  error_message_ = message;
+  finish_label_ = why == Terminal::kFinished ? choices_.front().finish.value_or("stop") : terminal_name(why);
+  if (frames && request_.stream) {
+    if (why != Terminal::kFinished) {
+      int status = why == Terminal::kTimedOut ? 504 : why == Terminal::kCancelled ? 503 : 500;
+      *frames += sse_event_raw(error_body(status, message, "", std::string(terminal_name(why))));
+    } else if (request_.include_usage) {
+      *frames += sse_event(usage_chunk_json(request_.kind, ids_, usage()));
+    }
+    *frames += kSseDone;
+  }
+  record_metrics();
+}
+
+void CompletionCall::record_metrics() {
+  auto now = Clock::now();
+  Usage u = usage();
+  metrics_.record_finished(finish_label_, u.prompt_tokens, u.completion_tokens);
+  metrics_.observe_e2e(std::chrono::duration<double>(now - arrival_).count());
+  if (first_token_ && last_token_ && u.completion_tokens > 1) {
+    metrics_.observe_tpot(std::chrono::duration<double>(*last_token_ - *first_token_).count() /
+                          double(u.completion_tokens - 1));
+  }
+}
+
+bool CompletionCall::take_engine_cancel() {
+  if (terminal_ == Terminal::kNone || cancel_taken_) return false;
+  if (std::all_of(choices_.begin(), choices_.end(), [](const Choice& c) { return c.engine_done; })) return false;
+  cancel_taken_ = true;
+  return true;
+}
+
+Usage CompletionCall::usage() const {
+  Usage u;
+  u.prompt_tokens = int64_t(request_.prompt_ids.size());
+  for (const Choice& c : choices_) u.completion_tokens += c.tokens;
+  u.cached_tokens = cached_tokens_;
+  return u;
+}
+
+HttpResponse CompletionCall::response() const {
+  HttpResponse r;
+  switch (terminal_) {
+    case Terminal::kFinished: {
+      ojson choices = ojson::array();
+      for (size_t i = 0; i < choices_.size(); ++i) {
+        choices.push_back(choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish));
+      }
+      r.body = dump_json(response_json(request_.kind, ids_, std::move(choices), usage()));
+      return r;
+    }
+    case Terminal::kTimedOut: r.status = 504; break;
+    case Terminal::kCancelled: r.status = 503; break;
+    default: r.status = 500; break;
+  }
+  r.body = error_body(r.status, error_message_, "", std::string(terminal_name(terminal_)));
+  return r;
+}
+
+}  // namespace lemma::server

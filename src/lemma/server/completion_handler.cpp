@@ -1,0 +1,23 @@
+#include "lemma/server/handlers.h"
+
+#include <ctime>
+
+#include "lemma/server/prompt_builder.h"
+
+namespace lemma::server {
+
+std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const HttpRequest& request,
+                                                 ServerContext& ctx, const std::string& request_id,
+                                                 Clock::time_point arrival) {
+  const ApiKind kind = route.route == Route::kChat ? ApiKind::kChat : ApiKind::kCompletions;
+  ParsedCompletion parsed = parse_completion_request(request.body, kind, ctx.config);
+  if (!parsed.model.empty() && parsed.model != ctx.config.served_model_name) {
+    throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "model", "model_not_found");
+  }
+  build_prompt(parsed, ctx.tokenizer, ctx.chat_template, ctx.config);
+  ResponseIds ids{request_id, ctx.config.served_model_name, int64_t(std::time(nullptr))};
+  return std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
+                                          arrival);
+}
+
+}  // namespace lemma::server

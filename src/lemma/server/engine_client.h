@@ -1,0 +1,95 @@
+// EngineClient: the narrow interface the HTTP server needs from a serving engine (submit a
+// tokenised, validated request; cancel it; read a few gauges), and the plain data it exchanges.
+// Implementations must be thread-safe: the server calls them from its I/O threads concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lemma/sampling/sampling_params.h"
+
+namespace lemma::server {
+
+// One request as the engine sees it: already validated and tokenised by the server.
+// Stop strings are NOT here: the server applies them to the detokenised text (holding back text
+// that may be a stop-string prefix) and cancels the request once every choice has stopped.
+struct CompletionRequest {
+  std::string request_id;             // unique while the request lives
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int64_t max_tokens = 16;            // per choice; > 0
+  int n = 1;                          // parallel choices (indices 0..n-1), sharing the prompt
+  std::vector<int32_t> stop_token_ids;  // end a choice like EOS (the token counts in usage)
+  bool ignore_eos = false;            // keep going past the model's end-of-generation ids
+  std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
+};
+
+// Why a choice ended, as the engine saw it. The server maps kStop/kLength to OpenAI's
+// "stop"/"length"; kCancelled follows a cancel(); kError carries CompletionDelta::error.
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+
+struct TokenLogprob {
+  float logprob = 0.0f;                         // raw (pre-processing) logprob of the sampled token
+  std::vector<std::pair<int32_t, float>> top;   // sampling.top_logprobs most likely, best first
+};
+
+// New output of one choice. The engine sends, per choice, zero or more deltas with tokens and
+// exactly one final delta (finish_reason set, may also carry tokens). Deltas of one choice
+// arrive in order; different choices may interleave.
+struct CompletionDelta {
+  int index = 0;                          // choice index in [0, n)
+  std::vector<int32_t> token_ids;         // every sampled token, including a final EOS/stop token
+  std::vector<TokenLogprob> logprobs;     // parallel to token_ids when sampling.logprobs, else empty
+  std::optional<FinishReason> finish_reason;
+  std::string error;                      // message when finish_reason == kError
+  // Set on the final delta of a choice (the server reads them from any choice's final delta):
+  int64_t cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
+  double queue_seconds = 0.0;             // arrival at the engine -> first scheduled
+};
+
+// Where the engine writes a request's output. push() never blocks and may be called from any
+// one engine thread at a time per request; after the final delta of every choice it is not called
+// again. The server's implementation (OutputBuffer) is bounded: see output_buffer.h.
+class CompletionSink {
+ public:
+  virtual ~CompletionSink() = default;
+  virtual void push(CompletionDelta delta) = 0;
+};
+
+// Gauges and counters the engine exposes to /metrics (sampled on each scrape).
+struct EngineStats {
+  int64_t requests_running = 0;
+  int64_t requests_waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t prefix_cache_queries = 0;  // monotonically increasing
+  int64_t prefix_cache_hits = 0;     // monotonically increasing
+  int64_t preemptions = 0;           // monotonically increasing
+  // Sequences per engine step: cumulative bucket counts for kBatchSizeBuckets, plus sum/count.
+  std::vector<int64_t> batch_size_bucket_counts;  // empty: not reported
+  double batch_size_sum = 0.0;
+  int64_t batch_size_count = 0;
+};
+
+class EngineClient {  // thread-safe
+ public:
+  virtual ~EngineClient() = default;
+  // Takes the request. Returns false, without calling the sink, when the engine's queue is full
+  // (the server answers 429 with Retry-After). Once accepted, every choice ends with a final delta,
+  // also after cancel().
+  virtual bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) = 0;
+  // Stops a request early (client gone, stop string matched, timeout, slow reader). Idempotent;
+  // unknown or finished ids are ignored. The server calls it at most once per request.
+  virtual void cancel(const std::string& request_id) = 0;
+  virtual EngineStats stats() const { return {}; }
+};
+
+// Upper bounds of the lemma_batch_size histogram (the +Inf bucket is implied).
+inline constexpr double kBatchSizeBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+
+}  // namespace lemma::server

@@ -1,0 +1,28 @@
+// Endpoint handlers over Beast-free HttpRequest/HttpResponse values: the informational endpoints
+// (models, health, metrics, tokenize, detokenize) answer directly; completions and chat build a
+// CompletionCall that the connection then drives. Errors are thrown as ApiError.
+// Thread-safe: they read the shared ServerContext only through its thread-safe members.
+#pragma once
+
+#include <memory>
+
+#include "lemma/server/api_error.h"
+#include "lemma/server/completion_call.h"
+#include "lemma/server/http_types.h"
+#include "lemma/server/router.h"
+#include "lemma/server/server_context.h"
+
+namespace lemma::server {
+
+// GET /v1/models, /v1/models/{name}, /health, /metrics; POST /tokenize, /detokenize.
+HttpResponse handle_info(const RouteMatch& route, const HttpRequest& request, ServerContext& ctx);
+
+// POST /v1/completions and /v1/chat/completions: parse, validate, tokenise. The caller submits
+// call->engine_request() with call->buffer() to the engine.
+std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const HttpRequest& request,
+                                                 ServerContext& ctx, const std::string& request_id,
+                                                 Clock::time_point arrival);
+
+HttpResponse error_response(const ApiError& error);
+
+}  // namespace lemma::server

@@ -1,0 +1,113 @@
+#include "lemma/server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace lemma::server {
+
+namespace {
+const std::vector<double> kLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
+                                             0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kLongBuckets = {0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0, 300.0};
+
+std::string fmt_bound(double b) { return fmt::format("{}", b); }
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+}  // namespace
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, const std::string& name) const {
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, fmt_bound(bounds_[i]), cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name, sum_, name, count_);
+}
+
+Metrics::Metrics()
+    : queue_time_(kLongBuckets), ttft_(kLatencyBuckets), itl_(kLatencyBuckets), tpot_(kLatencyBuckets),
+      e2e_(kLongBuckets) {}
+
+void Metrics::record_http(const std::string& endpoint, int status) {
+  std::lock_guard lock(mu_);
+  ++http_[{endpoint, fmt::format("{}xx", status / 100)}];
+}
+
+void Metrics::record_finished(const std::string& reason, int64_t prompt_tokens, int64_t generation_tokens) {
+  std::lock_guard lock(mu_);
+  ++finished_[reason];
+  prompt_tokens_ += prompt_tokens;
+  generation_tokens_ += generation_tokens;
+}
+
+void Metrics::observe_queue_time(double s) { std::lock_guard lock(mu_); queue_time_.observe(s); }
+void Metrics::observe_ttft(double s) { std::lock_guard lock(mu_); ttft_.observe(s); }
+void Metrics::observe_itl(double s) { std::lock_guard lock(mu_); itl_.observe(s); }
+void Metrics::observe_tpot(double s) { std::lock_guard lock(mu_); tpot_.observe(s); }
+void Metrics::observe_e2e(double s) { std::lock_guard lock(mu_); e2e_.observe(s); }
+void Metrics::record_rejected() { std::lock_guard lock(mu_); ++rejected_; }
+
+std::string Metrics::render(const EngineStats& engine) const {
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, int64_t v) {
+    header(out, name, "gauge", help);
+    out += fmt::format("{} {}\n", name, v);
+  };
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    header(out, name, "counter", help);
+    out += fmt::format("{} {}\n", name, v);
+  };
+  gauge("lemma_requests_running", "Requests the engine is running.", engine.requests_running);
+  gauge("lemma_requests_waiting", "Requests waiting in the engine queue.", engine.requests_waiting);
+  gauge("lemma_kv_blocks_used", "KV-cache blocks in use.", engine.kv_blocks_used);
+  gauge("lemma_kv_blocks_total", "KV-cache blocks in the pool.", engine.kv_blocks_total);
+  counter("lemma_prefix_cache_queries_total", "Prefix-cache block lookups.", engine.prefix_cache_queries);
+  counter("lemma_prefix_cache_hits_total", "Prefix-cache block hits.", engine.prefix_cache_hits);
+  counter("lemma_preemptions_total", "Requests preempted by the scheduler.", engine.preemptions);
+
+  std::lock_guard lock(mu_);
+  header(out, "lemma_http_requests_total", "counter", "HTTP requests by endpoint and status class.");
+  for (const auto& [key, v] : http_) {
+    out += fmt::format("lemma_http_requests_total{{endpoint=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, v);
+  }
+  header(out, "lemma_requests_finished_total", "counter", "Generation requests by terminal state.");
+  for (const char* reason : {"stop", "length", "cancelled", "timeout", "error", "overflow"}) {
+    auto it = finished_.find(reason);
+    out += fmt::format("lemma_requests_finished_total{{reason=\"{}\"}} {}\n", reason, it == finished_.end() ? 0 : it->second);
+  }
+  counter("lemma_requests_rejected_total", "Requests refused because the engine queue was full.", rejected_);
+  counter("lemma_prompt_tokens_total", "Prompt tokens of finished requests.", prompt_tokens_);
+  counter("lemma_generation_tokens_total", "Generated tokens of finished requests.", generation_tokens_);
+  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    header(out, name, "histogram", help);
+    h.render(out, name);
+  };
+  histogram("lemma_queue_time_seconds", "Time from engine arrival to first scheduling.", queue_time_);
+  histogram("lemma_time_to_first_token_seconds", "Time from request arrival to the first token.", ttft_);
+  histogram("lemma_time_per_output_token_seconds", "Mean time per output token after the first, per request.", tpot_);
+  histogram("lemma_inter_token_latency_seconds", "Time between successive token deliveries.", itl_);
+  histogram("lemma_e2e_request_latency_seconds", "Time from request arrival to its terminal state.", e2e_);
+  header(out, "lemma_batch_size", "histogram", "Sequences per engine step.");
+  std::vector<int64_t> buckets = engine.batch_size_bucket_counts;
+  buckets.resize(std::size(kBatchSizeBuckets), buckets.empty() ? 0 : buckets.back());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    out += fmt::format("lemma_batch_size_bucket{{le=\"{}\"}} {}\n", fmt_bound(kBatchSizeBuckets[i]), buckets[i]);
+  }
+  out += fmt::format("lemma_batch_size_bucket{{le=\"+Inf\"}} {}\nlemma_batch_size_sum {}\nlemma_batch_size_count {}\n",
+                     engine.batch_size_count, engine.batch_size_sum, engine.batch_size_count);
+  return out;
+}
+
+}  // namespace lemma::server

@@ -1,0 +1,68 @@
+#include "lemma/server/prompt_builder.h"
+
+#include "lemma/server/api_error.h"
+
+namespace lemma::server {
+
+namespace {
+std::optional<std::string> token_text(const Tokenizer& tok, std::optional<int32_t> id) {
+  if (!id) return std::nullopt;
+  return std::string(tok.token_text(*id));
+}
+}  // namespace
+
+std::string render_chat_prompt(const ParsedCompletion& request, const Tokenizer& tokenizer,
+                               const ChatTemplate& chat_template) {
+  ChatTemplateInputs inputs;
+  inputs.messages = request.messages;
+  inputs.tools = request.tools;
+  inputs.add_generation_prompt = true;
+  inputs.bos_token = token_text(tokenizer, tokenizer.bos_id());
+  inputs.eos_token = token_text(tokenizer, tokenizer.eos_id());
+  try {
+    return chat_template.render(inputs);
+  } catch (const TemplateError& e) {
+    throw ApiError(400, std::string("messages: the chat template rejected them: ") + e.what(), "messages");
+  }
+}
+
+void build_prompt(ParsedCompletion& request, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                  const ServerConfig& config) {
+  const int32_t vocab = tokenizer.vocab_size();
+  if (request.kind == ApiKind::kChat) {
+    request.prompt_ids = tokenizer.encode(render_chat_prompt(request, tokenizer, chat_template),
+                                          /*add_special=*/false, /*parse_special=*/true);
+  } else if (request.prompt_text) {
+    request.prompt_ids = tokenizer.encode(*request.prompt_text, /*add_special=*/true, /*parse_special=*/false);
+  }
+  for (int32_t id : request.prompt_ids) {
+    if (id >= vocab) fail_field("prompt", fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab));
+  }
+  for (int32_t id : request.stop_token_ids) {
+    if (id >= vocab) fail_field("stop_token_ids", fmt::format("token id {} is outside [0, {})", id, vocab));
+  }
+  for (const auto& [id, bias] : request.sampling.logit_bias) {
+    if (id >= vocab) fail_field("logit_bias", fmt::format("token id {} is outside [0, {})", id, vocab));
+  }
+  if (request.sampling.top_logprobs > vocab) fail_field("top_logprobs", "exceeds the vocabulary size");
+  try {
+    request.sampling.validate(vocab);
+  } catch (const InvalidArgument& e) {
+    throw ApiError(400, e.what());
+  }
+  const auto prompt_len = int64_t(request.prompt_ids.size());
+  if (prompt_len == 0) fail_field(request.kind == ApiKind::kChat ? "messages" : "prompt", "renders to no tokens");
+  if (config.max_model_len > 0 && prompt_len >= config.max_model_len) {
+    fail_field(request.kind == ApiKind::kChat ? "messages" : "prompt",
+               fmt::format("the prompt has {} tokens; the model's context is {} tokens", prompt_len, config.max_model_len));
+  }
+  if (!request.max_tokens) {
+    int64_t fallback = request.kind == ApiKind::kCompletions ? 16 : config.default_max_tokens;
+    request.max_tokens = config.max_model_len > 0 ? std::min(fallback, config.max_model_len - prompt_len) : fallback;
+  } else if (config.max_model_len > 0 && prompt_len + *request.max_tokens > config.max_model_len) {
+    fail_field("max_tokens", fmt::format("prompt ({} tokens) + max_tokens ({}) exceeds the model's context of {} tokens",
+                                         prompt_len, *request.max_tokens, config.max_model_len));
+  }
+}
+
+}  // namespace lemma::server

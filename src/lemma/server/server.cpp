@@ -1,0 +1,127 @@
+#include "lemma/server/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <ctime>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "lemma/base/error.h"
+#include "lemma/base/logging.h"
+#include "lemma/server/server_context.h"
+#include "lemma/server/session.h"
+#include "lemma/tokenizer/jinja/default_chat_template.h"
+
+namespace lemma::server {
+
+namespace net = boost::asio;
+using net::ip::tcp;
+
+struct Server::Impl {
+  Impl(ServerConfig config, EngineClient& engine, Tokenizer tokenizer, ChatTemplate tpl)
+      : ctx(std::move(config), engine, std::move(tokenizer), std::move(tpl)), acceptor(ioc) {}
+
+  net::awaitable<void> accept_loop() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(net::make_strand(ioc), net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        if (!acceptor.is_open()) co_return;
+        continue;  // e.g. EMFILE: keep serving the others
+      }
+      auto ex = socket.get_executor();
+      net::co_spawn(ex, run_session(std::move(socket), ctx), net::detached);
+    }
+  }
+
+  ServerContext ctx;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  uint16_t port = 0;
+  bool running = false;
+};
+
+Server::Server(ServerConfig config, EngineClient& engine, Tokenizer tokenizer, std::optional<ChatTemplate> chat_template)
+    : impl_(std::make_unique<Impl>(std::move(config), engine, std::move(tokenizer),
+                                   chat_template ? std::move(*chat_template)
+                                                 : ChatTemplate(kDefaultChatTemplate, "default_chatml"))) {
+  impl_->ctx.started_unix = int64_t(std::time(nullptr));
+}
+
+Server::~Server() { stop(std::chrono::milliseconds(0)); }
+
+ServerContext& Server::context() { return impl_->ctx; }
+
+uint16_t Server::port() const { return impl_->port; }
+
+void Server::start() {
+  Impl& s = *impl_;
+  boost::system::error_code ec;
+  auto address = net::ip::make_address(s.ctx.config.host, ec);
+  if (ec) fail<InvalidArgument>("server: bad host address '{}': {}", s.ctx.config.host, ec.message());
+  tcp::endpoint endpoint(address, s.ctx.config.port);
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) fail<IoError>("server: cannot listen on {}:{}: {}", s.ctx.config.host, s.ctx.config.port, ec.message());
+  s.port = s.acceptor.local_endpoint().port();
+  net::co_spawn(s.ioc, s.accept_loop(), net::detached);
+  const int n = std::max(1, s.ctx.config.io_threads);
+  for (int i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  s.running = true;
+  log().info("server: listening on {}:{} ({} I/O threads, model '{}')", s.ctx.config.host, s.port, n,
+             s.ctx.config.served_model_name);
+}
+
+void Server::stop(std::chrono::milliseconds grace) {
+  Impl& s = *impl_;
+  if (!s.running) return;
+  s.running = false;
+  s.ctx.draining = true;
+  net::post(s.ioc, [&s] {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+  });
+  auto wait_idle = [&s](std::chrono::milliseconds limit) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (s.ctx.active_requests.load() > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
+  wait_idle(grace);
+  s.ctx.abort_all = true;  // sessions notice within their wake tick and cancel in the engine
+  wait_idle(std::chrono::seconds(2));
+  s.ioc.stop();
+  for (auto& t : s.threads) t.join();
+  s.threads.clear();
+}
+
+int run_server(const ServerConfig& config, EngineClient& engine, const Tokenizer& tokenizer,
+               std::optional<ChatTemplate> chat_template) {
+  // Block the signals in every thread (the I/O threads inherit the mask) and wait for them here.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Server server(config, engine, tokenizer, std::move(chat_template));
+  server.start();
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log().info("server: signal {} received; draining for up to {} ms", sig, config.shutdown_grace.count());
+  server.stop(config.shutdown_grace);
+  return 0;
+}
+
+}  // namespace lemma::server

@@ -1,0 +1,31 @@
+// ServerConfig: everything `lemma serve` decides about the HTTP layer. Plain value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace lemma::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;                     // 0: an ephemeral port (see Server::port())
+  std::string api_key;                      // empty: no authentication
+  size_t max_request_bytes = 1 << 20;       // larger bodies get 413
+  std::string served_model_name = "lemma";
+  int io_threads = 2;
+  int64_t max_model_len = 0;                // prompt + max_tokens limit; 0: unknown (not checked)
+  int64_t default_max_tokens = 256;         // when a request gives none (completions: 16, as OpenAI)
+  int64_t max_n = 16;                       // largest `n`
+  size_t stream_buffer_tokens = 4096;       // per-request OutputBuffer bound (slow readers)
+  std::chrono::milliseconds request_timeout{600'000};  // per request, from arrival
+  std::chrono::milliseconds shutdown_grace{10'000};    // SIGTERM: in-flight requests get this long
+  std::chrono::milliseconds idle_timeout{60'000};      // keep-alive connections
+  int retry_after_seconds = 1;              // Retry-After on 429
+  // One JSON line per request; default: the process logger at info level.
+  std::function<void(const std::string&)> access_log;
+};
+
+}  // namespace lemma::server

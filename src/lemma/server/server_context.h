@@ -1,0 +1,32 @@
+// ServerContext: what every connection shares — configuration, the engine, tokenizer, chat
+// template, metrics and the draining flag. Immutable after start except the thread-safe members
+// (metrics, draining, active_requests); the engine is thread-safe by contract.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "lemma/server/engine_client.h"
+#include "lemma/server/metrics.h"
+#include "lemma/server/server_config.h"
+#include "lemma/tokenizer/jinja/chat_template.h"
+#include "lemma/tokenizer/tokenizer.h"
+
+namespace lemma::server {
+
+struct ServerContext {
+  ServerContext(ServerConfig c, EngineClient& e, Tokenizer t, ChatTemplate tpl)
+      : config(std::move(c)), engine(e), tokenizer(std::move(t)), chat_template(std::move(tpl)) {}
+
+  const ServerConfig config;
+  EngineClient& engine;
+  const Tokenizer tokenizer;
+  const ChatTemplate chat_template;
+  Metrics metrics;
+  std::atomic<bool> draining{false};        // SIGTERM: refuse new generation requests (503)
+  std::atomic<bool> abort_all{false};       // grace period over: end in-flight requests now
+  std::atomic<int64_t> active_requests{0};  // generation requests in flight
+  int64_t started_unix = 0;
+};
+
+}  // namespace lemma::server

@@ -1,0 +1,339 @@
+#include "lemma/server/session.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <mutex>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "lemma/base/logging.h"
+#include "lemma/server/auth.h"
+#include "lemma/server/handlers.h"
+#include "lemma/server/request_context.h"
+
+namespace lemma::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using net::use_awaitable;
+
+namespace {
+
+constexpr auto kWakeTick = std::chrono::milliseconds(200);  // re-check deadlines and shutdown
+
+// Wakes a generation loop from the engine thread. `alive` is read and written only on the strand,
+// except through `mu`, which guards the posting itself so nothing is posted after the session ended.
+struct Waker {
+  std::mutex mu;
+  bool alive = true;          // guarded by mu
+  net::steady_timer timer;
+  beast::tcp_stream* stream;  // valid while alive (checked on the strand)
+  std::shared_ptr<OutputBuffer> buffer;
+  bool writing = false;       // strand only
+  Waker(net::any_io_executor ex, beast::tcp_stream* s, std::shared_ptr<OutputBuffer> b)
+      : timer(ex), stream(s), buffer(std::move(b)) {}
+};
+
+// Watches a generation request's socket for the client going away (EOF or error) while the
+// server is busy generating; pipelined data ends the watch without consuming anything.
+struct DisconnectWatch {
+  bool disconnected = false;
+};
+
+void watch_disconnect(beast::tcp_stream& stream, std::shared_ptr<DisconnectWatch> watch, std::shared_ptr<Waker> waker) {
+  stream.socket().async_wait(net::ip::tcp::socket::wait_read, [&stream, watch, waker](beast::error_code ec) {
+    if (ec == net::error::operation_aborted) return;
+    std::lock_guard lock(waker->mu);
+    if (!waker->alive) return;
+    if (!ec) {
+      char byte;
+      ssize_t n = ::recv(stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return;  // data, not EOF
+    }
+    watch->disconnected = true;
+    waker->timer.cancel();
+  });
+}
+
+HttpRequest to_request(const http::request<http::string_body>& req, const beast::tcp_stream& stream) {
+  HttpRequest r;
+  r.method = std::string(req.method_string());
+  std::string target(req.target());
+  r.target = target.substr(0, target.find('?'));
+  for (const auto& field : req) {
+    std::string name(field.name_string());
+    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(field.value());
+  }
+  r.body = req.body();
+  beast::error_code ec;
+  auto ep = stream.socket().remote_endpoint(ec);
+  if (!ec) r.remote = ep.address().to_string();
+  return r;
+}
+
+void set_common_headers(http::fields& f, const std::string& request_id, const TraceContext& trace) {
+  f.set(http::field::server, "lemma");
+  f.set("x-request-id", request_id);
+  f.set("traceparent", trace.traceparent());
+}
+
+net::awaitable<beast::error_code> write_response(beast::tcp_stream& stream, const HttpResponse& r, bool keep_alive,
+                                                 unsigned version, const std::string& request_id,
+                                                 const TraceContext& trace) {
+  http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+  set_common_headers(res, request_id, trace);
+  res.set(http::field::content_type, r.content_type);
+  for (const auto& [k, v] : r.headers) res.set(k, v);
+  res.keep_alive(keep_alive);
+  res.body() = r.body;
+  res.prepare_payload();
+  beast::error_code ec;
+  co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
+  co_return ec;
+}
+
+struct Outcome {
+  HttpResponse response;          // used when !streamed
+  bool streamed = false;          // the response was already written (SSE)
+  bool close = false;             // the connection must close
+  std::string terminal, finish;
+  int64_t prompt_tokens = -1, completion_tokens = -1;
+};
+
+// Drives one generation request to its single terminal state.
+net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall& call, ServerContext& ctx,
+                                       Clock::time_point arrival, unsigned version, const std::string& request_id,
+                                       const TraceContext& trace) {
+  Outcome out;
+  auto buffer = call.buffer();
+  auto waker = std::make_shared<Waker>(stream.get_executor(), &stream, buffer);
+  auto ex = stream.get_executor();
+  buffer->set_notify([waker, ex] {
+    std::lock_guard lock(waker->mu);
+    if (!waker->alive) return;
+    net::post(ex, [waker] {
+      std::lock_guard lock(waker->mu);
+      if (!waker->alive) return;
+      waker->timer.cancel();
+      // A slow reader blocks the write while the engine overflows the buffer: cut the stream.
+      if (waker->writing && waker->buffer->overflowed()) waker->stream->socket().close();
+    });
+  });
+  if (!ctx.engine.submit(call.engine_request(), buffer)) {
+    ctx.metrics.record_rejected();
+    buffer->close();
+    {
+      std::lock_guard lock(waker->mu);
+      waker->alive = false;
+    }
+    out.response.status = 429;
+    out.response.body = error_body(429, "the engine's queue is full; retry later", "", std::string("queue_full"));
+    out.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+    out.terminal = "rejected";
+    co_return out;
+  }
+  ctx.active_requests.fetch_add(1);
+  auto watch = std::make_shared<DisconnectWatch>();
+  watch_disconnect(stream, watch, waker);
+  const auto deadline = arrival + ctx.config.request_timeout;
+  const std::string& id = call.id();
+
+  beast::error_code ec;
+  std::unique_ptr<http::response<http::empty_body>> head;
+  std::unique_ptr<http::response_serializer<http::empty_body>> serializer;
+  if (call.streaming()) {
+    head = std::make_unique<http::response<http::empty_body>>(http::status::ok, version);
+    set_common_headers(*head, request_id, trace);
+    head->set(http::field::content_type, "text/event-stream");
+    head->set(http::field::cache_control, "no-cache");
+    head->keep_alive(true);
+    head->chunked(true);
+    serializer = std::make_unique<http::response_serializer<http::empty_body>>(*head);
+    stream.expires_at(std::chrono::steady_clock::time_point(deadline));
+    co_await http::async_write_header(stream, *serializer, net::redirect_error(use_awaitable, ec));
+    stream.expires_never();
+    out.streamed = true;
+  }
+  std::string frames;
+  while (!ec) {
+    frames += call.poll();
+    if (call.terminal() == Terminal::kNone) {
+      if (watch->disconnected) {
+        call.abort(Terminal::kCancelled, "the client disconnected");
+        frames.clear();
+        ec = net::error::connection_reset;
+      } else if (ctx.abort_all) {
+        frames += call.abort(Terminal::kCancelled, "the server is shutting down");
+      } else if (Clock::now() >= deadline) {
+        frames += call.abort(Terminal::kTimedOut, fmt::format("the request timed out after {} ms",
+                                                              ctx.config.request_timeout.count()));
+      }
+    }
+    if (call.take_engine_cancel()) ctx.engine.cancel(id);
+    if (ec) break;
+    if (call.streaming() && !frames.empty()) {
+      waker->writing = true;
+      stream.expires_at(std::chrono::steady_clock::time_point(deadline + std::chrono::seconds(1)));
+      co_await net::async_write(stream, http::make_chunk(net::buffer(frames)), net::redirect_error(use_awaitable, ec));
+      stream.expires_never();
+      waker->writing = false;
+      frames.clear();
+      if (ec) {
+        if (buffer->overflowed()) frames += call.poll();  // becomes kOverflow
+        call.abort(Terminal::kCancelled, "the client disconnected");
+        if (call.take_engine_cancel()) ctx.engine.cancel(id);
+        break;
+      }
+    }
+    if (call.terminal() != Terminal::kNone) break;
+    waker->timer.expires_at(std::min(deadline, Clock::now() + kWakeTick));
+    beast::error_code wait_ec;
+    co_await waker->timer.async_wait(net::redirect_error(use_awaitable, wait_ec));
+  }
+  if (call.streaming() && !ec) {
+    co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
+  }
+  {
+    std::lock_guard lock(waker->mu);
+    waker->alive = false;
+  }
+  buffer->close();
+  beast::error_code ignored;
+  if (stream.socket().is_open()) stream.socket().cancel(ignored);  // the disconnect watch
+  ctx.active_requests.fetch_sub(1);
+  out.close = bool(ec);
+  out.terminal = terminal_name(call.terminal());
+  out.finish = call.finish_label();
+  Usage u = call.usage();
+  out.prompt_tokens = u.prompt_tokens;
+  out.completion_tokens = u.completion_tokens;
+  if (!call.streaming()) out.response = call.response();
+  co_return out;
+}
+
+// After refusing a request whose body we did not read: stop sending, then discard what the
+// client still sends (bounded in time) so closing does not reset the answer away.
+net::awaitable<void> drain_and_close(beast::tcp_stream& stream) {
+  beast::error_code ec;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  stream.expires_after(std::chrono::seconds(2));
+  std::vector<char> scratch(64 * 1024);
+  while (!ec) {
+    co_await stream.async_read_some(net::buffer(scratch), net::redirect_error(use_awaitable, ec));
+  }
+  beast::error_code ignored;
+  stream.socket().close(ignored);
+}
+
+void write_access_log(ServerContext& ctx, AccessRecord& rec, Clock::time_point arrival) {
+  rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrival).count();
+  std::string line = rec.to_json_line();
+  if (ctx.config.access_log) {
+    ctx.config.access_log(line);
+  } else {
+    log().info("{}", line);
+  }
+}
+
+}  // namespace
+
+net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer read_buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(ctx.config.max_request_bytes);
+    parser.header_limit(64 * 1024);
+    stream.expires_after(ctx.config.idle_timeout);
+    beast::error_code ec;
+    co_await http::async_read(stream, read_buffer, parser, net::redirect_error(use_awaitable, ec));
+    stream.expires_never();
+    const auto arrival = Clock::now();
+    const std::string request_id = "req-" + random_hex(24);
+    TraceContext trace = make_trace("");
+    if (ec == http::error::body_limit || ec == http::error::header_limit) {
+      ApiError e(413, fmt::format("the request is larger than the server's limit of {} bytes", ctx.config.max_request_bytes),
+                 std::nullopt, "request_too_large");
+      co_await write_response(stream, error_response(e), false, 11, request_id, trace);
+      ctx.metrics.record_http("other", 413);
+      co_await drain_and_close(stream);
+      co_return;
+    }
+    if (ec) break;  // closed, timed out or garbage: nothing to answer
+    http::request<http::string_body> req = parser.release();
+    HttpRequest request = to_request(req, stream);
+    trace = make_trace(request.header("traceparent"));
+    RouteMatch route = match_route(request.method, request.target);
+    const bool generation = route.route == Route::kCompletions || route.route == Route::kChat;
+    Outcome outcome;
+    AccessRecord rec;
+    rec.request_id = request_id;
+    rec.trace_id = trace.trace_id;
+    rec.method = request.method;
+    rec.path = request.target;
+    rec.remote = request.remote;
+    std::unique_ptr<CompletionCall> call;
+    try {
+      if (route.route == Route::kNotFound) {
+        throw ApiError(404, "no route for " + request.method + " " + request.target, std::nullopt, "not_found");
+      }
+      if (route.route == Route::kMethodNotAllowed) {
+        ApiError e(405, "method " + request.method + " is not allowed on " + request.target + "; use " + route.allow,
+                   std::nullopt, "method_not_allowed");
+        outcome.response = error_response(e);
+        outcome.response.headers.emplace_back("Allow", route.allow);
+      } else if (route_needs_auth(route.route) && !is_authorized(request, ctx.config.api_key)) {
+        throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key>)", std::nullopt,
+                       "invalid_api_key");
+      } else if (generation) {
+        if (ctx.draining) throw ApiError(503, "the server is shutting down", std::nullopt, "shutting_down");
+        std::string call_id = (route.route == Route::kChat ? "chatcmpl-" : "cmpl-") + request_id.substr(4);
+        call = start_completion(route, request, ctx, call_id, arrival);
+        rec.request_id = call_id;
+      } else {
+        outcome.response = handle_info(route, request, ctx);
+      }
+    } catch (const ApiError& e) {
+      outcome.response = error_response(e);
+      if (e.status() == 503) outcome.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+    } catch (const std::exception& e) {
+      outcome.response = error_response(ApiError(500, std::string("internal error: ") + e.what()));
+    }
+    if (call) {
+      try {
+        auto request_json = nlohmann::json::parse(request.body, nullptr, false);
+        if (request_json.is_object() && request_json.contains("user") && request_json["user"].is_string()) {
+          rec.user = request_json["user"].get<std::string>();
+        }
+      } catch (...) {
+      }
+      outcome = co_await run_generation(stream, *call, ctx, arrival, req.version(), rec.request_id, trace);
+      rec.terminal = outcome.terminal;
+      rec.finish_reason = outcome.finish;
+      rec.prompt_tokens = outcome.prompt_tokens;
+      rec.completion_tokens = outcome.completion_tokens;
+    }
+    bool keep_alive = req.keep_alive() && !outcome.close && !ctx.draining;
+    if (!outcome.streamed && !outcome.close) {
+      if (req.method() == http::verb::head) outcome.response.body.clear();
+      ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace);
+      if (ec) keep_alive = false;
+    }
+    rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
+    ctx.metrics.record_http(route.label, rec.status);
+    write_access_log(ctx, rec, arrival);
+    if (!keep_alive) break;
+  }
+  beast::error_code ignored;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  stream.socket().close(ignored);
+}
+
+}  // namespace lemma::server

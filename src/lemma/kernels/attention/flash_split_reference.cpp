@@ -29,7 +29,8 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   }
   if (tile_max == kNegInf) return;
   const float m_new = std::max(part[0], tile_max);
-  const float alpha = std::exp(part[0] - m_new);  // 0 for the first tile (max -inf)
+  // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
+  const float alpha = m_new == part[0] ? 1.0f : std::exp(part[0] - m_new);  // 0 on the first tile
   float sum = 0.0f;
   for (float& x : s) {
     x = std::exp(x - m_new);
@@ -38,7 +39,8 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   part[0] = m_new;
   part[1] = part[1] * alpha + sum;
   float* acc = part + 2;
-  for (int64_t d = 0; d < hd; ++d) acc[d] *= alpha;
+  if (alpha != 1.0f)
+    for (int64_t d = 0; d < hd; ++d) acc[d] *= alpha;
   for (int64_t j = lo; j < hi; ++j) {
     const float p = s[j - t0];
     const float* vj = v[j - t0];

@@ -85,7 +85,8 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   const float tile_max = hmax(_mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
   if (tile_max == kNegInf) return;
   const float m_new = part[0] > tile_max ? part[0] : tile_max;
-  const float alpha = std::exp(part[0] - m_new);
+  // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
+  const float alpha = m_new == part[0] ? 1.0f : std::exp(part[0] - m_new);  // 0 on the first tile
   const __m256 shift = _mm256_set1_ps(m_new);
   _mm256_store_ps(s, _mm256_sub_ps(_mm256_load_ps(s), shift));
   _mm256_store_ps(s + 8, _mm256_sub_ps(_mm256_load_ps(s + 8), shift));
@@ -96,7 +97,8 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   const __m256 alpha_v = _mm256_set1_ps(alpha);
   for (int64_t d = 0; d < hd; d += 8) {
     const __m256i m = tail_mask(hd - d);
-    __m256 o = _mm256_mul_ps(_mm256_maskload_ps(acc + d, m), alpha_v);
+    __m256 o = _mm256_maskload_ps(acc + d, m);
+    if (alpha != 1.0f) o = _mm256_mul_ps(o, alpha_v);
     for (int64_t j = lo; j < hi; ++j)
       o = _mm256_fmadd_ps(_mm256_set1_ps(s[j - t0]), _mm256_maskload_ps(v[j - t0] + d, m), o);
     _mm256_maskstore_ps(acc + d, m, o);

@@ -58,23 +58,28 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   const int64_t hd = a.head_dim;
   alignas(64) float s[kTile];
   const __mmask16 visible = static_cast<__mmask16>(((1u << (hi - t0)) - 1u) & ~((1u << (lo - t0)) - 1u));
-  _mm512_store_ps(s, _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), visible, tile_dots(q, k, hd),
-                                        _mm512_set1_ps(a.scale)));
-  const float tile_max = _mm512_reduce_max_ps(_mm512_load_ps(s));
+  const __m512 scores = _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), visible, tile_dots(q, k, hd),
+                                           _mm512_set1_ps(a.scale));
+  const float tile_max = _mm512_reduce_max_ps(scores);
   if (tile_max == kNegInf) return;
   const float m_new = part[0] > tile_max ? part[0] : tile_max;
-  const float alpha = std::exp(part[0] - m_new);
-  _mm512_store_ps(s, _mm512_sub_ps(_mm512_load_ps(s), _mm512_set1_ps(m_new)));
+  // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
+  const float alpha = m_new == part[0] ? 1.0f : std::exp(part[0] - m_new);  // 0 on the first tile
+  _mm512_store_ps(s, _mm512_sub_ps(scores, _mm512_set1_ps(m_new)));
   exp_avx512(s, s, kTile);
+  const __m512 p = _mm512_load_ps(s);
   part[0] = m_new;
-  part[1] = part[1] * alpha + _mm512_reduce_add_ps(_mm512_load_ps(s));
+  part[1] = part[1] * alpha + _mm512_reduce_add_ps(p);
   float* acc = part + 2;
   const __m512 alpha_v = _mm512_set1_ps(alpha);
   for (int64_t d = 0; d < hd; d += 16) {
     const __mmask16 m = tail_mask(hd - d);
-    __m512 o = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), alpha_v);
-    for (int64_t j = lo; j < hi; ++j)
-      o = _mm512_fmadd_ps(_mm512_set1_ps(s[j - t0]), _mm512_maskz_loadu_ps(m, v[j - t0] + d), o);
+    __m512 o = _mm512_maskz_loadu_ps(m, acc + d);
+    if (alpha != 1.0f) o = _mm512_mul_ps(o, alpha_v);
+    for (int64_t j = lo; j < hi; ++j) {
+      const __m512 pj = _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(j - t0)), p);
+      o = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m, v[j - t0] + d), o);
+    }
     _mm512_mask_storeu_ps(acc + d, m, o);
   }
 }

@@ -175,6 +175,24 @@ TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
   }
 }
 
+TEST(FlashAttention, BlocksBeforeTheWindowAreNeverRead) {
+  // Blocks wholly before the first query's window may have been freed: their table entries point
+  // far outside the cache, so reading any key there would crash.
+  for (const Shape& s : {Shape{32, 2, 1, 700, 3, 16, 100}, Shape{16, 4, 2, 530, 20, 1, 300}}) {
+    PagedCache c(s, 21);
+    const int64_t first_seen = s.context - s.num_rows - s.window + 1;
+    for (int64_t b = 0; (b + 1) * s.block_size <= first_seen; ++b) c.table[static_cast<size_t>(b)] = 1 << 28;
+    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), 22);
+    const auto want = dense_attention(s, c, q, 0.25f);
+    for (Isa isa : available_isas()) {
+      std::vector<float> got(q.size());
+      flash_rows(s, c, q, 0.25f, isa, 0, s.num_rows, got);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa) << " element " << i;
+    }
+  }
+}
+
 TEST(FlashAttention, LargeScoresDoNotOverflow) {
   // Scores of several hundred: a softmax without the running max would overflow exp.
   const Shape s{32, 2, 1, 400, 4, 16, 0};

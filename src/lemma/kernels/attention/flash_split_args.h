@@ -8,7 +8,8 @@ namespace lemma::kernels {
 
 // One split of keys [key_begin, key_end) for `num_rows` query tokens x `group` query heads that
 // share one KV head. Query token r sits at position first_position + r and sees key j only if
-// j <= its position and (sliding_window == 0 or position - j < sliding_window).
+// j <= its position and (sliding_window == 0 or position - j < sliding_window). Only keys some row
+// sees are read (blocks wholly before the first row's window may be freed).
 struct FlashSplitArgs {
   const float* q;          // query (r, g) at q + r * q_row_stride + g * head_dim
   int64_t q_row_stride;    // floats between consecutive tokens' queries (num_heads * head_dim)

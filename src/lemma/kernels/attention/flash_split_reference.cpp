@@ -59,8 +59,11 @@ void flash_split_reference(const FlashSplitArgs& a) {
   }
   const float* k[kTile];
   const float* v[kTile];
-  for (int64_t t0 = a.key_begin / kTile * kTile; t0 < a.key_end; t0 += kTile) {
-    const int64_t tile_lo = std::max(t0, a.key_begin), tile_hi = std::min(t0 + kTile, a.key_end);
+  // Keys before the first row's window are never read: their blocks may already be freed.
+  const int64_t first_key =
+      std::max(a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
+  for (int64_t t0 = first_key / kTile * kTile; t0 < a.key_end; t0 += kTile) {
+    const int64_t tile_lo = std::max(t0, first_key), tile_hi = std::min(t0 + kTile, a.key_end);
     for (int64_t j = tile_lo; j < tile_hi; ++j) {
       const int64_t slot = a.block_table[j / a.block_size] * a.block_size + j % a.block_size;
       k[j - t0] = a.keys + slot * a.token_stride;

@@ -2,7 +2,8 @@
 // query heads, 2 KV heads, head_dim 64, block size 16), flash kernels (layers::paged_attention)
 // against the per-query scalar loop the model used before them. Prints ms per call and the K/V
 // bytes read per second (decode) or GFLOP/s (prefill, 4 * causal pairs * head_dim per head), from
-// the best wall-clock time, with the CPU time of that call (all threads) beside it.
+// the best wall-clock time, with the CPU time of that call (all threads) beside it. Cases: decode
+// of one sequence at context 512/2048/8192, decode of 32 sequences at 512, prefill of 512 tokens.
 // Usage: attention_bench [threads=2] [repetitions=20]
 #include <algorithm>
 #include <chrono>
@@ -85,38 +86,48 @@ double best_ms(int reps, const std::function<void()>& fn, double* cpu_ms = nullp
   return best;
 }
 
-void run_case(const char* name, int64_t context, int64_t num_tokens, int threads, int reps) {
-  const int64_t blocks = (context + kBlockSize - 1) / kBlockSize;
+// `batch` sequences of `context` keys each (own shuffled blocks), `num_tokens` new tokens each.
+void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t batch, int threads, int reps) {
+  const int64_t blocks_per_seq = (context + kBlockSize - 1) / kBlockSize, blocks = blocks_per_seq * batch;
   KvCache cache(1, blocks, kBlockSize, kKvHeads, kHeadDim);
   KvLayerView view = cache.layer(0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t kv_floats = blocks * kBlockSize * view.token_stride();
   for (int64_t i = 0; i < kv_floats; ++i) view.keys[i] = normal(rng), view.values[i] = normal(rng);
-  std::vector<int32_t> table = lemma::contiguous_block_table(context, kBlockSize);
-  std::shuffle(table.begin(), table.end(), rng);  // paged, not contiguous
-  std::vector<float> q(static_cast<size_t>(num_tokens * kHeads * kHeadDim));
+  std::vector<int32_t> ids = lemma::contiguous_block_table(blocks * kBlockSize, kBlockSize);
+  std::shuffle(ids.begin(), ids.end(), rng);  // paged, not contiguous
+  std::vector<AttentionSequence> seqs;
+  for (int64_t b = 0; b < batch; ++b)
+    seqs.push_back({b * num_tokens, num_tokens, context,
+                    std::span<const int32_t>(ids).subspan(static_cast<size_t>(b * blocks_per_seq))});
+  const int64_t row_floats = kHeads * kHeadDim;
+  std::vector<float> q(static_cast<size_t>(batch * num_tokens * row_floats));
   for (float& x : q) x = normal(rng);
-  const AttentionSequence seq{0, num_tokens, context, table};
   const lemma::layers::AttentionParams params{kHeads, 1.0f / std::sqrt(float(kHeadDim)), 0};
   std::vector<float> out(q.size()), old_out(q.size());
-  std::vector<float> scratch(static_cast<size_t>(lemma::layers::paged_attention_scratch_floats(std::span(&seq, 1),
-                                                                                               params, kHeadDim)));
+  std::vector<float> scratch(static_cast<size_t>(lemma::layers::paged_attention_scratch_floats(seqs, params, kHeadDim)));
   std::vector<float> old_scratch(static_cast<size_t>(kHeads * context));
   ThreadTeam team(threads);
 
   double flash_cpu = 0.0, old_cpu = 0.0;
   const double flash = best_ms(reps, [&] {
-    lemma::layers::paged_attention(q, view, std::span(&seq, 1), params, scratch, out, &team);
+    lemma::layers::paged_attention(q, view, seqs, params, scratch, out, &team);
   }, &flash_cpu);
-  const double old = best_ms(reps, [&] { scalar_attention(q, view, seq, params.scale, old_scratch, old_out, team); },
-                             &old_cpu);
+  const double old = best_ms(reps, [&] {
+    for (const AttentionSequence& s : seqs) {
+      const auto rows = static_cast<size_t>(s.token_offset * row_floats);
+      const AttentionSequence alone{0, s.num_tokens, s.context_length, s.block_table};
+      scalar_attention(std::span<const float>(q).subspan(rows), view, alone, params.scale, old_scratch,
+                       std::span(old_out).subspan(rows), team);
+    }
+  }, &old_cpu);
   double max_diff = 0.0;
   for (size_t i = 0; i < out.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(out[i] - old_out[i])));
 
-  const double kv_gb = 2.0 * double(context) * double(view.token_stride()) * sizeof(float) / 1e9;
+  const double kv_gb = 2.0 * double(batch * context) * double(view.token_stride()) * sizeof(float) / 1e9;
   const double pairs = double(num_tokens) * double(context) - double(num_tokens) * double(num_tokens - 1) / 2.0;
-  const double gflop = 4.0 * pairs * kHeadDim * kHeads / 1e9;
+  const double gflop = 4.0 * pairs * kHeadDim * kHeads * double(batch) / 1e9;
   std::printf("%-12s ctx %5lld  flash %8.3f ms (cpu %8.3f; %5.1f GB/s K/V, %5.1f GFLOP/s)  scalar %8.3f ms "
               "(cpu %8.3f)  speed-up %4.1fx  max|diff| %.1e\n",
               name, static_cast<long long>(context), flash, flash_cpu, kv_gb / (flash / 1e3), gflop / (flash / 1e3),
@@ -132,7 +143,8 @@ int main(int argc, char** argv) {
               std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(), threads,
               static_cast<long long>(kHeads), static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim),
               static_cast<long long>(kBlockSize), reps);
-  for (int64_t ctx : {512, 2048, 8192}) run_case("decode", ctx, 1, threads, reps);
-  run_case("prefill 512", 512, 512, threads, std::max(1, reps / 4));
+  for (int64_t ctx : {512, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps);
+  run_case("decode x32", 512, 1, 32, threads, reps);
+  run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4));
   return 0;
 }

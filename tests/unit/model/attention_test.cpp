@@ -27,19 +27,21 @@ std::vector<float> attention_scratch(std::span<const AttentionSequence> seqs, co
   return std::vector<float>(static_cast<size_t>(paged_attention_scratch_floats(seqs, p, hd)), std::nanf(""));
 }
 
-void check_paged_matches_reference(const Case& c, uint32_t seed) {
+void check_paged_matches_reference(const Case& c, uint32_t seed, bool contiguous = false) {
   const int64_t ctx = c.num_cached + c.num_new;
   const int64_t kv_stride = c.num_kv_heads * c.head_dim;
   const auto keys = random_values(static_cast<size_t>(ctx * kv_stride), seed);
   const auto values = random_values(static_cast<size_t>(ctx * kv_stride), seed + 1);
   const auto q = random_values(static_cast<size_t>(c.num_new * c.num_heads * c.head_dim), seed + 2);
 
-  // Scatter the keys/values over blocks in reverse order, with unused blocks in between.
+  // Scatter the keys/values over blocks in reverse order, with unused blocks in between (or, for a
+  // contiguous cache, the table 0, 1, 2, ...).
   const int64_t needed = (ctx + c.block_size - 1) / c.block_size;
   KvCache cache(1, 2 * needed + 1, c.block_size, c.num_kv_heads, c.head_dim);
   KvLayerView view = cache.layer(0);
-  std::vector<int32_t> table;
-  for (int64_t b = 0; b < needed; ++b) table.push_back(static_cast<int32_t>(2 * (needed - b)));
+  std::vector<int32_t> table = contiguous_block_table(ctx, c.block_size);
+  if (!contiguous)
+    for (int64_t b = 0; b < needed; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(2 * (needed - b));
   for (int64_t p = 0; p < ctx; ++p) {
     std::copy_n(keys.data() + p * kv_stride, kv_stride, view.keys + view.slot_offset(table, p));
     std::copy_n(values.data() + p * kv_stride, kv_stride, view.values + view.slot_offset(table, p));
@@ -76,6 +78,13 @@ TEST(PagedAttention, MatchesReferenceSdpaAcrossSplitsAndQueryBlocks) {
                         Case{4, 2, 32, 600, 17, 16, 256}, Case{4, 4, 16, 700, 1, 16, 100},
                         Case{7, 7, 16, 0, 257, 1, 64}, Case{2, 1, 80, 1000, 8, 32, 300}})
     check_paged_matches_reference(c, seed += 10);
+}
+
+TEST(PagedAttention, ContiguousCacheIsOneBlockTable) {
+  uint32_t seed = 2000;
+  for (const Case& c : {Case{4, 2, 64, 0, 300, 16, 0}, Case{4, 2, 64, 299, 1, 16, 0}, Case{8, 8, 32, 0, 40, 512, 0},
+                        Case{6, 3, 16, 600, 3, 600, 50}})
+    check_paged_matches_reference(c, seed += 10, /*contiguous=*/true);
 }
 
 // Several sequences of one batch in one cache, each with its own (interleaved) blocks.

@@ -18,6 +18,8 @@ using kernels::kFlashSplitKeys;
 // so the choice never changes a result, only the parallelism.
 constexpr int64_t kSplitModeMaxTokens = 8;
 constexpr int64_t kQueryBlock = 16;
+// Below this many (token, head) folds, phase 2 runs on the calling thread.
+constexpr int64_t kMinFoldItemsPerTeam = 256;
 
 struct SequencePlan {
   bool split_mode = false;
@@ -161,8 +163,13 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
     }
   });
 
-  // Phase 2: short sequences fold their split partials in split order, per (token, head).
-  for_each_thread(team, [&](int64_t thread, int64_t num_threads) {
+  // Phase 2: short sequences fold their split partials in split order, per (token, head). Cheap
+  // (a few head_dim-long folds per item), so small batches skip the team's wake-up.
+  int64_t fold_items = 0;
+  for (const AttentionSequence& s : sequences)
+    if (plan_sequence(s, p, hd).split_mode) fold_items += s.num_tokens * p.num_heads;
+  if (fold_items == 0) return;
+  for_each_thread(fold_items >= kMinFoldItemsPerTeam ? team : nullptr, [&](int64_t thread, int64_t num_threads) {
     int64_t item = 0, offset = 0;
     for (const AttentionSequence& s : sequences) {
       const SequencePlan plan = plan_sequence(s, p, hd);

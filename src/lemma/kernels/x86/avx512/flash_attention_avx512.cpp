@@ -53,6 +53,44 @@ __m512 tile_dots(const float* q, const float* const* k, int64_t hd) {
   return transpose_sum(acc);
 }
 
+// acc[d0 .. d0 + 16 * kChunks) = acc * alpha + sum over keys j in [lo, hi) of p[j - t0] * v[j][d]
+// (ascending j; the last chunk masked to head_dim). kChunks accumulators stay in registers so
+// their FMA chains overlap; every element sees the same operations in the same order.
+template <int kChunks>
+void accumulate_block(float* acc, __m512 p, float alpha, const float* const* v, int64_t t0, int64_t lo, int64_t hi,
+                      int64_t d0, int64_t hd) {
+  __m512 o[kChunks];
+  __mmask16 m[kChunks];
+  for (int c = 0; c < kChunks; ++c) {
+    m[c] = tail_mask(hd - d0 - 16 * c);
+    o[c] = _mm512_maskz_loadu_ps(m[c], acc + d0 + 16 * c);
+    if (alpha != 1.0f) o[c] = _mm512_mul_ps(o[c], _mm512_set1_ps(alpha));
+  }
+  for (int64_t j = lo; j < hi; ++j) {
+    const __m512 pj = _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(j - t0)), p);
+    const float* vj = v[j - t0] + d0;
+    for (int c = 0; c < kChunks; ++c) o[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], vj + 16 * c), o[c]);
+  }
+  for (int c = 0; c < kChunks; ++c) _mm512_mask_storeu_ps(acc + d0 + 16 * c, m[c], o[c]);
+}
+
+// The value half of the online-softmax update over head_dim, in blocks of up to 128 floats.
+void accumulate_values(float* acc, __m512 p, float alpha, const float* const* v, int64_t t0, int64_t lo, int64_t hi,
+                       int64_t hd) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 128) {
+    switch ((min64(hd - d0, 128) + 15) / 16) {
+      case 1: accumulate_block<1>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 2: accumulate_block<2>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 3: accumulate_block<3>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 4: accumulate_block<4>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 5: accumulate_block<5>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 6: accumulate_block<6>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 7: accumulate_block<7>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      default: accumulate_block<8>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+    }
+  }
+}
+
 void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
                   int64_t lo, int64_t hi, float* part) {
   const int64_t hd = a.head_dim;
@@ -70,18 +108,7 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   const __m512 p = _mm512_load_ps(s);
   part[0] = m_new;
   part[1] = part[1] * alpha + _mm512_reduce_add_ps(p);
-  float* acc = part + 2;
-  const __m512 alpha_v = _mm512_set1_ps(alpha);
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __mmask16 m = tail_mask(hd - d);
-    __m512 o = _mm512_maskz_loadu_ps(m, acc + d);
-    if (alpha != 1.0f) o = _mm512_mul_ps(o, alpha_v);
-    for (int64_t j = lo; j < hi; ++j) {
-      const __m512 pj = _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(j - t0)), p);
-      o = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m, v[j - t0] + d), o);
-    }
-    _mm512_mask_storeu_ps(acc + d, m, o);
-  }
+  accumulate_values(part + 2, p, alpha, v, t0, lo, hi, hd);
 }
 
 }  // namespace

@@ -75,6 +75,44 @@ __m256 masked_scores(__m256 dots, float scale, int64_t first_key, int64_t lo, in
                           _mm256_castsi256_ps(visible));
 }
 
+// acc[d0 .. d0 + 8 * kChunks) = acc * alpha + sum over keys j in [lo, hi) of p[j - t0] * v[j][d]
+// (ascending j; the last chunk masked to head_dim). kChunks accumulators stay in registers so
+// their FMA chains overlap; every element sees the same operations in the same order.
+template <int kChunks>
+void accumulate_block(float* acc, const float* p, float alpha, const float* const* v, int64_t t0, int64_t lo,
+                      int64_t hi, int64_t d0, int64_t hd) {
+  __m256 o[kChunks];
+  __m256i m[kChunks];
+  for (int c = 0; c < kChunks; ++c) {
+    m[c] = tail_mask(hd - d0 - 8 * c);
+    o[c] = _mm256_maskload_ps(acc + d0 + 8 * c, m[c]);
+    if (alpha != 1.0f) o[c] = _mm256_mul_ps(o[c], _mm256_set1_ps(alpha));
+  }
+  for (int64_t j = lo; j < hi; ++j) {
+    const __m256 pj = _mm256_set1_ps(p[j - t0]);
+    const float* vj = v[j - t0] + d0;
+    for (int c = 0; c < kChunks; ++c) o[c] = _mm256_fmadd_ps(pj, _mm256_maskload_ps(vj + 8 * c, m[c]), o[c]);
+  }
+  for (int c = 0; c < kChunks; ++c) _mm256_maskstore_ps(acc + d0 + 8 * c, m[c], o[c]);
+}
+
+// The value half of the online-softmax update over head_dim, in blocks of up to 64 floats.
+void accumulate_values(float* acc, const float* p, float alpha, const float* const* v, int64_t t0, int64_t lo,
+                       int64_t hi, int64_t hd) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 64) {
+    switch ((min64(hd - d0, 64) + 7) / 8) {
+      case 1: accumulate_block<1>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 2: accumulate_block<2>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 3: accumulate_block<3>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 4: accumulate_block<4>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 5: accumulate_block<5>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 6: accumulate_block<6>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      case 7: accumulate_block<7>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+      default: accumulate_block<8>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+    }
+  }
+}
+
 void update_query(const FlashSplitArgs& a, const float* q, const float* const* k, const float* const* v, int64_t t0,
                   int64_t lo, int64_t hi, float* part) {
   const int64_t hd = a.head_dim;
@@ -93,16 +131,7 @@ void update_query(const FlashSplitArgs& a, const float* q, const float* const* k
   exp_avx2(s, s, kTile);
   part[0] = m_new;
   part[1] = part[1] * alpha + hsum(_mm256_add_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
-  float* acc = part + 2;
-  const __m256 alpha_v = _mm256_set1_ps(alpha);
-  for (int64_t d = 0; d < hd; d += 8) {
-    const __m256i m = tail_mask(hd - d);
-    __m256 o = _mm256_maskload_ps(acc + d, m);
-    if (alpha != 1.0f) o = _mm256_mul_ps(o, alpha_v);
-    for (int64_t j = lo; j < hi; ++j)
-      o = _mm256_fmadd_ps(_mm256_set1_ps(s[j - t0]), _mm256_maskload_ps(v[j - t0] + d, m), o);
-    _mm256_maskstore_ps(acc + d, m, o);
-  }
+  accumulate_values(part + 2, s, alpha, v, t0, lo, hi, hd);
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
   for (float& x : q) x = normal(rng);
   const lemma::layers::AttentionParams params{kHeads, 1.0f / std::sqrt(float(kHeadDim)), 0};
   std::vector<float> out(q.size()), old_out(q.size());
-  std::vector<float> scratch(static_cast<size_t>(lemma::layers::paged_attention_scratch_floats(seqs, params, kHeadDim)));
+  const int64_t scratch_floats = lemma::layers::paged_attention_scratch_floats(seqs, params, kHeadDim);
+  std::vector<float> scratch(static_cast<size_t>(scratch_floats));
   std::vector<float> old_scratch(static_cast<size_t>(kHeads * context));
   ThreadTeam team(threads);
 

@@ -75,7 +75,8 @@ std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const s
       double max_score = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
         double dot = 0.0;
-        for (int64_t d = 0; d < hd; ++d) dot += double(qv[d]) * c.dense_k[static_cast<size_t>(j * kv_stride + kvh * hd + d)];
+        const float* kj = c.dense_k.data() + j * kv_stride + kvh * hd;
+        for (int64_t d = 0; d < hd; ++d) dot += double(qv[d]) * kj[d];
         w.push_back(dot * scale);
         max_score = std::max(max_score, w.back());
       }

@@ -53,7 +53,8 @@ void check_paged_matches_reference(const Case& c, uint32_t seed, bool contiguous
   const SdpaShape shape{c.num_new, ctx, c.num_heads, c.num_kv_heads, c.head_dim};
   reference_sdpa(q, keys, values, shape, {true, c.num_cached, c.window, {}}, scale, want);
   for (kernels::Isa isa : kernels::available_isas()) {
-    std::vector<float> got(q.size(), std::nanf("")), scratch = attention_scratch(std::span(&seq, 1), params, c.head_dim);
+    std::vector<float> got(q.size(), std::nanf(""));
+    std::vector<float> scratch = attention_scratch(std::span(&seq, 1), params, c.head_dim);
     paged_attention(q, view, std::span(&seq, 1), params, scratch, got, nullptr, isa);
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 2e-5) << kernels::isa_name(isa) << " heads " << c.num_heads << "/"

@@ -119,7 +119,8 @@ void flash_split_avx512(const FlashSplitArgs& a) {
     float* part = a.partial + i * stride;
     part[0] = kNegInf;
     part[1] = 0.0f;
-    for (int64_t d = 0; d < a.head_dim; d += 16) _mm512_mask_storeu_ps(part + 2 + d, tail_mask(a.head_dim - d), _mm512_setzero_ps());
+    for (int64_t d = 0; d < a.head_dim; d += 16)
+      _mm512_mask_storeu_ps(part + 2 + d, tail_mask(a.head_dim - d), _mm512_setzero_ps());
   }
   const float* k[kTile];
   const float* v[kTile];

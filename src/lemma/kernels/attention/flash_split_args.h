@@ -18,7 +18,8 @@ struct FlashSplitArgs {
   int64_t head_dim;
   int64_t first_position;  // position of query row 0
   int64_t sliding_window;  // 0 = unlimited
-  int64_t key_begin;       // absolute key positions of this split; key_begin is a multiple of 16
+  int64_t key_begin;       // absolute key positions of this split (tiles of 16 keys start at
+                           // absolute multiples of 16 whatever key_begin is)
   int64_t key_end;
   float scale;             // applied to q.k (usually 1/sqrt(head_dim))
   // Paged K/V for this KV head: key j is keys + slot(j) * token_stride, where

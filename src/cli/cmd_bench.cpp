@@ -1,0 +1,237 @@
+// `lemma bench roofline|model|capacity`: the machine's roofline (read bandwidth, peak FLOP/s),
+// llama-bench-style model throughput (pp/tg tokens/s with its fraction of the roofline) and the
+// memory capacity model (G5, G17). Printing only; the measuring lives in lemma/bench/.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/generation_options.h"
+#include "lemma/base/error.h"
+#include "lemma/bench/capacity.h"
+#include "lemma/bench/cost.h"
+#include "lemma/bench/memory_bandwidth.h"
+#include "lemma/bench/model_bench.h"
+#include "lemma/bench/peak_flops.h"
+#include "lemma/kernels/isa.h"
+#include "lemma/kernels/registry.h"
+#include "lemma/model/model.h"
+#include "lemma/tensor/dtype.h"
+
+namespace lemma::cli {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct MachineFlags {
+  int threads = 0;
+  int64_t buffer_mib = 1024;
+};
+
+struct ModelFlags {
+  std::string model, load = "lazy";
+  int threads = 0;
+  int64_t pp = 512, tg = 128, batch = 1;
+  int reps = 3;
+  double bandwidth_gbps = 0.0, peak_gflops = 0.0;  // 0 = measure
+  int64_t buffer_mib = 1024;
+  bool json = false;
+};
+
+struct CapacityFlags {
+  std::string model;
+  double memory_gb = 0.0;  // 0 = this machine's MemTotal
+  int64_t ctx = 4096, block_size = 16;
+};
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+double mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0.0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024.0;
+    in.ignore(256, '\n');
+  }
+  return 0.0;
+}
+
+std::string feature_list() {
+  const auto& f = kernels::cpu_features();
+  std::string s;
+  auto add = [&](const char* name, bool on) { s += std::string(s.empty() ? "" : " ") + name + (on ? "" : "(no)"); };
+  add("avx2", f.avx2);
+  add("avx512", f.avx512);
+  add("avx512_bf16", f.avx512_bf16);
+  add("avx512_vnni", f.avx512_vnni);
+  add("amx", f.amx);
+  return s;
+}
+
+bench::BandwidthResult measure_bandwidth(int threads, int64_t buffer_mib) {
+  if (buffer_mib < 1) throw InvalidArgument("--buffer-mib must be >= 1");
+  return bench::measure_read_bandwidth({threads, static_cast<uint64_t>(buffer_mib) << 20, 5});
+}
+
+void print_machine(int threads) {
+  std::printf("machine: %s, %s\n", cpu_model_name().c_str(), feature_list().c_str());
+  std::printf("isa: %s, threads: %d\n", std::string(kernels::isa_name(kernels::active_isa())).c_str(), threads);
+}
+
+int run_roofline(const MachineFlags& flags) {
+  const int threads = resolve_threads(flags.threads);
+  print_machine(threads);
+  const auto bw = measure_bandwidth(threads, flags.buffer_mib);
+  std::printf("bandwidth (read, best of %zu passes over %.2f GiB, %s loop): %.1f GB/s  [passes:",
+              bw.pass_gbps.size(), static_cast<double>(bw.bytes_per_pass) / kGiB, bw.loop, bw.best_gbps);
+  for (double g : bw.pass_gbps) std::printf(" %.1f", g);
+  std::printf("]\n");
+  for (const auto& p : bench::measure_peak_flops({threads})) {
+    std::printf("peak %-20s %9.1f GFLOP/s   ridge %6.1f FLOP/byte\n", (p.name + ":").c_str(), p.gflops,
+                p.gflops / bw.best_gbps);
+  }
+  return 0;
+}
+
+double best_peak_gflops(int threads) {
+  double best = 0.0;
+  for (const auto& p : bench::measure_peak_flops({threads})) best = std::max(best, p.gflops);
+  return best;
+}
+
+int run_model(const ModelFlags& flags) {
+  const int threads = resolve_threads(flags.threads);
+  const Model model = Model::open(flags.model, parse_load_mode(flags.load));
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  const std::string kernel(kernels::kernel_name_for(w.layers.at(0).q.dtype, c.hidden_size));
+  const auto weight_bytes = bench::weight_bytes(c, w);
+  const uint64_t kv_per_token = bench::kv_bytes_per_token(c);
+  const double bandwidth = flags.bandwidth_gbps > 0 ? flags.bandwidth_gbps : measure_bandwidth(threads, flags.buffer_mib).best_gbps;
+  const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : best_peak_gflops(threads);
+  if (!flags.json) {
+    print_machine(threads);
+    std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
+    std::printf("weights: %s, %.1f MiB resident, %.1f MiB read per decode step; kv: %llu bytes/token (f32)\n",
+                std::string(dtype_name(w.layers.at(0).q.dtype)).c_str(), static_cast<double>(weight_bytes.resident) / (1 << 20),
+                static_cast<double>(weight_bytes.read_per_token) / (1 << 20), static_cast<unsigned long long>(kv_per_token));
+    std::printf("matmul kernel: %s\n", kernel.c_str());
+    std::printf("roofline: %.1f GB/s read%s, %.1f GFLOP/s peak%s\n", bandwidth, flags.bandwidth_gbps > 0 ? " (given)" : "",
+                peak, flags.peak_gflops > 0 ? " (given)" : "");
+    std::printf("workload: pp%lld, tg%lld, batch %lld, %d reps after a warm-up, outputs checked first\n",
+                static_cast<long long>(flags.pp), static_cast<long long>(flags.tg), static_cast<long long>(flags.batch), flags.reps);
+  }
+  bench::ModelBenchOptions options{flags.pp, flags.tg, flags.reps, threads, flags.batch, 42};
+  const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
+  const auto results = bench::run_model_bench(model, options, progress);
+  if (!flags.json) std::printf("%-8s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
+  for (const auto& r : results) {
+    const bool decode = r.test[0] == 't';
+    double roofline_tps = 0.0, bytes_per_token = 0.0, gflops = 0.0;
+    if (decode) {
+      bytes_per_token = bench::decode_bytes_per_token(weight_bytes.read_per_token, kv_per_token,
+                                                      bench::mean_decode_context(flags.tg), r.batch);
+      roofline_tps = bandwidth * 1e9 / bytes_per_token;
+    } else {
+      gflops = bench::prefill_flops(c, w, flags.pp) / 1e9;
+      roofline_tps = peak * static_cast<double>(flags.pp) / gflops;  // compute-bound ceiling
+    }
+    const double fraction = r.tokens_per_s.mean / roofline_tps;
+    if (flags.json) {
+      nlohmann::json j = {{"test", r.test}, {"threads", threads}, {"batch", r.batch},
+                          {"tokens_per_s", r.tokens_per_s.mean}, {"stddev", r.tokens_per_s.stddev},
+                          {"reps", r.tokens_per_s.count}, {"isa", kernels::isa_name(kernels::active_isa())},
+                          {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
+      if (decode) {
+        j["bytes_per_token"] = bytes_per_token;
+        j["bandwidth_gbps"] = bandwidth;
+      } else {
+        j["gflop_per_run"] = gflops;
+        j["peak_gflops"] = peak;
+      }
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%-8s %6lld %7d %14.2f %10.2f %14.2f %8.1f%%\n", r.test.c_str(), static_cast<long long>(r.batch), threads,
+                  r.tokens_per_s.mean, r.tokens_per_s.stddev, roofline_tps, 100.0 * fraction);
+      if (decode) {
+        std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
+                    r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg),
+                    bytes_per_token * r.tokens_per_s.mean / 1e9);
+      } else {
+        std::printf("  %s: %.1f GFLOP per run, %.1f GFLOP/s achieved (ceiling: best register peak)\n",
+                    r.test.c_str(), gflops, gflops * r.tokens_per_s.mean / static_cast<double>(flags.pp));
+      }
+    }
+  }
+  return 0;
+}
+
+int run_capacity(const CapacityFlags& flags) {
+  const Model model = Model::open(flags.model);
+  const ModelConfig& c = model.config();
+  const auto weights = bench::weight_bytes(c, model.weights());
+  const double memory = flags.memory_gb > 0 ? flags.memory_gb * 1e9 : mem_total_bytes();
+  if (memory <= 0) throw InvalidArgument("--memory-gb is needed (cannot read MemTotal)");
+  const auto plan = bench::plan_capacity(c, weights.resident, static_cast<uint64_t>(memory), flags.ctx, flags.block_size);
+  std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
+  std::printf("kv bytes per token: %llu (2 x %lld layers x %lld kv heads x %lld head dim x %llu bytes)\n",
+              static_cast<unsigned long long>(plan.kv_bytes_per_token), static_cast<long long>(c.num_layers),
+              static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim),
+              static_cast<unsigned long long>(bench::kKvBytesPerValue));
+  std::printf("weight bytes: %llu (%.2f GiB)\n", static_cast<unsigned long long>(plan.weight_bytes),
+              static_cast<double>(plan.weight_bytes) / kGiB);
+  std::printf("memory budget: %.2f GB%s\n", memory / 1e9, flags.memory_gb > 0 ? "" : " (MemTotal)");
+  std::printf("context: %lld tokens, block size %lld: %llu kv bytes per sequence\n", static_cast<long long>(plan.context),
+              static_cast<long long>(plan.block_size), static_cast<unsigned long long>(plan.kv_bytes_per_sequence));
+  std::printf("kv blocks that fit: %lld\n", static_cast<long long>(plan.max_blocks));
+  std::printf("max concurrent sequences: %lld\n", static_cast<long long>(plan.max_sequences));
+  return 0;
+}
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks: machine roofline, model throughput, memory capacity");
+  bench->require_subcommand(1);
+
+  auto machine = std::make_shared<MachineFlags>();
+  auto* roofline = bench->add_subcommand("roofline", "Read bandwidth (best of 5 passes) and peak FLOP/s per ISA");
+  roofline->add_option("--threads,-t", machine->threads, "Threads (default: one per core)");
+  roofline->add_option("--buffer-mib", machine->buffer_mib, "Bandwidth buffer size")->capture_default_str();
+  bind(roofline, [machine] { return run_roofline(*machine); });
+
+  auto flags = std::make_shared<ModelFlags>();
+  auto* model = bench->add_subcommand("model", "llama-bench-style prefill (pp) and decode (tg) tokens/s");
+  model->add_option("--model,-m", flags->model, "HF directory or .gguf file")->required();
+  model->add_option("--threads,-t", flags->threads, "Threads per forward (default: one per core)");
+  model->add_option("--pp,-p", flags->pp, "Prompt tokens of the prefill test (0 = skip)")->capture_default_str();
+  model->add_option("--tg,-n", flags->tg, "Decode steps of the generation test (0 = skip)")->capture_default_str();
+  model->add_option("--reps,-r", flags->reps, "Timed repetitions")->capture_default_str();
+  model->add_option("--batch,-b", flags->batch, "Sequences decoded together in tg")->capture_default_str();
+  model->add_option("--bandwidth", flags->bandwidth_gbps, "Read bandwidth in GB/s (default: measure it)");
+  model->add_option("--peak-gflops", flags->peak_gflops, "Peak GFLOP/s (default: measure it)");
+  model->add_option("--buffer-mib", flags->buffer_mib, "Bandwidth buffer size when measuring")->capture_default_str();
+  model->add_option("--load", flags->load, "lazy | prefault | copy")->capture_default_str();
+  model->add_flag("--json", flags->json, "One JSON object per test and line");
+  bind(model, [flags] { return run_model(*flags); });
+
+  auto cap = std::make_shared<CapacityFlags>();
+  auto* capacity = bench->add_subcommand("capacity", "KV bytes per token, weight bytes, max concurrent sequences");
+  capacity->add_option("--model,-m", cap->model, "HF directory or .gguf file")->required();
+  capacity->add_option("--memory-gb", cap->memory_gb, "Memory budget in GB (default: MemTotal)");
+  capacity->add_option("--ctx,-c", cap->ctx, "Tokens per sequence")->capture_default_str();
+  capacity->add_option("--block-size", cap->block_size, "KV block size")->capture_default_str();
+  bind(capacity, [cap] { return run_capacity(*cap); });
+}
+
+}  // namespace lemma::cli

@@ -1,0 +1,58 @@
+#include "lemma/bench/capacity.h"
+
+#include <string>
+
+#include "lemma/base/error.h"
+#include "lemma/tensor/tensor_view.h"
+
+namespace lemma::bench {
+
+namespace {
+uint64_t floats_bytes(const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); }
+}  // namespace
+
+uint64_t kv_bytes_per_token(const ModelConfig& config, uint64_t bytes_per_value) {
+  return 2 * static_cast<uint64_t>(config.num_layers) * static_cast<uint64_t>(config.num_kv_heads) *
+         static_cast<uint64_t>(config.head_dim) * bytes_per_value;
+}
+
+WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights) {
+  WeightBytes b;
+  uint64_t matrices = 0, vectors = floats_bytes(weights.final_norm);
+  for (const auto& l : weights.layers) {
+    for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) matrices += m->bytes();
+    for (const auto* v : {&l.attn_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm, &l.ffn_norm}) {
+      vectors += floats_bytes(*v);
+    }
+  }
+  const uint64_t embedding = weights.token_embedding.bytes();
+  const bool tied = weights.lm_head.data == weights.token_embedding.data;
+  const uint64_t head = weights.lm_head.bytes();
+  const uint64_t embedding_row = config.vocab_size > 0 ? embedding / static_cast<uint64_t>(config.vocab_size) : 0;
+  b.resident = matrices + vectors + embedding + (tied ? 0 : head);
+  b.read_per_token = matrices + vectors + head + embedding_row;
+  return b;
+}
+
+CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_bytes, uint64_t memory_bytes,
+                           int64_t context, int64_t block_size) {
+  if (context <= 0 || block_size <= 0) {
+    throw InvalidArgument("capacity: context (" + std::to_string(context) + ") and block size (" +
+                          std::to_string(block_size) + ") must be positive");
+  }
+  CapacityPlan p;
+  p.memory_bytes = memory_bytes;
+  p.weight_bytes = resident_weight_bytes;
+  p.kv_bytes_per_token = kv_bytes_per_token(config);
+  p.context = context;
+  p.block_size = block_size;
+  const uint64_t blocks_per_sequence = static_cast<uint64_t>((context + block_size - 1) / block_size);
+  const uint64_t block_bytes = p.kv_bytes_per_token * static_cast<uint64_t>(block_size);
+  p.kv_bytes_per_sequence = blocks_per_sequence * block_bytes;
+  const uint64_t kv_budget = memory_bytes > resident_weight_bytes ? memory_bytes - resident_weight_bytes : 0;
+  p.max_blocks = block_bytes > 0 ? static_cast<int64_t>(kv_budget / block_bytes) : 0;
+  p.max_sequences = static_cast<int64_t>(static_cast<uint64_t>(p.max_blocks) / blocks_per_sequence);
+  return p;
+}
+
+}  // namespace lemma::bench

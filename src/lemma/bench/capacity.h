@@ -1,0 +1,40 @@
+// The memory side of G5's capacity model: how many bytes the weights and each token's keys/values
+// take, how many bytes a decode step reads per generated token, and how many sequences of a given
+// context fit in a memory budget. Plain arithmetic over ModelConfig/ModelWeights; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "lemma/model/model_config.h"
+#include "lemma/model/model_weights.h"
+
+namespace lemma::bench {
+
+// lemma's KV cache stores f32 keys and values (model/kv_cache.h).
+inline constexpr uint64_t kKvBytesPerValue = 4;
+
+// K and V of one token in every layer: 2 x layers x kv_heads x head_dim x bytes_per_value.
+uint64_t kv_bytes_per_token(const ModelConfig& config, uint64_t bytes_per_value = kKvBytesPerValue);
+
+struct WeightBytes {
+  uint64_t resident = 0;        // every tensor the model holds (matrices in file dtype, 1-D tensors as f32)
+  uint64_t read_per_token = 0;  // what one decode step streams: all layer matrices + LM head + one embedding row
+};
+WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights);
+
+struct CapacityPlan {
+  uint64_t memory_bytes = 0;            // the budget
+  uint64_t weight_bytes = 0;            // resident weights, taken off the budget first
+  uint64_t kv_bytes_per_token = 0;
+  int64_t context = 0;                  // tokens per sequence
+  int64_t block_size = 0;               // KV block size (tokens); a sequence holds whole blocks
+  uint64_t kv_bytes_per_sequence = 0;   // ceil(context / block_size) blocks
+  int64_t max_sequences = 0;            // floor((memory - weights) / kv_bytes_per_sequence), >= 0
+  int64_t max_blocks = 0;               // KV blocks that fit in (memory - weights)
+};
+
+// Throws InvalidArgument for a non-positive context or block size.
+CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_bytes, uint64_t memory_bytes,
+                           int64_t context, int64_t block_size = 16);
+
+}  // namespace lemma::bench

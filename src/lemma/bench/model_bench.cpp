@@ -1,0 +1,144 @@
+#include "lemma/bench/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include "lemma/base/error.h"
+
+namespace lemma::bench {
+
+namespace {
+constexpr int64_t kBlockSize = 16;
+using Clock = std::chrono::steady_clock;
+
+int64_t blocks_for(int64_t tokens) { return (tokens + kBlockSize - 1) / kBlockSize; }
+
+std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, std::mt19937_64& rng) {
+  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(vocab - 1));
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  for (auto& id : ids) id = dist(rng);
+  return ids;
+}
+
+// G5: a benchmark of garbage is worthless, so outputs are checked before anything is timed.
+void check_logits(std::span<const float> logits, const std::string& what) {
+  float lo = logits.empty() ? 0.0f : logits[0], hi = lo;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!std::isfinite(logits[i])) {
+      throw Error("bench: " + what + ": logit " + std::to_string(i) + " is not finite (" + std::to_string(logits[i]) + ")");
+    }
+    lo = std::min(lo, logits[i]);
+    hi = std::max(hi, logits[i]);
+  }
+  if (logits.empty() || lo == hi) throw Error("bench: " + what + ": logits are all equal; the forward is degenerate");
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+class Runner {
+ public:
+  Runner(const Model& model, const ModelBenchOptions& options)
+      : model_(model), options_(options), workspace_(options.num_threads), rng_(options.seed) {
+    const ModelConfig& c = model.config();
+    const int64_t blocks_per_seq = std::max(blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens));
+    cache_ = KvCache::for_model(c, std::max<int64_t>(1, blocks_per_seq * options.batch), kBlockSize);
+    for (int64_t b = 0; b < options.batch; ++b) {
+      std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
+      for (int64_t i = 0; i < blocks_per_seq; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(b * blocks_per_seq + i);
+      tables_.push_back(std::move(table));
+    }
+    const int64_t max_tokens = std::max(options.prompt_tokens, options.batch);
+    const int64_t max_context = std::max(options.prompt_tokens, options.gen_tokens);
+    workspace_.reserve(c, max_tokens, options.batch, max_context);  // nothing grows while timed
+    logits_.resize(static_cast<size_t>(options.batch * c.vocab_size));
+  }
+
+  // One prefill of the whole prompt into the empty cache of sequence 0.
+  double prefill(bool check) {
+    const auto prompt = random_tokens(options_.prompt_tokens, model_.config().vocab_size, rng_);
+    ForwardBatch batch;
+    batch.sequences.push_back({prompt, 0, tables_[0], LogitsRequest::kLast});
+    const auto start = Clock::now();
+    model_.forward(batch, cache_, workspace_, logits_);
+    const double s = seconds_since(start);
+    if (check) check_logits(std::span(logits_).first(static_cast<size_t>(model_.config().vocab_size)), "prefill");
+    return s;
+  }
+
+  // `steps` decode steps of every sequence from an empty cache.
+  double decode(int64_t steps, bool check) {
+    const int64_t vocab = model_.config().vocab_size;
+    const auto ids = random_tokens(steps * options_.batch, vocab, rng_);
+    ForwardBatch batch;
+    batch.sequences.resize(static_cast<size_t>(options_.batch));
+    for (int64_t b = 0; b < options_.batch; ++b) batch.sequences[static_cast<size_t>(b)].block_table = tables_[static_cast<size_t>(b)];
+    const auto start = Clock::now();
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t b = 0; b < options_.batch; ++b) {
+        auto& seq = batch.sequences[static_cast<size_t>(b)];
+        seq.token_ids = std::span(ids).subspan(static_cast<size_t>(step * options_.batch + b), 1);
+        seq.num_cached = step;
+      }
+      model_.forward(batch, cache_, workspace_, logits_);
+    }
+    const double s = seconds_since(start);
+    if (check) check_logits(std::span(logits_).first(static_cast<size_t>(options_.batch * vocab)), "decode");
+    return s;
+  }
+
+ private:
+  const Model& model_;
+  const ModelBenchOptions& options_;
+  KvCache cache_;
+  ForwardWorkspace workspace_;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<float> logits_;
+  std::mt19937_64 rng_;
+};
+
+PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<double> seconds) {
+  PhaseResult r{std::move(test), batch, tokens, std::move(seconds), {}};
+  std::vector<double> rates;
+  for (double s : r.seconds) rates.push_back(static_cast<double>(tokens) / s);
+  r.tokens_per_s = summarize(rates);
+  return r;
+}
+}  // namespace
+
+std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
+                                         const BenchProgress& progress) {
+  if (options.prompt_tokens < 0 || options.gen_tokens < 0 || options.reps < 1 || options.num_threads < 1 ||
+      options.batch < 1) {
+    throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1 and batch >= 1");
+  }
+  const auto note = [&](const std::string& what) { if (progress) progress(what); };
+  Runner runner(model, options);
+  std::vector<PhaseResult> results;
+  if (options.prompt_tokens > 0) {
+    const std::string test = "pp" + std::to_string(options.prompt_tokens);
+    note(test + " warm-up");
+    runner.prefill(/*check=*/true);
+    std::vector<double> seconds;
+    for (int r = 0; r < options.reps; ++r) {
+      note(test + " rep " + std::to_string(r + 1) + "/" + std::to_string(options.reps));
+      seconds.push_back(runner.prefill(/*check=*/r + 1 == options.reps));
+    }
+    results.push_back(finish(test, 1, options.prompt_tokens, std::move(seconds)));
+  }
+  if (options.gen_tokens > 0) {
+    const std::string test = "tg" + std::to_string(options.gen_tokens);
+    note(test + " warm-up");
+    runner.decode(std::min<int64_t>(options.gen_tokens, 4), /*check=*/true);
+    std::vector<double> seconds;
+    for (int r = 0; r < options.reps; ++r) {
+      note(test + " rep " + std::to_string(r + 1) + "/" + std::to_string(options.reps));
+      seconds.push_back(runner.decode(options.gen_tokens, /*check=*/r + 1 == options.reps));
+    }
+    results.push_back(finish(test, options.batch, options.gen_tokens * options.batch, std::move(seconds)));
+  }
+  return results;
+}
+
+}  // namespace lemma::bench

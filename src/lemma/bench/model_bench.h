@@ -1,0 +1,42 @@
+// llama-bench-style model throughput: "pp<P>" is one forward of P prompt tokens into an empty
+// cache; "tg<N>" is N single-token decode steps from an empty cache, each step one forward of
+// `batch` sequences (one new token each, every sequence with its own block table). Token ids are
+// seeded pseudo-random, as llama-bench's. Before any timing the outputs are checked (logits finite
+// and not all equal) and each phase is warmed up once; then `reps` timed repetitions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lemma/bench/statistics.h"
+#include "lemma/model/model.h"
+
+namespace lemma::bench {
+
+struct ModelBenchOptions {
+  int64_t prompt_tokens = 512;  // pp; 0 skips the prefill test
+  int64_t gen_tokens = 128;     // tg; 0 skips the decode test
+  int reps = 3;
+  int num_threads = 1;
+  int64_t batch = 1;            // sequences decoded together in tg
+  uint64_t seed = 42;
+};
+
+struct PhaseResult {
+  std::string test;             // "pp512", "tg128"
+  int64_t batch = 1;
+  int64_t tokens_per_rep = 0;   // tokens processed per repetition, all sequences together
+  std::vector<double> seconds;  // one per repetition
+  Summary tokens_per_s;         // over repetitions
+};
+
+// Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3").
+using BenchProgress = std::function<void(const std::string& what)>;
+
+// Throws InvalidArgument for bad options, Error when the model's outputs fail the check.
+std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
+                                         const BenchProgress& progress = {});
+
+}  // namespace lemma::bench

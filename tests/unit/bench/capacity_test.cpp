@@ -1,0 +1,95 @@
+// The capacity and cost models against independent arithmetic and against what KvCache really
+// allocates (KvCache::bytes()).
+#include <gtest/gtest.h>
+
+#include "lemma/base/error.h"
+#include "lemma/bench/capacity.h"
+#include "lemma/bench/cost.h"
+#include "lemma/model/kv_cache.h"
+#include "random_model.h"
+
+namespace lemma::bench {
+namespace {
+
+ModelConfig config_with(int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  ModelConfig c = testing::small_config();
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.head_dim = head_dim;
+  return c;
+}
+
+TEST(Capacity, KvBytesPerTokenMatchesTheCacheLayout) {
+  for (const ModelConfig& c : {config_with(2, 4, 4, 8), config_with(3, 4, 2, 16), config_with(5, 8, 1, 32)}) {
+    EXPECT_EQ(kv_bytes_per_token(c), uint64_t(2 * c.num_layers * c.num_kv_heads * c.head_dim * 4));
+    EXPECT_EQ(kv_bytes_per_token(c, 2), kv_bytes_per_token(c) / 2);
+    // A one-block cache of block size 1 holds exactly one token.
+    EXPECT_EQ(KvCache::for_model(c, 1, 1).bytes(), kv_bytes_per_token(c));
+  }
+}
+
+// G5: the predicted KV memory of the planned sequences against a real allocation, within 10%.
+TEST(Capacity, PlannedSequencesFitAMeasuredAllocation) {
+  struct Case {
+    ModelConfig config;
+    int64_t context, block_size;
+    uint64_t weights, memory;
+  };
+  const Case cases[] = {{config_with(2, 4, 4, 8), 100, 16, 1000, 4u << 20},
+                        {config_with(3, 4, 2, 16), 257, 7, 0, 8u << 20},
+                        {config_with(4, 8, 1, 32), 64, 1, 1u << 20, 6u << 20}};
+  for (const Case& k : cases) {
+    const CapacityPlan plan = plan_capacity(k.config, k.weights, k.memory, k.context, k.block_size);
+    ASSERT_GT(plan.max_sequences, 0);
+    const int64_t blocks_per_seq = (k.context + k.block_size - 1) / k.block_size;
+    const KvCache sequences = KvCache::for_model(k.config, plan.max_sequences * blocks_per_seq, k.block_size);
+    const double predicted = static_cast<double>(plan.kv_bytes_per_sequence) * static_cast<double>(plan.max_sequences);
+    EXPECT_NEAR(static_cast<double>(sequences.bytes()), predicted, 0.1 * predicted);
+    // Everything planned fits the budget left after the weights, and one more sequence would not.
+    const KvCache blocks = KvCache::for_model(k.config, plan.max_blocks, k.block_size);
+    EXPECT_LE(blocks.bytes() + k.weights, k.memory);
+    EXPECT_GT(KvCache::for_model(k.config, plan.max_blocks + 1, k.block_size).bytes() + k.weights, k.memory);
+    EXPECT_GT(static_cast<double>(plan.max_sequences + 1) * static_cast<double>(plan.kv_bytes_per_sequence),
+              static_cast<double>(k.memory - k.weights));
+  }
+}
+
+TEST(Capacity, WeightsLargerThanTheBudgetLeaveNoSequences) {
+  const ModelConfig c = config_with(2, 4, 2, 8);
+  EXPECT_EQ(plan_capacity(c, 10u << 20, 1u << 20, 128).max_sequences, 0);
+  EXPECT_THROW(plan_capacity(c, 0, 1u << 20, 0), InvalidArgument);
+  EXPECT_THROW(plan_capacity(c, 0, 1u << 20, 16, 0), InvalidArgument);
+}
+
+TEST(Capacity, WeightBytesCountEveryTensor) {
+  const ModelConfig c = testing::small_config();
+  const Model model = testing::make_random_model(c, 3).build();
+  const uint64_t h = c.hidden_size, ffn = c.intermediate_size, layers = c.num_layers, vocab = c.vocab_size;
+  const uint64_t per_layer = h * c.q_dim() + 2 * h * c.kv_dim() + c.q_dim() * h + 3 * h * ffn;
+  const uint64_t vectors = layers * 2 * h + h + (c.qkv_bias ? layers * (c.q_dim() + 2 * c.kv_dim()) : 0);
+  const uint64_t embedding = vocab * h, head = c.tie_word_embeddings ? 0 : vocab * h;
+  const WeightBytes b = weight_bytes(model.config(), model.weights());
+  EXPECT_EQ(b.resident, 4 * (layers * per_layer + vectors + embedding + head));
+  EXPECT_EQ(b.read_per_token, 4 * (layers * per_layer + vectors + vocab * h + h));
+}
+
+TEST(Cost, DecodeBytesShareTheWeightsAcrossTheBatch) {
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(1000, 10, 5.0, 1), 1050.0);
+  EXPECT_DOUBLE_EQ(decode_bytes_per_token(1000, 10, 5.0, 4), 300.0);
+  EXPECT_DOUBLE_EQ(mean_decode_context(128), 64.5);
+  EXPECT_DOUBLE_EQ(mean_decode_context(0), 0.0);
+}
+
+TEST(Cost, PrefillFlopsCountMatricesAttentionAndHead) {
+  const ModelConfig c = testing::small_config();
+  const Model model = testing::make_random_model(c, 5).build();
+  const double h = c.hidden_size, ffn = c.intermediate_size, layers = c.num_layers, vocab = c.vocab_size;
+  const double per_token = layers * (2 * h * c.q_dim() + 2 * h * c.kv_dim() + 3 * h * ffn);
+  const double t = 6;
+  const double attention = layers * 2 * c.q_dim() * (1 + 2 + 3 + 4 + 5 + 6);
+  EXPECT_DOUBLE_EQ(prefill_flops(c, model.weights(), 6), 2 * (per_token * t + attention + vocab * h));
+}
+
+}  // namespace
+}  // namespace lemma::bench

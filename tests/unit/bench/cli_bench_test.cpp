@@ -1,0 +1,89 @@
+// `lemma bench roofline|model|capacity` through the real binary on the tiny preset: each runs and
+// prints its figures (which are never compared with a speed), and bad arguments are refused.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "golden_models.h"
+#include "run_command.h"
+
+namespace lemma::testing {
+namespace {
+
+CommandResult lemma(const std::string& args) { return run_command(shell_quote(LEMMA_BINARY) + " " + args); }
+
+std::string tiny_model() {
+  std::string why;
+  const auto files = ensure_preset("tiny", why);
+  return files ? files->gguf.string() : std::string();
+}
+
+#define REQUIRE_TINY(path)                     \
+  if ((path).empty()) GTEST_SKIP() << "tiny preset unavailable (no /usr/bin/python3 with numpy)"
+
+TEST(CliBench, ModelPrintsPrefillAndDecodeFigures) {
+  const std::string model = tiny_model();
+  REQUIRE_TINY(model);
+  const auto r = lemma("bench model --model " + shell_quote(model) + " --pp 8 --tg 4 --reps 1 --threads 2 --buffer-mib 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"matmul kernel:", "roofline:", "workload: pp8, tg4", "pp8 ", "tg4 ", "GB/s achieved", "isa:"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(CliBench, ModelJsonIsOneObjectPerTest) {
+  const std::string model = tiny_model();
+  REQUIRE_TINY(model);
+  const auto r = lemma("bench model --json --model " + shell_quote(model) +
+                       " -p 8 -n 4 -r 2 --batch 3 -t 1 --bandwidth 10 --peak-gflops 100");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(objects.size(), 2u) << r.out;
+  EXPECT_EQ(objects[0]["test"], "pp8");
+  EXPECT_EQ(objects[0]["batch"], 1);
+  EXPECT_EQ(objects[1]["test"], "tg4");
+  EXPECT_EQ(objects[1]["batch"], 3);
+  for (const auto& o : objects) {
+    EXPECT_EQ(o["threads"], 1);
+    EXPECT_EQ(o["reps"], 2);
+    EXPECT_GT(o["tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GE(o["stddev"].get<double>(), 0.0);
+    EXPECT_FALSE(o["kernel"].get<std::string>().empty());
+  }
+  EXPECT_DOUBLE_EQ(objects[1]["bandwidth_gbps"].get<double>(), 10.0);
+  // tg's roofline is the given bandwidth over the bytes each token reads.
+  EXPECT_NEAR(objects[1]["roofline_tokens_per_s"].get<double>(), 10e9 / objects[1]["bytes_per_token"].get<double>(), 1e-6);
+}
+
+TEST(CliBench, CapacityPrintsMaxSequences) {
+  const std::string model = tiny_model();
+  REQUIRE_TINY(model);
+  const auto r = lemma("bench capacity --model " + shell_quote(model) + " --memory-gb 1 --ctx 512");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"kv bytes per token:", "weight bytes:", "max concurrent sequences:"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST(CliBench, RooflinePrintsBandwidthAndPeaks) {
+  const auto r = lemma("bench roofline --threads 1 --buffer-mib 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bandwidth (read, best of 5 passes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
+}
+
+TEST(CliBench, RefusesBadArguments) {
+  EXPECT_NE(lemma("bench").exit_code, 0);
+  EXPECT_NE(lemma("bench model").exit_code, 0);  // --model is required
+  const std::string model = tiny_model();
+  REQUIRE_TINY(model);
+  const auto r = lemma("bench model --model " + shell_quote(model) + " --reps 0 --bandwidth 1 --peak-gflops 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("reps"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace lemma::testing

@@ -1,0 +1,55 @@
+// run_model_bench on an in-memory random model: the phases, token counts and repetitions it
+// reports, and the output check that refuses to time a broken model. Timings are not asserted.
+#include "lemma/bench/model_bench.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "lemma/base/error.h"
+#include "random_model.h"
+
+namespace lemma::bench {
+namespace {
+
+TEST(ModelBench, ReportsPrefillAndDecodePhases) {
+  const Model model = testing::make_random_model(testing::small_config(), 1).build();
+  std::vector<std::string> notes;
+  const auto results = run_model_bench(model, {8, 5, 2, 2, 3, 42}, [&](const std::string& s) { notes.push_back(s); });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].test, "pp8");
+  EXPECT_EQ(results[0].batch, 1);
+  EXPECT_EQ(results[0].tokens_per_rep, 8);
+  EXPECT_EQ(results[1].test, "tg5");
+  EXPECT_EQ(results[1].batch, 3);
+  EXPECT_EQ(results[1].tokens_per_rep, 15);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.seconds.size(), 2u);
+    EXPECT_EQ(r.tokens_per_s.count, 2);
+    EXPECT_GT(r.tokens_per_s.mean, 0.0);
+  }
+  const std::vector<std::string> expected = {"pp8 warm-up", "pp8 rep 1/2", "pp8 rep 2/2",
+                                             "tg5 warm-up", "tg5 rep 1/2", "tg5 rep 2/2"};
+  EXPECT_EQ(notes, expected);
+}
+
+TEST(ModelBench, SkipsPhasesSetToZero) {
+  const Model model = testing::make_random_model(testing::small_config(), 1).build();
+  const auto results = run_model_bench(model, {0, 3, 1, 1, 1, 42});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].test, "tg3");
+  EXPECT_THROW(run_model_bench(model, {8, 3, 0, 1, 1, 42}), InvalidArgument);
+  EXPECT_THROW(run_model_bench(model, {8, 3, 1, 1, 0, 42}), InvalidArgument);
+}
+
+TEST(ModelBench, RefusesToTimeNonFiniteOutputs) {
+  auto random = testing::make_random_model(testing::small_config(), 2);
+  for (auto& v : random.tensors->at("model.norm.weight")) v = std::numeric_limits<float>::quiet_NaN();
+  const Model model = random.build();
+  std::vector<std::string> notes;
+  EXPECT_THROW(run_model_bench(model, {8, 3, 2, 1, 1, 42}, [&](const std::string& s) { notes.push_back(s); }), Error);
+  EXPECT_EQ(notes, std::vector<std::string>{"pp8 warm-up"});  // nothing was timed
+}
+
+}  // namespace
+}  // namespace lemma::bench

@@ -103,6 +103,7 @@ struct Outcome {
   HttpResponse response;          // used when !streamed
   bool streamed = false;          // the response was already written (SSE)
   bool close = false;             // the connection must close
+  bool counted_active = false;    // counted in ctx.active_requests
   std::string terminal, finish;
   int64_t prompt_tokens = -1, completion_tokens = -1;
 };
@@ -139,6 +140,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     out.terminal = "rejected";
     co_return out;
   }
+  out.counted_active = true;  // run_session decrements after the response is written
   ctx.active_requests.fetch_add(1);
   auto watch = std::make_shared<DisconnectWatch>();
   watch_disconnect(stream, watch, waker);
@@ -207,7 +209,6 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   buffer->close();
   beast::error_code ignored;
   if (stream.socket().is_open()) stream.socket().cancel(ignored);  // the disconnect watch
-  ctx.active_requests.fetch_sub(1);
   out.close = bool(ec);
   out.terminal = terminal_name(call.terminal());
   out.finish = call.finish_label();
@@ -326,6 +327,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace);
       if (ec) keep_alive = false;
     }
+    if (outcome.counted_active) ctx.active_requests.fetch_sub(1);
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
     ctx.metrics.record_http(route.label, rec.status);
     write_access_log(ctx, rec, arrival);

@@ -171,6 +171,11 @@ std::vector<BlockCopy> KvManager::swap_in(SeqId seq) {
   return copies;
 }
 
+int32_t KvManager::num_table_blocks(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : static_cast<int32_t>(it->second.table.size());
+}
+
 bool KvManager::is_swapped(SeqId seq) const {
   const auto it = seqs_.find(seq);
   return it != seqs_.end() && it->second.swapped;

@@ -92,6 +92,10 @@ class KvManager {
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
   // The device block table (empty for unknown or swapped sequences).
   std::span<const BlockId> block_table(SeqId seq) const;
+  // Entries in the sequence's table (device or host), 0 when unknown.
+  int32_t num_table_blocks(SeqId seq) const;
+  // Blocks needed to hold num_tokens tokens.
+  int32_t blocks_for(int64_t num_tokens) const;
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
 
   int32_t block_size() const { return config_.block_size; }
@@ -117,7 +121,6 @@ class KvManager {
     size_t num_registered = 0;  // leading blocks already offered to the prefix cache
     bool swapped = false;
   };
-  int32_t blocks_for(int64_t num_tokens) const;
 
   KvManagerConfig config_;
   int32_t watermark_blocks_ = 0;

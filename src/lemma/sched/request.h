@@ -1,0 +1,72 @@
+// Request: one generation request as the scheduler sees it: its tokens (prompt, then outputs), how many
+// of them the KV cache holds (num_computed_tokens), its status, stop conditions and sampling parameters.
+// No prefill/decode modes: the scheduler grants tokens to close num_tokens() - num_computed_tokens().
+// Tokens change only through append_output_tokens(). Not thread-safe (owned by the Scheduler).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/request_status.h"
+#include "lemma/sched/stop_conditions.h"
+
+namespace lemma {
+
+using RequestId = uint64_t;
+
+struct RequestOptions {
+  StopConditions stop;
+  SamplingParams sampling;
+  double arrival_time = 0.0;          // seconds on the engine's clock; FCFS order
+  int32_t priority = 0;               // lower runs first under the priority policy
+  std::vector<uint64_t> extra_keys;   // prefix-cache namespace: adapter id, model id, cache salt
+};
+
+class Request {
+ public:
+  Request(RequestId id, std::vector<int32_t> prompt_token_ids, RequestOptions options = {});
+
+  RequestId id() const { return id_; }
+  RequestStatus status() const { return status_; }
+  bool is_finished() const { return lemma::is_finished(status_); }
+
+  std::span<const int32_t> token_ids() const { return token_ids_; }  // prompt then outputs
+  std::span<const int32_t> prompt_token_ids() const { return std::span(token_ids_).first(num_prompt_tokens_); }
+  std::span<const int32_t> output_token_ids() const { return std::span(token_ids_).subspan(num_prompt_tokens_); }
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids_.size()); }
+  int64_t num_prompt_tokens() const { return static_cast<int64_t>(num_prompt_tokens_); }
+  int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens(); }
+  int64_t num_computed_tokens() const { return num_computed_tokens_; }
+
+  const StopConditions& stop() const { return options_.stop; }
+  const SamplingParams& sampling() const { return options_.sampling; }
+  double arrival_time() const { return options_.arrival_time; }
+  int32_t priority() const { return options_.priority; }
+  std::span<const uint64_t> extra_keys() const { return options_.extra_keys; }
+
+  int64_t num_cached_tokens() const { return num_cached_tokens_; }  // prefix-cache hit at first admission
+  int32_t num_preemptions() const { return num_preemptions_; }
+
+  // The only way tokens change: sampled tokens join the end.
+  void append_output_tokens(std::span<const int32_t> token_ids);
+
+  // Scheduler bookkeeping.
+  void set_status(RequestStatus status) { status_ = status; }
+  void set_num_computed_tokens(int64_t n);
+  void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
+  void count_preemption() { ++num_preemptions_; }
+
+ private:
+  RequestId id_;
+  std::vector<int32_t> token_ids_;
+  size_t num_prompt_tokens_;
+  RequestOptions options_;
+  RequestStatus status_ = RequestStatus::kWaiting;
+  int64_t num_computed_tokens_ = 0;
+  int64_t num_cached_tokens_ = 0;
+  int32_t num_preemptions_ = 0;
+};
+
+}  // namespace lemma

@@ -1,0 +1,294 @@
+#include "lemma/sched/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "lemma/base/error.h"
+
+namespace lemma {
+
+Scheduler::Scheduler(const SchedulerConfig& config, const KvManagerConfig& kv_config)
+    : config_(config), kv_(kv_config) {
+  if (config.max_num_batched_tokens < 1) fail<InvalidArgument>("max_num_batched_tokens {} < 1", config.max_num_batched_tokens);
+  if (config.max_num_seqs < 1) fail<InvalidArgument>("max_num_seqs {} < 1", config.max_num_seqs);
+  if (config.max_model_len < 1) fail<InvalidArgument>("max_model_len {} < 1", config.max_model_len);
+  if (!config.enable_chunked_prefill && config.max_num_batched_tokens < config.max_model_len)
+    fail<InvalidArgument>("without chunked prefill max_num_batched_tokens ({}) must be >= max_model_len ({})",
+                          config.max_num_batched_tokens, config.max_model_len);
+}
+
+void Scheduler::add_request(Request request) {
+  const RequestId id = request.id();
+  if (requests_.count(id) != 0) fail<InvalidArgument>("request id {} is already queued", id);
+  if (request.num_prompt_tokens() == 0) fail<InvalidArgument>("request {} has an empty prompt", id);
+  if (request.stop().max_tokens < 1) fail<InvalidArgument>("request {}: max_tokens {} < 1", id, request.stop().max_tokens);
+  const int64_t max_len = request.num_prompt_tokens() + request.stop().max_tokens;
+  if (request.num_prompt_tokens() >= config_.max_model_len)
+    fail<InvalidArgument>("request {}: prompt of {} tokens leaves no room within max_model_len {}", id,
+                          request.num_prompt_tokens(), config_.max_model_len);
+  const int64_t capacity = static_cast<int64_t>(kv_.device_pool().num_blocks() - kv_.watermark_blocks());
+  if (kv_.blocks_for(std::min(max_len, config_.max_model_len)) > capacity)
+    fail<InvalidArgument>("request {}: {} tokens need more than the KV cache's {} usable blocks", id,
+                          std::min(max_len, config_.max_model_len), capacity);
+  request.set_status(RequestStatus::kWaiting);
+  requests_.emplace(id, Entry{std::move(request), 0});
+  enqueue_waiting(id, /*at_front=*/false);
+}
+
+bool Scheduler::before(const Request& a, const Request& b) const {
+  return std::tuple(a.priority(), a.arrival_time(), a.id()) < std::tuple(b.priority(), b.arrival_time(), b.id());
+}
+
+void Scheduler::enqueue_waiting(RequestId id, bool at_front) {
+  if (config_.policy == SchedulingPolicy::kFcfs) {
+    at_front ? waiting_.push_front(id) : waiting_.push_back(id);
+    return;
+  }
+  const Request& r = entry(id).request;
+  const auto pos = std::find_if(waiting_.begin(), waiting_.end(),
+                                [&](RequestId other) { return before(r, entry(other).request); });
+  waiting_.insert(pos, id);
+}
+
+int64_t Scheduler::grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const {
+  int64_t n = std::min(r.num_tokens() - num_computed_tokens, budget);
+  if (config_.enable_chunked_prefill && config_.long_prefill_token_threshold > 0)
+    n = std::min(n, config_.long_prefill_token_threshold);
+  return n;
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  plan.step_id = next_step_id_++;
+  plan.finished_ids.swap(finished_since_plan_);
+  if (config_.policy == SchedulingPolicy::kPriority)
+    std::stable_sort(running_.begin(), running_.end(),
+                     [&](RequestId a, RequestId b) { return before(entry(a).request, entry(b).request); });
+  int64_t budget = config_.max_num_batched_tokens;
+  bool preempted = false;
+  schedule_running(plan, budget, preempted);
+  // After a preemption the pool is tight: admitting now would only preempt again next step.
+  if (!preempted) schedule_waiting(plan, budget);
+  plan.num_batched_tokens = config_.max_num_batched_tokens - budget;
+  return plan;
+}
+
+void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempted) {
+  size_t i = 0;
+  while (i < running_.size() && budget > 0) {
+    Entry& e = entry(running_[i]);
+    Request& r = e.request;
+    const int64_t c = r.num_computed_tokens();
+    const int64_t n = grant(r, c, budget);
+    if (n <= 0) {
+      ++i;
+      continue;
+    }
+    std::optional<SlotAllocation> alloc;
+    while (!(alloc = kv_.allocate_slots(r.id(), c, n))) {
+      const bool self = running_.back() == r.id();
+      preempt_back(plan);
+      preempted = true;
+      if (self) break;
+    }
+    if (!alloc) break;  // r itself was preempted; everything after it already was
+    CachedRequestData d;
+    d.id = r.id();
+    const auto tokens = r.token_ids();
+    d.new_token_ids.assign(tokens.begin() + e.num_tokens_sent, tokens.end());
+    e.num_tokens_sent = r.num_tokens();
+    d.new_block_ids = std::move(alloc->new_blocks);
+    for (const auto& rep : alloc->replaced) {
+      d.replaced_blocks.push_back({rep.index, rep.copy.dst});
+      plan.copies.push_back(rep.copy);
+    }
+    d.num_computed_tokens = c;
+    plan.cached_requests.push_back(std::move(d));
+    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens()});
+    budget -= n;
+    ++i;
+  }
+}
+
+void Scheduler::preempt_back(StepPlan& plan) {
+  const RequestId id = running_.back();
+  running_.pop_back();
+  Entry& e = entry(id);
+  Request& r = e.request;
+  if (config_.preemption_mode == PreemptionMode::kSwap && kv_.can_swap_out(id)) {
+    const auto copies = kv_.swap_out(id);
+    plan.swap_out.insert(plan.swap_out.end(), copies.begin(), copies.end());
+    r.set_status(RequestStatus::kSwapped);
+  } else {
+    kv_.free(id);
+    r.set_num_computed_tokens(0);
+    r.set_status(RequestStatus::kPreempted);
+  }
+  r.count_preemption();
+  ++num_preemptions_;
+  e.num_tokens_sent = 0;
+  plan.preempted_ids.push_back(id);
+  enqueue_waiting(id, /*at_front=*/true);
+}
+
+void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
+  while (!waiting_.empty() && budget > 0 && num_running() < config_.max_num_seqs) {
+    const RequestId id = waiting_.front();
+    Entry& e = entry(id);
+    Request& r = e.request;
+    int64_t c = 0;
+    int64_t n = 0;
+    if (r.status() == RequestStatus::kSwapped) {
+      c = r.num_computed_tokens();
+      n = grant(r, c, budget);
+      if (!config_.enable_chunked_prefill && c + n < r.num_tokens()) break;
+      const int32_t extra = std::max(0, kv_.blocks_for(c + n) - kv_.num_table_blocks(id));
+      if (!kv_.can_swap_in(id, extra)) break;
+      const auto copies = kv_.swap_in(id);
+      plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
+      const auto alloc = kv_.allocate_slots(id, c, n);
+      if (!alloc || !alloc->replaced.empty())
+        throw std::logic_error(fmt::format("Scheduler: swap-in of request {} planned but slots failed", id));
+    } else {
+      const PrefixHit hit = kv_.find_cached_prefix(r.token_ids(), r.extra_keys());
+      c = hit.num_tokens;
+      n = grant(r, c, budget);
+      if (!config_.enable_chunked_prefill && c + n < r.num_tokens()) break;
+      if (!kv_.allocate_slots(id, c, n, &hit, /*admission=*/true)) break;
+      if (r.status() == RequestStatus::kWaiting) r.set_num_cached_tokens(c);
+      r.set_num_computed_tokens(c);
+    }
+    waiting_.pop_front();
+    r.set_status(RequestStatus::kRunning);
+    running_.push_back(id);
+    add_new_request(plan, e, n);
+    budget -= n;
+  }
+}
+
+void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens) {
+  const Request& r = e.request;
+  NewRequestData d;
+  d.id = r.id();
+  d.token_ids.assign(r.token_ids().begin(), r.token_ids().end());
+  d.num_prompt_tokens = r.num_prompt_tokens();
+  d.num_computed_tokens = r.num_computed_tokens();
+  const auto table = kv_.block_table(r.id());
+  d.block_table.assign(table.begin(), table.end());
+  d.sampling = r.sampling();
+  e.num_tokens_sent = r.num_tokens();
+  plan.new_requests.push_back(std::move(d));
+  plan.scheduled.push_back(
+      {r.id(), r.num_computed_tokens(), num_new_tokens, r.num_computed_tokens() + num_new_tokens == r.num_tokens()});
+}
+
+std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepResult& result) {
+  std::unordered_map<RequestId, const SampledTokens*> sampled;
+  for (const auto& s : result.sampled) sampled[s.id] = &s;
+  std::vector<RequestOutput> outputs;
+  for (const ScheduledRequest& s : plan.scheduled) {
+    const auto it = requests_.find(s.id);
+    if (it == requests_.end()) continue;  // aborted since the plan
+    Request& r = it->second.request;
+    if (r.status() != RequestStatus::kRunning || r.num_computed_tokens() != s.num_computed_tokens) continue;
+    r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
+    kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
+    if (!s.needs_sample) continue;
+    const auto sit = sampled.find(s.id);
+    if (sit == sampled.end() || sit->second->token_ids.empty()) {
+      outputs.push_back(finish(s.id, RequestStatus::kFinishedFailed, {}));
+      continue;
+    }
+    std::vector<int32_t> new_tokens;
+    std::optional<RequestStatus> done;
+    for (const int32_t token : sit->second->token_ids) {
+      r.append_output_tokens(std::span(&token, 1));
+      new_tokens.push_back(token);
+      done = check_stop(r.stop(), r.output_token_ids(), r.num_tokens(), config_.max_model_len);
+      if (done) break;
+    }
+    if (done) {
+      outputs.push_back(finish(s.id, *done, std::move(new_tokens)));
+      continue;
+    }
+    RequestOutput out;
+    out.id = s.id;
+    out.new_token_ids = std::move(new_tokens);
+    out.status = r.status();
+    out.num_prompt_tokens = r.num_prompt_tokens();
+    out.num_output_tokens = r.num_output_tokens();
+    out.num_cached_tokens = r.num_cached_tokens();
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+std::optional<RequestOutput> Scheduler::abort(RequestId id, RequestStatus status) {
+  if (!is_finished(status))
+    fail<InvalidArgument>("abort of request {} with live status {}", id, to_string(status));
+  if (requests_.count(id) == 0) return std::nullopt;
+  return finish(id, status, {});
+}
+
+// The one cleanup path: every live request leaves through here exactly once.
+RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids) {
+  Request& r = entry(id).request;
+  if (const auto it = std::find(running_.begin(), running_.end(), id); it != running_.end()) running_.erase(it);
+  if (const auto it = std::find(waiting_.begin(), waiting_.end(), id); it != waiting_.end()) waiting_.erase(it);
+  kv_.free(id);
+  r.set_status(status);
+  RequestOutput out;
+  out.id = id;
+  out.new_token_ids = std::move(new_token_ids);
+  out.status = status;
+  out.num_prompt_tokens = r.num_prompt_tokens();
+  out.num_output_tokens = r.num_output_tokens();
+  out.num_cached_tokens = r.num_cached_tokens();
+  finished_since_plan_.push_back(id);
+  ++num_finished_;
+  requests_.erase(id);
+  return out;
+}
+
+const Request* Scheduler::find(RequestId id) const {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second.request;
+}
+
+void Scheduler::check_invariants() const {
+  kv_.check_invariants();
+  if (num_running() > config_.max_num_seqs)
+    throw std::logic_error(fmt::format("Scheduler: {} running > max_num_seqs {}", num_running(), config_.max_num_seqs));
+  if (running_.size() + waiting_.size() != requests_.size())
+    throw std::logic_error(fmt::format("Scheduler: {} running + {} waiting != {} live", running_.size(),
+                                       waiting_.size(), requests_.size()));
+  int32_t with_blocks = 0;
+  for (RequestId id : running_) {
+    const Request& r = requests_.at(id).request;
+    if (r.status() != RequestStatus::kRunning || !kv_.contains(id) || kv_.is_swapped(id))
+      throw std::logic_error(fmt::format("Scheduler: running request {} is {}", id, to_string(r.status())));
+    if (kv_.num_table_blocks(id) < kv_.blocks_for(r.num_computed_tokens()))
+      throw std::logic_error(fmt::format("Scheduler: request {} has too few blocks for its computed tokens", id));
+    ++with_blocks;
+  }
+  for (RequestId id : waiting_) {
+    const Request& r = requests_.at(id).request;
+    if (r.status() == RequestStatus::kSwapped) {
+      if (!kv_.is_swapped(id)) throw std::logic_error(fmt::format("Scheduler: swapped request {} has no host blocks", id));
+      ++with_blocks;
+    } else if (r.status() == RequestStatus::kWaiting || r.status() == RequestStatus::kPreempted) {
+      if (kv_.contains(id) || r.num_computed_tokens() != 0)
+        throw std::logic_error(fmt::format("Scheduler: waiting request {} holds blocks or computed tokens", id));
+    } else {
+      throw std::logic_error(fmt::format("Scheduler: waiting request {} is {}", id, to_string(r.status())));
+    }
+  }
+  if (with_blocks != kv_.num_sequences())
+    throw std::logic_error(fmt::format("Scheduler: {} requests hold blocks, KvManager has {} sequences", with_blocks,
+                                       kv_.num_sequences()));
+}
+
+}  // namespace lemma

@@ -1,0 +1,102 @@
+// Scheduler: iteration-level (continuous) batching. Each schedule() grants tokens under a per-step
+// budget: running requests first, then waiting ones (chunked prefill) while KV capacity, the watermark
+// and max_num_seqs allow; when blocks run out it preempts the newest running request (recompute or
+// swap). update() applies a step's sampled tokens, checks stop conditions and finishes requests through
+// one idempotent cleanup path. Owns the KvManager. Single-threaded: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "lemma/kv/kv_manager.h"
+#include "lemma/sched/request.h"
+#include "lemma/sched/step_plan.h"
+
+namespace lemma {
+
+enum class PreemptionMode : uint8_t {
+  kRecompute,  // free the blocks; the request recomputes its tokens later
+  kSwap,       // copy the blocks to the host tier and back (recompute when the host tier is full)
+};
+
+enum class SchedulingPolicy : uint8_t {
+  kFcfs,      // arrival order; preempted requests go back to the front
+  kPriority,  // (priority, arrival) order; the lowest-priority running request is preempted first
+};
+
+struct SchedulerConfig {
+  int64_t max_num_batched_tokens = 2048;  // token budget per step
+  int32_t max_num_seqs = 64;              // running requests at most
+  int64_t max_model_len = 4096;           // prompt + output tokens at most
+  bool enable_chunked_prefill = true;     // off: a prompt is prefilled in one step or waits
+  int64_t long_prefill_token_threshold = 0;  // > 0 (with chunked prefill): at most this many tokens
+                                             // per request per step
+  PreemptionMode preemption_mode = PreemptionMode::kRecompute;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+};
+
+class Scheduler {
+ public:
+  // Throws InvalidArgument for impossible settings.
+  Scheduler(const SchedulerConfig& config, const KvManagerConfig& kv_config);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. Throws InvalidArgument (nothing queued) for a duplicate id, an empty prompt,
+  // max_tokens < 1, or prompt + max_tokens beyond max_model_len or the KV capacity.
+  void add_request(Request request);
+
+  // Plans one step. Never throws for capacity reasons: what does not fit waits.
+  StepPlan schedule();
+
+  // Applies a step's results: advances num_computed_tokens, appends sampled tokens, finishes requests
+  // that hit a stop condition. Requests aborted or preempted since `plan` was made are skipped.
+  // A request that needed a sample but got none finishes as kFinishedFailed.
+  std::vector<RequestOutput> update(const StepPlan& plan, const StepResult& result);
+
+  // Finishes a live request with `status` (a finished state) and frees its blocks. nullopt when the
+  // id is unknown or already finished (idempotent).
+  std::optional<RequestOutput> abort(RequestId id, RequestStatus status = RequestStatus::kFinishedCancelled);
+
+  const Request* find(RequestId id) const;
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  bool has_unfinished_requests() const { return !requests_.empty(); }
+  uint64_t num_preemptions() const { return num_preemptions_; }
+  uint64_t num_finished() const { return num_finished_; }
+  const SchedulerConfig& config() const { return config_; }
+  const KvManager& kv() const { return kv_; }
+
+  // Throws std::logic_error when queues, statuses and the KvManager disagree (for tests).
+  void check_invariants() const;
+
+ private:
+  struct Entry {
+    Request request;
+    int64_t num_tokens_sent = 0;  // tokens the runner has been told about
+  };
+  Entry& entry(RequestId id) { return requests_.at(id); }
+  bool before(const Request& a, const Request& b) const;  // queue order under the policy
+  void enqueue_waiting(RequestId id, bool at_front);
+  void preempt_back(StepPlan& plan);
+  void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
+  void schedule_waiting(StepPlan& plan, int64_t& budget);
+  int64_t grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const;
+  void add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens);
+  RequestOutput finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids);
+
+  SchedulerConfig config_;
+  KvManager kv_;
+  std::unordered_map<RequestId, Entry> requests_;  // every live request
+  std::deque<RequestId> waiting_;
+  std::vector<RequestId> running_;  // admission order (FCFS) or policy order; the back is preempted first
+  std::vector<RequestId> finished_since_plan_;
+  uint64_t next_step_id_ = 0;
+  uint64_t num_preemptions_ = 0;
+  uint64_t num_finished_ = 0;
+};
+
+}  // namespace lemma

@@ -1,0 +1,88 @@
+// StepPlan / StepResult / RequestOutput: the plain data between the Scheduler and the model runner
+// (vLLM v1's SchedulerOutput shape). A plan names new requests in full and known ones as a diff, the
+// tokens granted to each, block copies to perform before the forward, and requests to forget.
+// Plain copyable structs; no behaviour beyond small helpers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lemma/kv/kv_manager.h"
+#include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/request.h"
+
+namespace lemma {
+
+// A request the runner has no state for: admitted for the first time, or resumed after preemption.
+struct NewRequestData {
+  RequestId id = 0;
+  std::vector<int32_t> token_ids;     // every token known: prompt, then outputs (when resumed)
+  int64_t num_prompt_tokens = 0;
+  int64_t num_computed_tokens = 0;    // tokens whose K/V is in the cache already (prefix hit, swap)
+  std::vector<BlockId> block_table;   // device blocks covering the tokens granted this step
+  SamplingParams sampling;
+};
+
+// A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies).
+struct BlockReplacement {
+  int32_t index = 0;
+  BlockId block = -1;
+};
+
+// A request the runner already holds: what changed since the last plan that named it.
+struct CachedRequestData {
+  RequestId id = 0;
+  std::vector<int32_t> new_token_ids;        // tokens appended since the runner last saw this request
+  std::vector<BlockId> new_block_ids;        // appended to its block table
+  std::vector<BlockReplacement> replaced_blocks;
+  int64_t num_computed_tokens = 0;
+};
+
+// Tokens [num_computed_tokens, num_computed_tokens + num_new_tokens) of request `id` run this step.
+struct ScheduledRequest {
+  RequestId id = 0;
+  int64_t num_computed_tokens = 0;
+  int64_t num_new_tokens = 0;
+  bool needs_sample = false;  // the granted tokens reach the end: sample the next token
+};
+
+struct StepPlan {
+  uint64_t step_id = 0;
+  std::vector<NewRequestData> new_requests;
+  std::vector<CachedRequestData> cached_requests;
+  std::vector<ScheduledRequest> scheduled;  // the batch, in order; sum of num_new_tokens <= budget
+  int64_t num_batched_tokens = 0;
+  // Performed in this order before the forward: swap_out (device -> host), swap_in (host -> device),
+  // copies (device -> device, copy-on-write).
+  std::vector<BlockCopy> swap_out;
+  std::vector<BlockCopy> swap_in;
+  std::vector<BlockCopy> copies;
+  std::vector<RequestId> preempted_ids;  // the runner drops their state; they come back as new requests
+  std::vector<RequestId> finished_ids;   // finished or aborted since the last plan; the runner drops them
+
+  bool has_work() const { return !scheduled.empty(); }
+};
+
+// The runner's answer: the token(s) sampled for each scheduled request with needs_sample.
+struct SampledTokens {
+  RequestId id = 0;
+  std::vector<int32_t> token_ids;
+};
+
+struct StepResult {
+  std::vector<SampledTokens> sampled;
+};
+
+// What update() / abort() tell the engine about one request.
+struct RequestOutput {
+  RequestId id = 0;
+  std::vector<int32_t> new_token_ids;
+  RequestStatus status = RequestStatus::kRunning;
+  int64_t num_prompt_tokens = 0;
+  int64_t num_output_tokens = 0;
+  int64_t num_cached_tokens = 0;
+
+  bool finished() const { return is_finished(status); }
+};
+
+}  // namespace lemma

@@ -1,0 +1,300 @@
+#include "lemma/sched/scheduler.h"
+
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "lemma/base/error.h"
+
+namespace lemma {
+namespace {
+
+std::vector<int32_t> iota_tokens(int n, int start = 100) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), start);
+  return t;
+}
+
+Request make_request(RequestId id, int prompt_len, int64_t max_tokens, int start = 100) {
+  RequestOptions o;
+  o.stop.max_tokens = max_tokens;
+  o.arrival_time = static_cast<double>(id);
+  return Request(id, iota_tokens(prompt_len, start), o);
+}
+
+KvManagerConfig kv_config(int32_t blocks, int32_t host_blocks = 0) {
+  KvManagerConfig c;
+  c.num_device_blocks = blocks;
+  c.block_size = 4;
+  c.num_host_blocks = host_blocks;
+  c.watermark = 0.0;
+  return c;
+}
+
+// Samples token 1 for every request that needs one.
+StepResult ones(const StepPlan& plan) {
+  StepResult r;
+  for (const auto& s : plan.scheduled)
+    if (s.needs_sample) r.sampled.push_back({s.id, {1}});
+  return r;
+}
+
+TEST(Scheduler, SingleRequestPrefillsThenDecodesToMaxTokens) {
+  Scheduler sched({}, kv_config(16));
+  sched.add_request(make_request(1, 10, 3));
+  StepPlan p = sched.schedule();
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].token_ids.size(), 10u);
+  EXPECT_EQ(p.new_requests[0].block_table.size(), 3u);
+  ASSERT_EQ(p.scheduled.size(), 1u);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 10);
+  EXPECT_TRUE(p.scheduled[0].needs_sample);
+  auto out = sched.update(p, ones(p));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].new_token_ids, std::vector<int32_t>{1});
+  EXPECT_FALSE(out[0].finished());
+
+  for (int step = 0; step < 2; ++step) {
+    p = sched.schedule();
+    ASSERT_EQ(p.cached_requests.size(), 1u);
+    EXPECT_EQ(p.cached_requests[0].new_token_ids, std::vector<int32_t>{1});
+    EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
+    out = sched.update(p, ones(p));
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, RequestStatus::kFinishedLength);
+  EXPECT_EQ(out[0].num_output_tokens, 3);
+  EXPECT_FALSE(sched.has_unfinished_requests());
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+  p = sched.schedule();
+  EXPECT_EQ(p.finished_ids, std::vector<RequestId>{1});
+  EXPECT_FALSE(p.has_work());
+  sched.check_invariants();
+}
+
+TEST(Scheduler, ChunkedPrefillSplitsLongPromptsUnderTheBudget) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 32;
+  Scheduler sched(c, kv_config(64));
+  sched.add_request(make_request(1, 100, 2));
+  std::vector<int64_t> grants;
+  for (int i = 0; i < 4; ++i) {
+    StepPlan p = sched.schedule();
+    ASSERT_EQ(p.scheduled.size(), 1u);
+    grants.push_back(p.scheduled[0].num_new_tokens);
+    EXPECT_EQ(p.scheduled[0].needs_sample, i == 3);
+    EXPECT_EQ(sched.update(p, ones(p)).size(), i == 3 ? 1u : 0u);
+  }
+  EXPECT_EQ(grants, (std::vector<int64_t>{32, 32, 32, 4}));
+}
+
+TEST(Scheduler, WithoutChunkingAPromptWaitsForRoomInTheBudget) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 64;
+  c.max_model_len = 64;
+  c.enable_chunked_prefill = false;
+  Scheduler sched(c, kv_config(64));
+  sched.add_request(make_request(1, 40, 4));
+  sched.add_request(make_request(2, 40, 4, 300));
+  StepPlan p = sched.schedule();
+  EXPECT_EQ(p.scheduled.size(), 1u);  // 40 + 40 > 64: the second waits whole
+  sched.update(p, ones(p));
+  p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
+  EXPECT_EQ(p.scheduled[1].num_new_tokens, 40);
+}
+
+TEST(Scheduler, RunningDecodesGoBeforeWaitingPrefills) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 16;
+  Scheduler sched(c, kv_config(64));
+  sched.add_request(make_request(1, 8, 10));
+  StepPlan p = sched.schedule();
+  sched.update(p, ones(p));
+  sched.add_request(make_request(2, 40, 10));
+  p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(p.scheduled[0].id, 1u);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
+  EXPECT_EQ(p.scheduled[1].id, 2u);
+  EXPECT_EQ(p.scheduled[1].num_new_tokens, 15);
+  EXPECT_EQ(p.num_batched_tokens, 16);
+}
+
+TEST(Scheduler, MaxNumSeqsCapsRunningRequests) {
+  SchedulerConfig c;
+  c.max_num_seqs = 2;
+  Scheduler sched(c, kv_config(64));
+  for (RequestId id = 1; id <= 3; ++id) sched.add_request(make_request(id, 4, 5));
+  StepPlan p = sched.schedule();
+  EXPECT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(sched.num_running(), 2);
+  EXPECT_EQ(sched.num_waiting(), 1);
+}
+
+TEST(Scheduler, AdmissionWaitsForKvCapacityAndWatermark) {
+  KvManagerConfig kv = kv_config(10);
+  kv.watermark = 0.2;  // 2 blocks
+  Scheduler sched({}, kv);
+  sched.add_request(make_request(1, 24, 4));  // 6 blocks
+  sched.add_request(make_request(2, 8, 4));   // 2 blocks: 6 + 2 leaves 2 free... ok
+  sched.add_request(make_request(3, 4, 4));   // 1 block: would leave 1 < watermark
+  StepPlan p = sched.schedule();
+  EXPECT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(sched.num_waiting(), 1);
+  EXPECT_EQ(sched.kv().num_free_blocks(), 2);
+}
+
+TEST(Scheduler, RecomputePreemptionFreesTheNewestAndRequeuesItFirst) {
+  KvManagerConfig kv = kv_config(4);
+  kv.enable_prefix_caching = false;  // request 2 recomputes everything
+  Scheduler sched({}, kv);
+  sched.add_request(make_request(1, 7, 8));  // 2 blocks, grows to 4 tokens more
+  sched.add_request(make_request(2, 7, 8));
+  StepPlan p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  sched.update(p, ones(p));  // both at 8 tokens, 7 computed; each holds 2 blocks: pool full
+  p = sched.schedule();      // 1 needs a third block for position 8? no: position 7 is in block 1
+  sched.update(p, ones(p));  // now 9 tokens each, 8 computed
+  p = sched.schedule();      // position 8 needs block 2: request 2 (newest) is preempted
+  EXPECT_EQ(p.preempted_ids, std::vector<RequestId>{2});
+  ASSERT_EQ(p.scheduled.size(), 1u);
+  EXPECT_EQ(p.scheduled[0].id, 1u);
+  EXPECT_EQ(sched.find(2)->status(), RequestStatus::kPreempted);
+  EXPECT_EQ(sched.find(2)->num_computed_tokens(), 0);
+  EXPECT_EQ(sched.num_preemptions(), 1u);
+  sched.check_invariants();
+  sched.update(p, ones(p));
+  // Request 2 comes back in full (prompt + its outputs) once request 1 is done.
+  while (sched.find(1) != nullptr) {
+    p = sched.schedule();
+    sched.update(p, ones(p));
+  }
+  p = sched.schedule();
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].id, 2u);
+  EXPECT_EQ(p.new_requests[0].token_ids.size(), 9u);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 9);
+  EXPECT_TRUE(p.scheduled[0].needs_sample);
+}
+
+TEST(Scheduler, SwapPreemptionMovesBlocksToTheHostAndBack) {
+  SchedulerConfig c;
+  c.preemption_mode = PreemptionMode::kSwap;
+  Scheduler sched(c, kv_config(4, 4));
+  sched.add_request(make_request(1, 7, 8));
+  sched.add_request(make_request(2, 7, 8));
+  StepPlan p;
+  for (int i = 0; i < 3; ++i) {
+    p = sched.schedule();
+    if (i < 2) sched.update(p, ones(p));
+  }
+  EXPECT_EQ(p.preempted_ids, std::vector<RequestId>{2});
+  EXPECT_EQ(p.swap_out.size(), 2u);
+  EXPECT_EQ(sched.find(2)->status(), RequestStatus::kSwapped);
+  EXPECT_EQ(sched.find(2)->num_computed_tokens(), 8);
+  EXPECT_EQ(sched.kv().num_free_host_blocks(), 2);
+  sched.check_invariants();
+  sched.update(p, ones(p));
+  while (sched.find(1) != nullptr) {
+    p = sched.schedule();
+    sched.update(p, ones(p));
+  }
+  p = sched.schedule();
+  EXPECT_EQ(p.swap_in.size(), 2u);
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].num_computed_tokens, 8);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
+  EXPECT_EQ(sched.kv().num_free_host_blocks(), 4);
+  sched.check_invariants();
+}
+
+TEST(Scheduler, AbortFinishesOnceAndFreesBlocks) {
+  Scheduler sched({}, kv_config(16));
+  sched.add_request(make_request(1, 10, 5));
+  sched.add_request(make_request(2, 10, 5));
+  StepPlan p = sched.schedule();
+  auto out = sched.abort(1);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, RequestStatus::kFinishedCancelled);
+  EXPECT_FALSE(sched.abort(1));
+  EXPECT_FALSE(sched.abort(99));
+  EXPECT_THROW(sched.abort(2, RequestStatus::kRunning), InvalidArgument);
+  // The plan made before the abort is applied without touching request 1.
+  const auto outs = sched.update(p, ones(p));
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].id, 2u);
+  EXPECT_EQ(sched.abort(2, RequestStatus::kFinishedTimeout)->status, RequestStatus::kFinishedTimeout);
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+  EXPECT_EQ(sched.schedule().finished_ids, (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(sched.num_finished(), 2u);
+  sched.check_invariants();
+}
+
+TEST(Scheduler, RepeatedPromptHitsThePrefixCache) {
+  Scheduler sched({}, kv_config(32));
+  sched.add_request(make_request(1, 21, 1));
+  StepPlan p = sched.schedule();
+  sched.update(p, ones(p));
+  sched.add_request(make_request(2, 21, 1));
+  p = sched.schedule();
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].num_computed_tokens, 20);
+  EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
+  const auto out = sched.update(p, ones(p));
+  EXPECT_EQ(out[0].num_cached_tokens, 20);
+  EXPECT_GE(sched.kv().num_prefix_hits(), 1u);
+  // A different namespace (adapter) does not hit.
+  RequestOptions o;
+  o.extra_keys = {5};
+  sched.add_request(Request(3, iota_tokens(21), o));
+  p = sched.schedule();
+  EXPECT_EQ(p.new_requests[0].num_computed_tokens, 0);
+}
+
+TEST(Scheduler, MissingSampleFailsTheRequest) {
+  Scheduler sched({}, kv_config(16));
+  sched.add_request(make_request(1, 4, 5));
+  StepPlan p = sched.schedule();
+  const auto out = sched.update(p, StepResult{});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, RequestStatus::kFinishedFailed);
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+}
+
+TEST(Scheduler, RejectsRequestsThatCanNeverRun) {
+  SchedulerConfig c;
+  c.max_model_len = 64;
+  Scheduler sched(c, kv_config(8));  // 32 tokens of KV
+  EXPECT_THROW(sched.add_request(make_request(1, 0, 4)), InvalidArgument);
+  EXPECT_THROW(sched.add_request(make_request(1, 4, 0)), InvalidArgument);
+  EXPECT_THROW(sched.add_request(make_request(1, 64, 1)), InvalidArgument);
+  EXPECT_THROW(sched.add_request(make_request(1, 30, 10)), InvalidArgument);  // 40 tokens > 32
+  sched.add_request(make_request(1, 20, 10));
+  EXPECT_THROW(sched.add_request(make_request(1, 4, 4)), InvalidArgument);    // duplicate id
+  EXPECT_EQ(sched.num_waiting(), 1);
+  SchedulerConfig bad;
+  bad.enable_chunked_prefill = false;
+  bad.max_num_batched_tokens = 16;
+  EXPECT_THROW({ Scheduler s(bad, kv_config(8)); }, InvalidArgument);
+}
+
+TEST(Scheduler, PriorityPolicyAdmitsLowerPriorityValuesFirst) {
+  SchedulerConfig c;
+  c.policy = SchedulingPolicy::kPriority;
+  c.max_num_seqs = 1;
+  Scheduler sched(c, kv_config(16));
+  RequestOptions low, high;
+  low.priority = 5;
+  high.priority = 1;
+  high.arrival_time = 10;
+  sched.add_request(Request(1, iota_tokens(4), low));
+  sched.add_request(Request(2, iota_tokens(4), high));
+  StepPlan p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 1u);
+  EXPECT_EQ(p.scheduled[0].id, 2u);
+}
+
+}  // namespace
+}  // namespace lemma

@@ -11,6 +11,7 @@ void register_perplexity(CLI::App& app);
 void register_logits(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);
+void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
 
 void register_commands(CLI::App& app) {
@@ -22,6 +23,7 @@ void register_commands(CLI::App& app) {
   register_logits(app);
   register_generate(app);
   register_chat(app);
+  register_quantize(app);
   register_bench(app);
 }
 

@@ -1,0 +1,153 @@
+// `lemma quantize`: a model into GGUF Q8_0/Q4_0 (from a GGUF file) or into lemma's weight-only
+// int8/int4 safetensors (a .safetensors file, or an HF directory when the input is one).
+// Progress goes to stderr, one line per tensor; the totals go to stdout.
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_source.h"
+#include "lemma/base/error.h"
+#include "lemma/io/file_write.h"
+#include "lemma/quant/gguf_quantizer.h"
+#include "lemma/quant/weight_quantizer.h"
+
+namespace lemma::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct QuantizeCliOptions {
+  std::string model, out, type;
+  std::vector<std::string> tensor_types, keep;
+  int64_t group_size = -1;
+  bool asym = false;
+  bool all_matrices = false;
+};
+
+void print_tensor_line(size_t i, size_t n, const std::string& name, std::string_view from, std::string_view to,
+                       uint64_t before, uint64_t after, const std::string& reason) {
+  std::fprintf(stderr, "[%3zu/%zu] %-32s %6s -> %-16s %10llu -> %10llu bytes  (%s)\n", i + 1, n, name.c_str(),
+               std::string(from).c_str(), std::string(to).c_str(), static_cast<unsigned long long>(before),
+               static_cast<unsigned long long>(after), reason.c_str());
+}
+
+void print_totals(uint64_t tensor_before, uint64_t tensor_after, const std::string& in, const std::string& out) {
+  std::printf("tensor bytes: %llu -> %llu (%.2fx smaller)\n", static_cast<unsigned long long>(tensor_before),
+              static_cast<unsigned long long>(tensor_after),
+              tensor_after ? static_cast<double>(tensor_before) / static_cast<double>(tensor_after) : 0.0);
+  std::printf("file bytes: %llu -> %llu (%s)\n", static_cast<unsigned long long>(fs::file_size(in)),
+              static_cast<unsigned long long>(fs::file_size(out)), out.c_str());
+}
+
+uint64_t source_bytes(const ModelSource& source) {
+  if (source.gguf) return fs::file_size(source.gguf->path());
+  return source.safetensors ? source.safetensors->total_bytes() : 0;
+}
+
+int quantize_to_gguf(const QuantizeCliOptions& opts, const ModelSource& source, DType type) {
+  if (!source.gguf) fail<Unsupported>("--type {} writes GGUF and needs a .gguf input (got {})", opts.type, opts.model);
+  quant::GgufQuantizeOptions options;
+  options.type = type;
+  for (const auto& k : opts.keep) options.overrides.push_back({k, DType::kF32});
+  for (const auto& t : opts.tensor_types) options.overrides.push_back(quant::parse_tensor_type_override(t));
+  uint64_t before = 0, after = 0;
+  const auto writer = quant::quantize_gguf(*source.gguf, options,
+      [&](size_t i, size_t n, const quant::TensorPlan& plan, uint64_t b, uint64_t a) {
+        before += b;
+        after += a;
+        print_tensor_line(i, n, plan.name, dtype_name(plan.from), dtype_name(plan.to), b, a, plan.reason);
+      });
+  writer.write(opts.out);
+  print_totals(before, after, source.gguf->path(), opts.out);
+  return 0;
+}
+
+// config.json of the quantized HF directory: the source's, plus a quantization_config.
+std::string quantized_config(const std::string& config_json, const quant::WeightQuantSpec& spec) {
+  auto config = nlohmann::ordered_json::parse(config_json);
+  config["quantization_config"] = {{"quant_method", "lemma"},
+                                   {"format", "lemma-weight-v1"},
+                                   {"bits", spec.bits},
+                                   {"group_size", spec.group_size == 0 ? -1 : spec.group_size},
+                                   {"sym", spec.symmetric}};
+  return config.dump(2) + "\n";
+}
+
+int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& source, quant::WeightQuantSpec spec) {
+  if (opts.group_size >= 0) spec.group_size = opts.group_size;
+  if (opts.asym) spec.symmetric = false;
+  quant::validate(spec);
+  if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
+  std::vector<quant::NamedTensor> tensors;
+  if (source.gguf) {
+    for (const auto& t : source.gguf->tensors()) tensors.push_back({t.name, t.view});
+  } else if (source.safetensors) {
+    for (const auto* t : source.safetensors->tensors()) tensors.push_back({t->name, t->view});
+  } else {
+    fail<InvalidArgument>("{} has no weights to quantize", opts.model);
+  }
+  const bool to_file = opts.out.ends_with(".safetensors");
+  if (!to_file && source.format != ModelFormat::kHfDirectory) {
+    fail<InvalidArgument>("--out {}: a directory output needs an HF directory input; name a .safetensors file instead",
+                          opts.out);
+  }
+  uint64_t before = 0, after = 0;
+  quant::WeightQuantizeOptions options{spec, opts.keep, opts.all_matrices};
+  const auto result = quant::quantize_weights(tensors, options, [&](size_t i, size_t n, const quant::WeightTensorPlan& p) {
+    before += p.bytes_before;
+    after += p.bytes_after;
+    const auto from = dtype_name(tensors[i].view.dtype);
+    print_tensor_line(i, n, p.name, from, p.quantized ? spec.to_string() : "kept", p.bytes_before, p.bytes_after,
+                      p.reason);
+  });
+  std::string out_file = opts.out;
+  if (!to_file) {
+    fs::create_directories(opts.out);
+    out_file = (fs::path(opts.out) / "model.safetensors").string();
+    const std::string config = quantized_config(source.hf_config_json, spec);
+    write_file_atomically((fs::path(opts.out) / "config.json").string(),
+                          {reinterpret_cast<const uint8_t*>(config.data()), config.size()});
+    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+                             "generation_config.json", "chat_template.jinja"}) {
+      const fs::path from = fs::path(opts.model) / name;
+      if (fs::exists(from)) fs::copy_file(from, fs::path(opts.out) / name, fs::copy_options::overwrite_existing);
+    }
+  }
+  write_safetensors(out_file, result.tensors, result.metadata);
+  std::printf("tensor bytes: %llu -> %llu (%.2fx smaller)\n", static_cast<unsigned long long>(before),
+              static_cast<unsigned long long>(after),
+              after ? static_cast<double>(before) / static_cast<double>(after) : 0.0);
+  std::printf("model bytes: %llu -> %llu (%s)\n", static_cast<unsigned long long>(source_bytes(source)),
+              static_cast<unsigned long long>(fs::file_size(out_file)), out_file.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app) {
+  auto opts = std::make_shared<QuantizeCliOptions>();
+  auto* sub = app.add_subcommand("quantize", "Quantize a model: GGUF Q8_0/Q4_0, or lemma int8/int4 safetensors");
+  sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
+  sub->add_option("--out,-o", opts->out, "Output .gguf, .safetensors, or HF directory")->required();
+  sub->add_option("--type,-t", opts->type,
+                  "q8_0 | q4_0 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] (safetensors)")
+      ->required();
+  sub->add_option("--group-size", opts->group_size, "int8/int4 group: 32, 64, 128 or 0 (per channel)");
+  sub->add_flag("--asym", opts->asym, "int8/int4 with a zero point per group");
+  sub->add_flag("--all-matrices", opts->all_matrices, "int8/int4: quantize the embedding and output matrix too");
+  sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, f32) for GGUF outputs; repeatable");
+  sub->add_option("--keep", opts->keep, "REGEX: leave matching tensors unquantized (GGUF: f32); repeatable");
+  bind(sub, [opts] {
+    const auto source = open_model_source(opts->model);
+    if (!source.has_weights()) fail<InvalidArgument>("{} has no weights to quantize", opts->model);
+    if (opts->type == "q8_0") return quantize_to_gguf(*opts, source, DType::kQ8_0);
+    if (opts->type == "q4_0") return quantize_to_gguf(*opts, source, DType::kQ4_0);
+    if (const auto spec = quant::parse_weight_quant_spec(opts->type)) return quantize_to_safetensors(*opts, source, *spec);
+    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, int8 or int4 (e.g. int4-g64-asym)", opts->type);
+  });
+}
+
+}  // namespace lemma::cli

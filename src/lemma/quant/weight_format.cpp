@@ -1,0 +1,178 @@
+#include "lemma/quant/weight_format.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lemma/base/error.h"
+#include "lemma/kernels/float_bits.h"
+
+namespace lemma::quant {
+
+int WeightQuantSpec::max_code() const {
+  if (symmetric) return bits == 8 ? 127 : 7;
+  return bits == 8 ? 255 : 15;
+}
+
+int WeightQuantSpec::min_code() const {
+  if (symmetric) return bits == 8 ? -127 : -8;
+  return 0;
+}
+
+std::string WeightQuantSpec::to_string() const {
+  return "int" + std::to_string(bits) + (group_size == 0 ? "-channel" : "-g" + std::to_string(group_size)) +
+         (symmetric ? "-sym" : "-asym");
+}
+
+std::optional<WeightQuantSpec> parse_weight_quant_spec(std::string_view text) {
+  WeightQuantSpec spec;
+  if (text.starts_with("int8")) {
+    spec.bits = 8;
+  } else if (text.starts_with("int4")) {
+    spec.bits = 4;
+    spec.group_size = 128;
+  } else {
+    return std::nullopt;
+  }
+  text.remove_prefix(4);
+  auto take = [&text](std::string_view part) {
+    if (!text.starts_with(part)) return false;
+    text.remove_prefix(part.size());
+    return true;
+  };
+  if (take("-channel")) spec.group_size = 0;
+  else if (take("-g32")) spec.group_size = 32;
+  else if (take("-g64")) spec.group_size = 64;
+  else if (take("-g128")) spec.group_size = 128;
+  if (take("-asym")) spec.symmetric = false;
+  else take("-sym");
+  if (!text.empty()) return std::nullopt;
+  return spec;
+}
+
+void validate(const WeightQuantSpec& spec) {
+  if (spec.bits != 8 && spec.bits != 4) fail<InvalidArgument>("weight quantization bits must be 8 or 4, not {}", spec.bits);
+  const int64_t g = spec.group_size;
+  if (g != 0 && g != 32 && g != 64 && g != 128) {
+    fail<InvalidArgument>("weight quantization group size must be 32, 64, 128 or 0 (per channel), not {}", g);
+  }
+}
+
+bool fits(const WeightQuantSpec& spec, int64_t cols) {
+  const int64_t group = spec.group_for(cols);
+  return cols > 0 && cols % group == 0 && (spec.bits == 8 || group % 2 == 0);
+}
+
+namespace {
+
+// Codes as unsigned storage values: symmetric q + offset (offset 0 for int8, whose codes are
+// stored as int8 bytes), asymmetric q as is.
+struct GroupParams {
+  float scale;  // the f16-rounded scale, as f32
+  int zero;     // asymmetric zero point; 0 for symmetric
+};
+
+GroupParams choose_params(const float* x, int64_t n, const WeightQuantSpec& spec) {
+  float lo = 0.0f, hi = 0.0f, amax = 0.0f, signed_max = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      signed_max = x[i];
+    }
+  }
+  float raw_scale;
+  if (!spec.symmetric) {
+    raw_scale = (hi - lo) / static_cast<float>(spec.max_code());
+  } else if (spec.bits == 8) {
+    raw_scale = amax / 127.0f;
+  } else {
+    raw_scale = signed_max / -8.0f;  // the largest magnitude lands exactly on code -8
+  }
+  const float scale = kernels::f16_to_f32(kernels::f32_to_f16(raw_scale));
+  if (!std::isfinite(scale)) fail<InvalidArgument>("weight quantization scale {} does not fit in f16", raw_scale);
+  int zero = 0;
+  if (!spec.symmetric && scale != 0.0f) {
+    zero = std::clamp(static_cast<int>(std::nearbyint(-lo / scale)), 0, spec.max_code());
+  }
+  return {scale, zero};
+}
+
+int code_of(float x, const GroupParams& p, const WeightQuantSpec& spec) {
+  if (p.scale == 0.0f) return spec.symmetric ? 0 : p.zero;
+  const int q = static_cast<int>(std::nearbyint(x / p.scale));
+  if (spec.symmetric) return std::clamp(q, spec.min_code(), spec.max_code());
+  return std::clamp(q + p.zero, 0, spec.max_code());
+}
+
+// The stored unsigned nibble/byte for code q.
+uint8_t stored_of(int q, const WeightQuantSpec& spec) {
+  if (spec.bits == 4 && spec.symmetric) return static_cast<uint8_t>(q + 8);
+  return static_cast<uint8_t>(q);  // int8 symmetric: two's complement byte of q
+}
+
+int code_from_stored(uint8_t s, const WeightQuantSpec& spec) {
+  if (spec.bits == 8) return spec.symmetric ? static_cast<int>(static_cast<int8_t>(s)) : static_cast<int>(s);
+  return spec.symmetric ? static_cast<int>(s) - 8 : static_cast<int>(s);
+}
+
+}  // namespace
+
+QuantizedWeight quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
+                                const WeightQuantSpec& spec) {
+  validate(spec);
+  if (!fits(spec, cols)) fail<InvalidArgument>("row length {} does not fit {}", cols, spec.to_string());
+  if (static_cast<int64_t>(values.size()) != rows * cols) {
+    fail<InvalidArgument>("{} values given for a [{}, {}] matrix", values.size(), rows, cols);
+  }
+  QuantizedWeight w;
+  w.spec = spec;
+  w.rows = rows;
+  w.cols = cols;
+  const int64_t group = spec.group_for(cols);
+  const int64_t groups = cols / group;
+  w.qweight.assign(static_cast<size_t>(rows * w.qweight_row_bytes()), 0);
+  w.scales.resize(static_cast<size_t>(rows * groups));
+  if (!spec.symmetric) w.zeros.resize(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* qrow = w.qweight.data() + r * w.qweight_row_bytes();
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* x = values.data() + r * cols + g * group;
+      const GroupParams p = choose_params(x, group, spec);
+      const size_t gi = static_cast<size_t>(r * groups + g);
+      w.scales[gi] = kernels::f32_to_f16(p.scale);
+      if (!spec.symmetric) w.zeros[gi] = static_cast<uint8_t>(p.zero);
+      for (int64_t i = 0; i < group; ++i) {
+        const int64_t c = g * group + i;
+        const uint8_t s = stored_of(code_of(x[i], p, spec), spec);
+        if (spec.bits == 8) {
+          qrow[c] = s;
+        } else {
+          qrow[c / 2] |= static_cast<uint8_t>((c % 2 == 0) ? s : s << 4);
+        }
+      }
+    }
+  }
+  return w;
+}
+
+void dequantize_weight_row(const QuantizedWeight& w, int64_t row, float* out) {
+  const int64_t group = w.spec.group_for(w.cols);
+  const int64_t groups = w.cols / group;
+  const uint8_t* qrow = w.qweight.data() + row * w.qweight_row_bytes();
+  for (int64_t c = 0; c < w.cols; ++c) {
+    const size_t gi = static_cast<size_t>(row * groups + c / group);
+    const float scale = kernels::f16_to_f32(w.scales[gi]);
+    const uint8_t s = w.spec.bits == 8 ? qrow[c] : static_cast<uint8_t>((qrow[c / 2] >> (4 * (c % 2))) & 0xF);
+    const int zero = w.spec.symmetric ? 0 : w.zeros[gi];
+    out[c] = scale * static_cast<float>(code_from_stored(s, w.spec) - zero);
+  }
+}
+
+std::vector<float> dequantize_weight(const QuantizedWeight& w) {
+  std::vector<float> out(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) dequantize_weight_row(w, r, out.data() + r * w.cols);
+  return out;
+}
+
+}  // namespace lemma::quant

@@ -113,11 +113,18 @@ void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_
   s.num_registered = num_full;
 }
 
-void KvManager::fork(SeqId parent, SeqId child) {
+void KvManager::fork(SeqId parent, SeqId child, int64_t num_tokens) {
   const auto it = seqs_.find(parent);
   if (it == seqs_.end()) throw std::logic_error(fmt::format("KvManager: fork of unknown seq {}", parent));
   if (seqs_.count(child) != 0) throw std::logic_error(fmt::format("KvManager: fork into existing seq {}", child));
   Sequence copy = it->second;
+  if (num_tokens >= 0) {
+    const size_t num_blocks = std::min(copy.table.size(), static_cast<size_t>(blocks_for(num_tokens)));
+    const size_t num_full = std::min(num_blocks, static_cast<size_t>(num_tokens / config_.block_size));
+    copy.table.resize(num_blocks);
+    copy.hashes.resize(std::min(copy.hashes.size(), num_full));
+    copy.num_registered = std::min(copy.num_registered, num_full);
+  }
   BlockPool& pool = copy.swapped ? host_ : device_;
   for (BlockId b : copy.table) pool.add_ref(b);
   seqs_.emplace(child, std::move(copy));

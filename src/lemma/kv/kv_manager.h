@@ -76,8 +76,9 @@ class KvManager {
   void cache_computed_blocks(SeqId seq, std::span<const int32_t> token_ids, int64_t num_computed_tokens,
                              std::span<const uint64_t> extra_keys);
 
-  // `child` shares every block of `parent` (parallel sampling); writes then copy on write.
-  void fork(SeqId parent, SeqId child);
+  // `child` shares the blocks of `parent` that cover its first num_tokens tokens (all blocks when
+  // num_tokens < 0) for parallel sampling; a write to a shared block then copies it (copy-on-write).
+  void fork(SeqId parent, SeqId child, int64_t num_tokens = -1);
   // Drops the sequence's blocks (device or host). Returns false when `seq` is unknown (idempotent).
   bool free(SeqId seq);
 

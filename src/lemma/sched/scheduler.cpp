@@ -20,7 +20,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, const KvManagerConfig& kv_co
                           config.max_num_batched_tokens, config.max_model_len);
 }
 
-void Scheduler::add_request(Request request) {
+void Scheduler::validate(const Request& request) const {
   const RequestId id = request.id();
   if (requests_.count(id) != 0) fail<InvalidArgument>("request id {} is already queued", id);
   if (request.num_prompt_tokens() == 0) fail<InvalidArgument>("request {} has an empty prompt", id);
@@ -33,6 +33,11 @@ void Scheduler::add_request(Request request) {
   if (kv_.blocks_for(std::min(max_len, config_.max_model_len)) > capacity)
     fail<InvalidArgument>("request {}: {} tokens need more than the KV cache's {} usable blocks", id,
                           std::min(max_len, config_.max_model_len), capacity);
+}
+
+void Scheduler::add_request(Request request) {
+  validate(request);
+  const RequestId id = request.id();
   request.set_status(RequestStatus::kWaiting);
   requests_.emplace(id, Entry{std::move(request), 0});
   enqueue_waiting(id, /*at_front=*/false);
@@ -95,16 +100,20 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       if (self) break;
     }
     if (!alloc) break;  // r itself was preempted; everything after it already was
+    for (const auto& rep : alloc->replaced) plan.copies.push_back(rep.copy);
+    if (e.num_tokens_sent == 0) {  // forked this step: the runner has no state for it yet
+      add_new_request(plan, e, n);
+      budget -= n;
+      ++i;
+      continue;
+    }
     CachedRequestData d;
     d.id = r.id();
     const auto tokens = r.token_ids();
     d.new_token_ids.assign(tokens.begin() + e.num_tokens_sent, tokens.end());
     e.num_tokens_sent = r.num_tokens();
     d.new_block_ids = std::move(alloc->new_blocks);
-    for (const auto& rep : alloc->replaced) {
-      d.replaced_blocks.push_back({rep.index, rep.copy.dst});
-      plan.copies.push_back(rep.copy);
-    }
+    for (const auto& rep : alloc->replaced) d.replaced_blocks.push_back({rep.index, rep.copy.dst});
     d.num_computed_tokens = c;
     plan.cached_requests.push_back(std::move(d));
     plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens()});
@@ -224,6 +233,25 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     outputs.push_back(std::move(out));
   }
   return outputs;
+}
+
+bool Scheduler::fork_request(RequestId parent_id, RequestId child_id, RequestOptions options) {
+  if (requests_.count(child_id) != 0) fail<InvalidArgument>("request id {} is already queued", child_id);
+  const auto it = requests_.find(parent_id);
+  if (it == requests_.end() || num_running() >= config_.max_num_seqs) return false;
+  const Request& parent = it->second.request;
+  const int64_t shared = parent.num_prompt_tokens() - 1;
+  if (parent.status() != RequestStatus::kRunning || parent.num_computed_tokens() < shared) return false;
+  std::vector<int32_t> prompt(parent.prompt_token_ids().begin(), parent.prompt_token_ids().end());
+  Request child(child_id, std::move(prompt), std::move(options));
+  validate(child);
+  child.set_num_computed_tokens(shared);
+  child.set_num_cached_tokens(shared);
+  child.set_status(RequestStatus::kRunning);
+  kv_.fork(parent_id, child_id, shared);
+  requests_.emplace(child_id, Entry{std::move(child), 0});
+  running_.push_back(child_id);
+  return true;
 }
 
 std::optional<RequestOutput> Scheduler::abort(RequestId id, RequestStatus status) {

@@ -57,6 +57,13 @@ class Scheduler {
   // A request that needed a sample but got none finishes as kFinishedFailed.
   std::vector<RequestOutput> update(const StepPlan& plan, const StepResult& result);
 
+  // Parallel sampling: starts `child_id` with `parent_id`'s prompt, sharing its prompt blocks
+  // (copy-on-write). The child recomputes only the last prompt token, so it samples its own first
+  // token. Returns false (nothing changed) unless the parent is running with at least
+  // num_prompt_tokens - 1 tokens computed and a running slot is free; the caller may then retry later
+  // or add the child as an ordinary request. Throws InvalidArgument for a duplicate child id.
+  bool fork_request(RequestId parent_id, RequestId child_id, RequestOptions options);
+
   // Finishes a live request with `status` (a finished state) and frees its blocks. nullopt when the
   // id is unknown or already finished (idempotent).
   std::optional<RequestOutput> abort(RequestId id, RequestStatus status = RequestStatus::kFinishedCancelled);
@@ -76,9 +83,10 @@ class Scheduler {
  private:
   struct Entry {
     Request request;
-    int64_t num_tokens_sent = 0;  // tokens the runner has been told about
+    int64_t num_tokens_sent = 0;  // tokens the runner has been told about; 0: it has no state
   };
   Entry& entry(RequestId id) { return requests_.at(id); }
+  void validate(const Request& request) const;  // add_request's checks
   bool before(const Request& a, const Request& b) const;  // queue order under the policy
   void enqueue_waiting(RequestId id, bool at_front);
   void preempt_back(StepPlan& plan);

@@ -21,6 +21,7 @@ struct Spec {
   RequestId id = 0;
   int arrival_step = 0;
   int cancel_step = -1;  // < 0: never cancelled
+  RequestId fork_of = 0;  // > 0: a parallel sample of that request (arrival_step unused)
   std::vector<int32_t> prompt;
   RequestOptions options;
   uint64_t seed = 0;
@@ -97,6 +98,16 @@ Workload make_workload(uint64_t seed, PreemptionMode mode, bool chunked, bool pr
     if (uniform(0, 7) == 0) s.options.extra_keys = {static_cast<uint64_t>(uniform(1, 2))};
     if (uniform(0, 6) == 0) s.cancel_step = s.arrival_step + uniform(0, 40);
     s.seed = rng();
+    const int num_forks = uniform(0, 4) == 0 ? uniform(1, 3) : 0;
+    for (int f = 0; f < num_forks; ++f) {
+      Spec child = s;
+      child.id = static_cast<RequestId>(5000 + 10 * i + f);
+      child.fork_of = s.id;
+      child.cancel_step = -1;
+      child.options.stop.max_tokens = std::min<int64_t>(uniform(1, 40), room);
+      child.seed = rng();
+      w.specs.push_back(std::move(child));
+    }
     w.specs.push_back(std::move(s));
   }
   return w;
@@ -107,16 +118,19 @@ struct RunStats {
   uint64_t prefix_hits = 0;
   uint64_t chunked_prefills = 0;  // steps that granted part of a request's gap
   uint64_t swap_ins = 0;
+  uint64_t forks = 0;
+  uint64_t cow_copies = 0;
   int64_t slot_mismatches = 0;
   std::map<RequestId, Expected> outputs;
 };
 
 // Runs the workload to completion, asserting the per-step properties.
-RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false) {
+RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool skip_cow_copies = false) {
   RunStats stats;
   Scheduler sched(w.config, w.kv);
   test::SimRunner runner(w.kv.num_device_blocks, w.kv.num_host_blocks, w.kv.block_size, kVocab);
   runner.skip_swap_in_copies = skip_swap_in_copies;
+  runner.skip_cow_copies = skip_cow_copies;
   std::unordered_map<RequestId, uint64_t> seeds;
   std::map<RequestId, int> finish_count;
   auto record = [&](const RequestOutput& out) {
@@ -128,13 +142,27 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false) {
     }
   };
   size_t num_added = 0;
+  std::set<RequestId> started;
+  auto start = [&](const Spec& s) {
+    seeds[s.id] = s.seed;
+    stats.outputs[s.id];
+    started.insert(s.id);
+    ++num_added;
+  };
   for (int step = 0; step < 20000; ++step) {
     for (const Spec& s : w.specs) {
-      if (s.arrival_step == step) {
+      if (s.fork_of != 0 && started.count(s.fork_of) != 0 && started.count(s.id) == 0) {
+        if (sched.fork_request(s.fork_of, s.id, s.options)) {
+          start(s);
+          ++stats.forks;
+        } else if (sched.find(s.fork_of) == nullptr) {  // the parent is gone: an ordinary request
+          sched.add_request(Request(s.id, s.prompt, s.options));
+          start(s);
+        }
+      }
+      if (s.fork_of == 0 && s.arrival_step == step) {
         sched.add_request(Request(s.id, s.prompt, s.options));
-        seeds[s.id] = s.seed;
-        stats.outputs[s.id];
-        ++num_added;
+        start(s);
       }
       if (s.cancel_step == step)
         if (auto out = sched.abort(s.id)) record(*out);
@@ -155,6 +183,7 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false) {
     EXPECT_LE(static_cast<int32_t>(plan.scheduled.size()), w.config.max_num_seqs);
     EXPECT_LE(sched.num_running(), w.config.max_num_seqs);
     stats.swap_ins += plan.swap_in.size();
+    stats.cow_copies += plan.copies.size();
     const StepResult result = runner.run(plan, seeds);
     for (const auto& out : sched.update(plan, result)) record(out);
     sched.check_invariants();
@@ -213,7 +242,13 @@ TEST_P(SchedulerProperty, RandomWorkloadsMatchTheUnbatchedReference) {
     total.prefix_hits += stats.prefix_hits;
     total.chunked_prefills += stats.chunked_prefills;
     total.swap_ins += stats.swap_ins;
+    total.forks += stats.forks;
+    total.cow_copies += stats.cow_copies;
   }
+  RecordProperty("forks", std::to_string(total.forks));
+  RecordProperty("cow_copies", std::to_string(total.cow_copies));
+  EXPECT_GT(total.forks, 0u);
+  EXPECT_GT(total.cow_copies, 0u);
   RecordProperty("preemptions", std::to_string(total.preemptions));
   RecordProperty("prefix_hits", std::to_string(total.prefix_hits));
   RecordProperty("swap_ins", std::to_string(total.swap_ins));
@@ -249,20 +284,23 @@ INSTANTIATE_TEST_SUITE_P(
              (m.policy == SchedulingPolicy::kPriority ? "Priority" : "Fcfs");
     });
 
-// The property test can fail: a runner that skips the swap-in copies reads stale blocks, and the
-// outputs (or the slot check) differ from the reference.
-TEST(SchedulerPropertyMeta, MissingSwapCopiesAreDetected) {
+// The property test can fail: a runner that skips the swap-in (or copy-on-write) copies reads stale
+// blocks, and the outputs (or the slot check) differ from the reference.
+bool detects_missing_copies(bool skip_swap_in, bool skip_cow) {
   bool detected = false;
   for (uint64_t seed = 1; seed <= 60 && !detected; ++seed) {
     const Workload w = make_workload(seed, PreemptionMode::kSwap, true, false, SchedulingPolicy::kFcfs);
-    const RunStats stats = run_workload(w, /*skip_swap_in_copies=*/true);
-    if (stats.swap_ins == 0) continue;
+    const RunStats stats = run_workload(w, skip_swap_in, skip_cow);
+    if ((skip_swap_in && stats.swap_ins == 0) || (skip_cow && stats.cow_copies == 0)) continue;
     bool differs = stats.slot_mismatches > 0;
     for (const Spec& s : w.specs) differs |= stats.outputs.at(s.id).outputs != reference(s, w.config.max_model_len).outputs;
     detected = differs;
   }
-  EXPECT_TRUE(detected);
+  return detected;
 }
+
+TEST(SchedulerPropertyMeta, MissingSwapCopiesAreDetected) { EXPECT_TRUE(detects_missing_copies(true, false)); }
+TEST(SchedulerPropertyMeta, MissingCopyOnWriteCopiesAreDetected) { EXPECT_TRUE(detects_missing_copies(false, true)); }
 
 }  // namespace
 }  // namespace lemma

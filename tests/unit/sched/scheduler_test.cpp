@@ -253,6 +253,39 @@ TEST(Scheduler, RepeatedPromptHitsThePrefixCache) {
   EXPECT_EQ(p.new_requests[0].num_computed_tokens, 0);
 }
 
+TEST(Scheduler, ForkSharesPromptBlocksAndCopiesTheLastOnWrite) {
+  Scheduler sched({}, kv_config(16));
+  sched.add_request(make_request(1, 6, 4));  // blocks: [0..3] full, [4..5] partial
+  EXPECT_FALSE(sched.fork_request(1, 2, {}));  // not admitted yet
+  StepPlan p = sched.schedule();
+  sched.update(p, ones(p));
+  RequestOptions o;
+  o.stop.max_tokens = 3;
+  ASSERT_TRUE(sched.fork_request(1, 2, o));
+  EXPECT_THROW(sched.fork_request(1, 2, o), InvalidArgument);
+  EXPECT_EQ(sched.find(2)->num_computed_tokens(), 5);
+  p = sched.schedule();
+  // The parent writes position 6 into the shared partial block first: it gets the copy.
+  ASSERT_EQ(p.copies.size(), 1u);
+  ASSERT_EQ(p.cached_requests.size(), 1u);
+  ASSERT_EQ(p.cached_requests[0].replaced_blocks.size(), 1u);
+  EXPECT_EQ(p.cached_requests[0].replaced_blocks[0].index, 1);
+  EXPECT_EQ(p.cached_requests[0].replaced_blocks[0].block, p.copies[0].dst);
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].id, 2u);
+  EXPECT_EQ(p.new_requests[0].block_table[1], p.copies[0].src);  // the child keeps the original
+  EXPECT_EQ(p.new_requests[0].block_table[0], sched.kv().block_table(1)[0]);  // full block shared
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(p.scheduled[1].num_new_tokens, 1);
+  EXPECT_TRUE(p.scheduled[1].needs_sample);
+  sched.check_invariants();
+  while (sched.has_unfinished_requests()) {
+    p = sched.schedule();
+    sched.update(p, ones(p));
+  }
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+}
+
 TEST(Scheduler, MissingSampleFailsTheRequest) {
   Scheduler sched({}, kv_config(16));
   sched.add_request(make_request(1, 4, 5));

@@ -33,6 +33,7 @@ class SimRunner {
         host_(static_cast<size_t>(num_host_blocks) * block_size, kEmpty) {}
 
   bool skip_swap_in_copies = false;  // to show the property test notices a missing copy
+  bool skip_cow_copies = false;
   int64_t num_slot_mismatches = 0;   // slots read back that do not hold (token, position)
 
   StepResult run(const StepPlan& plan, const std::unordered_map<RequestId, uint64_t>& seeds) {
@@ -41,7 +42,8 @@ class SimRunner {
     for (const auto& c : plan.swap_out) copy_block(device_, c.src, host_, c.dst);
     if (!skip_swap_in_copies)
       for (const auto& c : plan.swap_in) copy_block(host_, c.src, device_, c.dst);
-    for (const auto& c : plan.copies) copy_block(device_, c.src, device_, c.dst);
+    if (!skip_cow_copies)
+      for (const auto& c : plan.copies) copy_block(device_, c.src, device_, c.dst);
     for (const auto& n : plan.new_requests) state_[n.id] = State{n.token_ids, n.block_table};
     for (const auto& d : plan.cached_requests) {
       State& s = state_.at(d.id);

@@ -7,6 +7,7 @@
 
 #include "run_command.h"
 #include "support/shared_data.h"
+#include "support/vocab_vectors.h"
 
 namespace lemma::testing {
 namespace {
@@ -19,46 +20,18 @@ CommandResult lemma(const std::string& args, const std::string* stdin_text = nul
 
 std::string q(const std::filesystem::path& p) { return shell_quote(p.string()); }
 
-// The .inp/.out vector format of MANIFEST.md.
-std::vector<std::string> split_inputs(const std::string& all) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < all.size()) {
-    const size_t next = all.find(sep, pos);
-    if (next == std::string::npos) {
-      out.push_back(all.substr(pos));
-      break;
-    }
-    out.push_back(all.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  return out;
-}
-
-std::vector<int> parse_expected_line(const std::string& line) {
-  std::vector<int> ids;
-  std::istringstream ss(line);
-  int id;
-  while (ss >> id) ids.push_back(id);
-  return ids;
-}
-
 class VocabFile : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VocabFile, TokenizeMatchesReferenceVectorsThroughStdin) {
   const auto base = shared_data("tokenizers/ggml-vocab-" + GetParam() + ".gguf");
   LEMMA_REQUIRE_SHARED(base);
-  const auto inputs = split_inputs(read_file(base.string() + ".inp"));
-  std::vector<std::string> lines;
-  std::istringstream out(read_file(base.string() + ".out"));
-  for (std::string line; std::getline(out, line);) lines.push_back(line);
-  ASSERT_GE(lines.size(), inputs.size());
+  const auto [inputs, expected] = read_vocab_vectors(base);
+  ASSERT_EQ(expected.size(), inputs.size());
   // A handful of cases per vocabulary (the tokenizer unit tests cover every case in-process).
   for (size_t i : {size_t{0}, size_t{2}, size_t{5}, inputs.size() - 1}) {
     const auto r = lemma("tokenize --model " + q(base), &inputs[i]);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(nlohmann::json::parse(r.out).get<std::vector<int>>(), parse_expected_line(lines[i]))
+    EXPECT_EQ(nlohmann::json::parse(r.out).get<std::vector<int32_t>>(), expected[i])
         << GetParam() << " case " << i << ": '" << inputs[i] << "'";
   }
 }

@@ -8,6 +8,7 @@
 #include "gguf_test_reader.h"
 #include "lemma/tokenizer/tokenizer.h"
 #include "support/shared_data.h"
+#include "support/vocab_vectors.h"
 
 namespace lemma {
 namespace {
@@ -15,42 +16,9 @@ namespace {
 using testing::escaped;
 using testing::ids_str;
 
-std::vector<std::string> split_inputs(const std::string& text) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t next = text.find(sep, pos);
-    if (next == std::string::npos) {
-      out.push_back(text.substr(pos));
-      break;
-    }
-    out.push_back(text.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  return out;
-}
-
-std::vector<std::vector<int32_t>> parse_outputs(const std::string& text) {
-  std::vector<std::vector<int32_t>> out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream nums(line);
-    std::vector<int32_t> ids;
-    int32_t id;
-    while (nums >> id) ids.push_back(id);
-    out.push_back(std::move(ids));
-  }
-  return out;
-}
-
 // Checks every case of <name>.gguf.inp/.out against `tok`; returns the number of cases.
 void expect_vectors(const Tokenizer& tok, const std::string& name) {
-  const auto inp = testing::shared_data("tokenizers/" + name + ".gguf.inp");
-  const auto outp = testing::shared_data("tokenizers/" + name + ".gguf.out");
-  const auto inputs = split_inputs(testing::read_file(inp));
-  const auto expected = parse_outputs(testing::read_file(outp));
+  const auto [inputs, expected] = testing::read_vocab_vectors(testing::shared_data("tokenizers/" + name + ".gguf"));
   ASSERT_EQ(inputs.size(), expected.size()) << name;
   ASSERT_GT(inputs.size(), 40u);
   size_t failures = 0;

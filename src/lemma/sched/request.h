@@ -20,6 +20,7 @@ struct RequestOptions {
   StopConditions stop;
   SamplingParams sampling;
   double arrival_time = 0.0;          // seconds on the engine's clock; FCFS order
+  double deadline = 0.0;              // seconds on the engine's clock; <= 0: none (see abort_expired)
   int32_t priority = 0;               // lower runs first under the priority policy
   std::vector<uint64_t> extra_keys;   // prefix-cache namespace: adapter id, model id, cache salt
 };
@@ -43,6 +44,7 @@ class Request {
   const StopConditions& stop() const { return options_.stop; }
   const SamplingParams& sampling() const { return options_.sampling; }
   double arrival_time() const { return options_.arrival_time; }
+  double deadline() const { return options_.deadline; }
   int32_t priority() const { return options_.priority; }
   std::span<const uint64_t> extra_keys() const { return options_.extra_keys; }
 

@@ -277,8 +277,39 @@ RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<
   out.num_cached_tokens = r.num_cached_tokens();
   finished_since_plan_.push_back(id);
   ++num_finished_;
+  ++num_finished_by_status_[finished_index(status)];
   requests_.erase(id);
   return out;
+}
+
+std::vector<RequestOutput> Scheduler::abort_expired(double now) {
+  std::vector<RequestId> expired;
+  for (const auto& [id, e] : requests_)
+    if (e.request.deadline() > 0.0 && e.request.deadline() <= now) expired.push_back(id);
+  std::sort(expired.begin(), expired.end());
+  std::vector<RequestOutput> outputs;
+  for (RequestId id : expired) outputs.push_back(finish(id, RequestStatus::kFinishedTimeout, {}));
+  return outputs;
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.num_running = num_running();
+  s.num_waiting = num_waiting();
+  for (RequestId id : waiting_) s.num_swapped += kv_.is_swapped(id);
+  s.kv_blocks_total = kv_.device_pool().num_blocks();
+  s.kv_blocks_used = kv_.device_pool().num_used_blocks();
+  s.kv_blocks_cached = kv_.prefix_cache().num_cached_blocks();
+  s.host_blocks_total = kv_.host_pool().num_blocks();
+  s.host_blocks_used = kv_.host_pool().num_used_blocks();
+  s.prefix_cache_queries = kv_.num_prefix_queries();
+  s.prefix_cache_hits = kv_.num_prefix_hits();
+  s.prefix_cache_queried_tokens = kv_.num_prefix_queried_tokens();
+  s.prefix_cache_hit_tokens = kv_.num_prefix_hit_tokens();
+  s.num_preemptions = num_preemptions_;
+  s.num_steps = next_step_id_;
+  s.num_finished = num_finished_by_status_;
+  return s;
 }
 
 const Request* Scheduler::find(RequestId id) const {

@@ -13,6 +13,7 @@
 
 #include "lemma/kv/kv_manager.h"
 #include "lemma/sched/request.h"
+#include "lemma/sched/scheduler_stats.h"
 #include "lemma/sched/step_plan.h"
 
 namespace lemma {
@@ -68,7 +69,11 @@ class Scheduler {
   // id is unknown or already finished (idempotent).
   std::optional<RequestOutput> abort(RequestId id, RequestStatus status = RequestStatus::kFinishedCancelled);
 
+  // Finishes every live request whose deadline is set and <= now with kFinishedTimeout.
+  std::vector<RequestOutput> abort_expired(double now);
+
   const Request* find(RequestId id) const;
+  SchedulerStats stats() const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool has_unfinished_requests() const { return !requests_.empty(); }
@@ -105,6 +110,7 @@ class Scheduler {
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;
   uint64_t num_finished_ = 0;
+  std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
 };
 
 }  // namespace lemma

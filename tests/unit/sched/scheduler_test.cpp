@@ -286,6 +286,32 @@ TEST(Scheduler, ForkSharesPromptBlocksAndCopiesTheLastOnWrite) {
   EXPECT_EQ(sched.kv().num_free_blocks(), 16);
 }
 
+TEST(Scheduler, ExpiredDeadlinesFinishAsTimeouts) {
+  Scheduler sched({}, kv_config(16));
+  RequestOptions soon, later, never;
+  soon.deadline = 5.0;
+  later.deadline = 50.0;
+  sched.add_request(Request(1, iota_tokens(4), soon));
+  sched.add_request(Request(2, iota_tokens(4, 300), later));
+  sched.add_request(Request(3, iota_tokens(4, 500), never));
+  StepPlan p = sched.schedule();
+  sched.update(p, ones(p));
+  EXPECT_TRUE(sched.abort_expired(4.0).empty());
+  const auto out = sched.abort_expired(10.0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].id, 1u);
+  EXPECT_EQ(out[0].status, RequestStatus::kFinishedTimeout);
+  EXPECT_EQ(sched.abort_expired(1e9).size(), 1u);  // request 3 has no deadline
+  const SchedulerStats st = sched.stats();
+  EXPECT_EQ(st.num_finished[finished_index(RequestStatus::kFinishedTimeout)], 2u);
+  EXPECT_EQ(st.num_running, 1);
+  EXPECT_EQ(st.kv_blocks_used, 1);
+  EXPECT_EQ(st.kv_blocks_total, 16);
+  EXPECT_EQ(st.prefix_cache_queries, 3u);
+  EXPECT_EQ(st.num_steps, 1u);
+  sched.check_invariants();
+}
+
 TEST(Scheduler, MissingSampleFailsTheRequest) {
   Scheduler sched({}, kv_config(16));
   sched.add_request(make_request(1, 4, 5));

@@ -1,11 +1,7 @@
 // `quantize_gguf` against llama-quantize's files in shared/data/golden/quant/: the same per-tensor
 // types from the same recipe, and every tensor's bytes equal (Q8_0/Q4_0 blocks bit for bit).
-#include <unistd.h>
-
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -15,6 +11,7 @@
 #include "lemma/io/gguf.h"
 #include "lemma/quant/gguf_quantizer.h"
 #include "support/shared_data.h"
+#include "tiny_preset.h"
 
 namespace lemma::quant {
 namespace {
@@ -98,21 +95,12 @@ class Tiny256Golden : public ::testing::TestWithParam<GoldenCase> {};
 TEST_P(Tiny256Golden, PureRecipeBlocksEqualLlamaQuantize) {
   const auto c = GetParam();
   const auto golden_path = shared_data(std::string("golden/quant/") + c.golden);
-  const auto tool = lemma::testing::shared_dir() / "tools" / "make_bench_model.py";
   LEMMA_REQUIRE_SHARED(golden_path);
-  LEMMA_REQUIRE_SHARED(tool);
-  const fs::path dir = build_scratch("quant") / "tiny-256";
-  const fs::path f32 = dir / "tiny-256-f32.gguf";
-  if (!fs::exists(dir / "complete")) {
-    const fs::path tmp = build_scratch("quant") / ("tiny-256.tmp." + std::to_string(::getpid()));
-    const std::string cmd = "/usr/bin/python3 '" + tool.string() + "' --preset tiny-256 --seed 0 --dtype f32 --out '" +
-                            tmp.string() + "' > /dev/null 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ofstream(tmp / "complete") << "ok\n";
-    std::error_code ec;
-    fs::rename(tmp, dir, ec);
-    if (ec) fs::remove_all(tmp);
-  }
+  LEMMA_REQUIRE_SHARED(lemma::testing::shared_dir() / "tools" / "make_bench_model.py");
+  std::string why;
+  const auto dir = ensure_tiny_256(why);
+  ASSERT_TRUE(dir) << why;
+  const fs::path f32 = *dir / "tiny-256-f32.gguf";
   const auto source = GgufFile::open(f32.string());
   const auto golden = GgufFile::open(golden_path.string());
   GgufQuantizeOptions options;

@@ -21,6 +21,7 @@ const char* terminal_name(Terminal t) {
 CompletionCall::CompletionCall(ParsedCompletion request, const Tokenizer& tokenizer, ResponseIds ids,
                                const ServerConfig& config, Metrics& metrics, Clock::time_point arrival)
     : request_(std::move(request)), tokenizer_(tokenizer), ids_(std::move(ids)), metrics_(metrics), arrival_(arrival),
+      timeout_(config.request_timeout),
       buffer_(std::make_shared<OutputBuffer>(config.stream_buffer_tokens)) {
   choices_.reserve(size_t(request_.n));
   for (int i = 0; i < request_.n; ++i) {
@@ -42,6 +43,7 @@ CompletionRequest CompletionCall::engine_request() const {
   r.n = request_.n;
   r.stop_token_ids = request_.stop_token_ids;
   r.ignore_eos = request_.ignore_eos;
+  r.timeout = timeout_;
   return r;
 }
 

@@ -73,6 +73,7 @@ class CompletionCall {
   ResponseIds ids_;
   Metrics& metrics_;
   Clock::time_point arrival_;
+  std::chrono::milliseconds timeout_;
   std::optional<Clock::time_point> first_token_, last_token_;
   std::shared_ptr<OutputBuffer> buffer_;
   std::vector<Choice> choices_;

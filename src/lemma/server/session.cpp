@@ -179,6 +179,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       }
     }
     if (call.take_engine_cancel()) ctx.engine.cancel(id);
+    if (call.terminal() == Terminal::kOverflow) ec = net::error::connection_reset;  // cut the slow reader
     if (ec) break;
     if (call.streaming() && !frames.empty()) {
       waker->writing = true;
@@ -322,14 +323,14 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       rec.completion_tokens = outcome.completion_tokens;
     }
     bool keep_alive = req.keep_alive() && !outcome.close && !ctx.draining;
+    rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
+    ctx.metrics.record_http(route.label, rec.status);  // before the answer: a client may scrape right after
     if (!outcome.streamed && !outcome.close) {
       if (req.method() == http::verb::head) outcome.response.body.clear();
       ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace);
       if (ec) keep_alive = false;
     }
     if (outcome.counted_active) ctx.active_requests.fetch_sub(1);
-    rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
-    ctx.metrics.record_http(route.label, rec.status);
     write_access_log(ctx, rec, arrival);
     if (!keep_alive) break;
   }

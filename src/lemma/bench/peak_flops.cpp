@@ -14,7 +14,7 @@ namespace {
 using ProbeFn = float (*)(int64_t);
 
 double best_gflops(const PeakFlopsOptions& options, ProbeFn fn, int64_t flops_per_iteration) {
-  std::atomic<int64_t> sink{0};
+  std::atomic<int64_t> sink{0};  // the chains' results land here, so they are never dead code
   ParallelPasses job;
   job.num_threads = options.num_threads;
   job.passes = options.passes;
@@ -23,7 +23,7 @@ double best_gflops(const PeakFlopsOptions& options, ProbeFn fn, int64_t flops_pe
   const double best = *std::min_element(seconds.begin(), seconds.end());
   const double flops = static_cast<double>(options.iterations) * static_cast<double>(flops_per_iteration) *
                        static_cast<double>(options.num_threads);
-  return flops / 1e9 / best + (sink.load() == -1 ? 1e-300 : 0.0);  // keeps the results observable
+  return flops / 1e9 / best;
 }
 }  // namespace
 

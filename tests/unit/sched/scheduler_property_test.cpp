@@ -3,6 +3,7 @@
 // After every step: the budget and max_num_seqs hold, pools and tables agree; at the end every block
 // is free, every request finished exactly once, and each one's tokens equal what the simulated model
 // produces for it alone, without chunking, preemption or prefix caching.
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -168,8 +169,25 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
         if (auto out = sched.abort(s.id)) record(*out);
     }
     if (num_added == w.specs.size() && !sched.has_unfinished_requests()) break;
+    std::set<RequestId> running_before;
+    for (const auto& [id, seed] : seeds)
+      if (const Request* r = sched.find(id); r != nullptr && r->status() == RequestStatus::kRunning)
+        running_before.insert(id);
     const StepPlan plan = sched.schedule();
     sched.check_invariants();
+    // Running requests go first; waiting ones are admitted only after every running one got tokens.
+    bool admitted_any = false;
+    for (const auto& s : plan.scheduled) {
+      const bool was_running = running_before.count(s.id) != 0;
+      EXPECT_FALSE(was_running && admitted_any) << "a running request scheduled after an admission";
+      admitted_any |= !was_running;
+    }
+    if (admitted_any) {
+      EXPECT_TRUE(plan.preempted_ids.empty());
+      for (RequestId id : running_before)
+        EXPECT_TRUE(std::any_of(plan.scheduled.begin(), plan.scheduled.end(), [&](const auto& s) { return s.id == id; }))
+            << "request " << id << " was running but got no tokens while another was admitted";
+    }
     int64_t total = 0;
     std::set<RequestId> ids;
     for (const auto& s : plan.scheduled) {

@@ -167,7 +167,13 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
       n = grant(r, c, budget);
       if (!config_.enable_chunked_prefill && c + n < r.num_tokens()) break;
       if (!kv_.allocate_slots(id, c, n, &hit, /*admission=*/true)) break;
-      if (r.status() == RequestStatus::kWaiting) r.set_num_cached_tokens(c);
+      if (r.status() == RequestStatus::kWaiting) {  // first admission: what usage and metrics report
+        r.set_num_cached_tokens(c);
+        ++prefix_.queries;
+        prefix_.hits += c > 0;
+        prefix_.queried_tokens += static_cast<uint64_t>(r.num_tokens());
+        prefix_.hit_tokens += static_cast<uint64_t>(c);
+      }
       r.set_num_computed_tokens(c);
     }
     waiting_.pop_front();
@@ -302,10 +308,10 @@ SchedulerStats Scheduler::stats() const {
   s.kv_blocks_cached = kv_.prefix_cache().num_cached_blocks();
   s.host_blocks_total = kv_.host_pool().num_blocks();
   s.host_blocks_used = kv_.host_pool().num_used_blocks();
-  s.prefix_cache_queries = kv_.num_prefix_queries();
-  s.prefix_cache_hits = kv_.num_prefix_hits();
-  s.prefix_cache_queried_tokens = kv_.num_prefix_queried_tokens();
-  s.prefix_cache_hit_tokens = kv_.num_prefix_hit_tokens();
+  s.prefix_cache_queries = prefix_.queries;
+  s.prefix_cache_hits = prefix_.hits;
+  s.prefix_cache_queried_tokens = prefix_.queried_tokens;
+  s.prefix_cache_hit_tokens = prefix_.hit_tokens;
   s.num_preemptions = num_preemptions_;
   s.num_steps = next_step_id_;
   s.num_finished = num_finished_by_status_;

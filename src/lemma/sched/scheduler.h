@@ -111,6 +111,9 @@ class Scheduler {
   uint64_t num_preemptions_ = 0;
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
+  struct {
+    uint64_t queries = 0, hits = 0, queried_tokens = 0, hit_tokens = 0;
+  } prefix_;  // first admissions only (re-admissions after preemption and blocked retries not counted)
 };
 
 }  // namespace lemma

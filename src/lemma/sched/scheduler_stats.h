@@ -27,8 +27,9 @@ struct SchedulerStats {
   int32_t kv_blocks_cached = 0;
   int32_t host_blocks_total = 0;
   int32_t host_blocks_used = 0;
+  // Prefix cache, counted once per request at its first admission.
   uint64_t prefix_cache_queries = 0;
-  uint64_t prefix_cache_hits = 0;          // queries that reused at least one block
+  uint64_t prefix_cache_hits = 0;          // requests that reused at least one block
   uint64_t prefix_cache_queried_tokens = 0;
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t num_preemptions = 0;

@@ -245,6 +245,10 @@ TEST(Scheduler, RepeatedPromptHitsThePrefixCache) {
   const auto out = sched.update(p, ones(p));
   EXPECT_EQ(out[0].num_cached_tokens, 20);
   EXPECT_GE(sched.kv().num_prefix_hits(), 1u);
+  EXPECT_EQ(sched.stats().prefix_cache_queries, 2u);
+  EXPECT_EQ(sched.stats().prefix_cache_hits, 1u);
+  EXPECT_EQ(sched.stats().prefix_cache_hit_tokens, 20u);
+  EXPECT_EQ(sched.stats().prefix_cache_queried_tokens, 42u);
   // A different namespace (adapter) does not hit.
   RequestOptions o;
   o.extra_keys = {5};

@@ -30,6 +30,7 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
       for (auto& lp : d.logprobs) lp.top.resize(size_t(request.sampling.top_logprobs));
     }
     d.finish_reason = reason;
+    if (reason == FinishReason::kError) d.error = "boom";
     d.cached_prompt_tokens = cached_tokens;
     d.queue_seconds = 0.001;
     sink->push(std::move(d));
@@ -47,6 +48,10 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
         std::vector<int32_t> tail;
         if (end_token >= 0) tail.push_back(end_token);
         final_delta(i, FinishReason::kStop, tail);
+        continue;
+      }
+      if (fail_after_first_token && step >= 1) {
+        final_delta(i, FinishReason::kError, {});
         continue;
       }
       int32_t token = script[step];

@@ -26,6 +26,7 @@ class FakeEngine final : public EngineClient {
   std::atomic<int> capacity{1000};  // accepted requests that may be live at once
   bool emit_logprobs = true;
   int64_t cached_tokens = 3;
+  std::atomic<bool> fail_after_first_token{false};  // then end every choice with kError "boom"
 
   bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) override;
   void cancel(const std::string& request_id) override;

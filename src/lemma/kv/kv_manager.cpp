@@ -82,7 +82,11 @@ std::optional<SlotAllocation> KvManager::allocate_slots(SeqId seq, int64_t num_c
   if (num_new_tokens > 0) {
     for (int32_t i = static_cast<int32_t>(num_computed_tokens / config_.block_size); i < std::min(target, size); ++i) {
       const BlockId old = s.table[i];
-      if (device_.ref_count(old) <= 1) continue;
+      if (device_.ref_count(old) <= 1) {
+        // Sole owner of a cached block (a fork whose parent let go): the write changes its content.
+        prefix_cache_->forget(old);
+        continue;
+      }
       const BlockId fresh = device_.allocate(1)[0];
       device_.free(old);
       s.table[i] = fresh;

@@ -62,7 +62,8 @@ class KvManager {
   PrefixHit find_cached_prefix(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys);
 
   // Grows `seq`'s table so positions [0, num_computed_tokens + num_new_tokens) have blocks, copying
-  // shared blocks that positions >= num_computed_tokens would write (copy-on-write). A sequence not yet
+  // shared blocks that positions >= num_computed_tokens would write (copy-on-write; a prefix-cached
+  // block it owns alone leaves the cache instead, since its content changes). A sequence not yet
   // known is created, starting from `hit`'s blocks (num_computed_tokens must equal hit->num_tokens).
   // `admission` keeps the watermark free. nullopt (nothing changed) when the device pool is too small.
   std::optional<SlotAllocation> allocate_slots(SeqId seq, int64_t num_computed_tokens, int64_t num_new_tokens,

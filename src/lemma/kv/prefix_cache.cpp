@@ -53,6 +53,12 @@ BlockId PrefixCache::lookup(const BlockHash& hash) const {
   return it == by_hash_.end() ? -1 : it->second;
 }
 
+void PrefixCache::forget(BlockId block) {
+  if (!entries_.at(static_cast<size_t>(block)).valid) return;
+  evict(block);
+  pool_->set_cached(block, false);
+}
+
 void PrefixCache::evict(BlockId block) {
   Entry& e = entries_[block];
   if (!e.valid) return;

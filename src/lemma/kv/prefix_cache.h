@@ -35,6 +35,9 @@ class PrefixCache {
   // (nothing changed) when that content is already cached in some block or `block` is already cached.
   bool insert(BlockId block, const BlockHash& hash, std::span<const int32_t> block_tokens);
 
+  // Drops `block`'s entry (its owner is about to overwrite part of it). No-op when it is not cached.
+  void forget(BlockId block);
+
   // The block currently caching `hash`, or -1.
   BlockId lookup(const BlockHash& hash) const;
   int32_t num_cached_blocks() const { return static_cast<int32_t>(by_hash_.size()); }

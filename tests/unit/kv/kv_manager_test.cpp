@@ -136,6 +136,28 @@ TEST(KvManager, ForkSharesBlocksAndCopiesOnWrite) {
   kv.check_invariants();
 }
 
+// Found by the random test: a fork shares a cached full block mid-way; once the parent lets go, the
+// child owns it alone and overwrites its tail, so the block must leave the prefix cache.
+TEST(KvManager, WritingASoleOwnedCachedBlockDropsItFromTheCache) {
+  KvManager kv(small_config(8));
+  const auto tokens = iota_tokens(8);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 8));
+  kv.cache_computed_blocks(1, tokens, 8, {});
+  const BlockId second = kv.block_table(1)[1];
+  EXPECT_TRUE(kv.device_pool().is_cached(second));
+  kv.fork(1, 2, 6);  // the child keeps positions 0..5; block 1 is shared
+  EXPECT_EQ(kv.block_table(2).size(), 2u);
+  kv.free(1);
+  const auto a = kv.allocate_slots(2, 6, 1);  // overwrites position 6 of block 1
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->replaced.empty());
+  EXPECT_FALSE(kv.device_pool().is_cached(second));
+  auto other = tokens;
+  other.push_back(0);
+  EXPECT_EQ(kv.find_cached_prefix(other, {}).num_tokens, 4);  // only block 0 still hits
+  kv.check_invariants();
+}
+
 TEST(KvManager, SwapOutAndInMovesBlocksBetweenTiers) {
   KvManager kv(small_config(4, 3));
   ASSERT_TRUE(kv.allocate_slots(1, 0, 10));  // 3 blocks

@@ -186,6 +186,10 @@ bool CompletionCall::take_engine_cancel() {
   return true;
 }
 
+double CompletionCall::ttft_seconds() const {
+  return first_token_ ? std::chrono::duration<double>(*first_token_ - arrival_).count() : -1.0;
+}
+
 Usage CompletionCall::usage() const {
   Usage u;
   u.prompt_tokens = int64_t(request_.prompt_ids.size());

@@ -51,6 +51,9 @@ class CompletionCall {
   const std::string& finish_label() const { return finish_label_; }
   Usage usage() const;
   const std::string& id() const { return ids_.id; }
+  // Phase timings for the access log; negative when unknown.
+  double ttft_seconds() const;
+  double queue_seconds() const { return queue_seconds_; }
 
  private:
   struct Choice {

@@ -106,6 +106,7 @@ struct Outcome {
   bool counted_active = false;    // counted in ctx.active_requests
   std::string terminal, finish;
   int64_t prompt_tokens = -1, completion_tokens = -1;
+  double ttft_ms = -1.0, queue_ms = -1.0;
 };
 
 // Drives one generation request to its single terminal state.
@@ -127,13 +128,19 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       if (waker->writing && waker->buffer->overflowed()) waker->stream->socket().close();
     });
   });
+  // However this coroutine ends (even destroyed mid-wait at shutdown), nothing is posted to it later.
+  struct Detach {
+    std::shared_ptr<Waker> waker;
+    ~Detach() {
+      {
+        std::lock_guard lock(waker->mu);
+        waker->alive = false;
+      }
+      waker->buffer->close();
+    }
+  } detach{waker};
   if (!ctx.engine.submit(call.engine_request(), buffer)) {
     ctx.metrics.record_rejected();
-    buffer->close();
-    {
-      std::lock_guard lock(waker->mu);
-      waker->alive = false;
-    }
     out.response.status = 429;
     out.response.body = error_body(429, "the engine's queue is full; retry later", "", std::string("queue_full"));
     out.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
@@ -203,11 +210,6 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   if (call.streaming() && !ec) {
     co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
   }
-  {
-    std::lock_guard lock(waker->mu);
-    waker->alive = false;
-  }
-  buffer->close();
   beast::error_code ignored;
   if (stream.socket().is_open()) stream.socket().cancel(ignored);  // the disconnect watch
   out.close = bool(ec);
@@ -215,6 +217,8 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   out.finish = call.finish_label();
   Usage u = call.usage();
   out.prompt_tokens = u.prompt_tokens;
+  out.ttft_ms = call.ttft_seconds() * 1e3;
+  out.queue_ms = call.queue_seconds() * 1e3;
   out.completion_tokens = u.completion_tokens;
   if (!call.streaming()) out.response = call.response();
   co_return out;
@@ -321,6 +325,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       rec.finish_reason = outcome.finish;
       rec.prompt_tokens = outcome.prompt_tokens;
       rec.completion_tokens = outcome.completion_tokens;
+      rec.ttft_ms = outcome.ttft_ms;
+      rec.queue_ms = outcome.queue_ms;
     }
     bool keep_alive = req.keep_alive() && !outcome.close && !ctx.draining;
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;

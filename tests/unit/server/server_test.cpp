@@ -221,6 +221,8 @@ TEST_F(ServerTest, TraceparentIsContinuedAndAccessLogged) {
   EXPECT_EQ(line["user"], "alice");
   EXPECT_EQ(line["terminal"], "finished");
   EXPECT_EQ(line["completion_tokens"], 2);
+  EXPECT_GE(line["ttft_ms"].get<double>(), 0.0);
+  EXPECT_GE(line["queue_ms"].get<double>(), 0.0);
 }
 
 TEST_F(ServerTest, ClientDisconnectMidStreamCancelsExactlyOnce) {

@@ -134,8 +134,10 @@ int run_model(const ModelFlags& flags) {
     std::printf("matmul kernel: %s\n", kernel.c_str());
     std::printf("roofline: %.1f GB/s read%s, %.1f GFLOP/s f32 FMA peak%s\n", bandwidth, flags.bandwidth_gbps > 0 ? " (given)" : "",
                 peak, flags.peak_gflops > 0 ? " (given)" : "");
-    std::printf("workload: pp%lld, tg%lld, batch %lld, %d reps after a warm-up, outputs checked first\n",
-                static_cast<long long>(flags.pp), static_cast<long long>(flags.tg), static_cast<long long>(flags.batch), flags.reps);
+    const std::string pp = flags.pp > 0 ? "pp" + std::to_string(flags.pp) : "no prefill test";
+    const std::string tg = flags.tg > 0 ? "tg" + std::to_string(flags.tg) + ", batch " + std::to_string(flags.batch)
+                                        : "no decode test";
+    std::printf("workload: %s, %s, %d reps after a warm-up, outputs checked first\n", pp.c_str(), tg.c_str(), flags.reps);
   }
   bench::ModelBenchOptions options{flags.pp, flags.tg, flags.reps, threads, flags.batch, 42};
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };

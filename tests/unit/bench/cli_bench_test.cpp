@@ -27,7 +27,7 @@ TEST(CliBench, ModelPrintsPrefillAndDecodeFigures) {
   REQUIRE_TINY(model);
   const auto r = lemma("bench model --model " + shell_quote(model) + " --pp 8 --tg 4 --reps 1 --threads 2 --buffer-mib 16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"matmul kernel:", "roofline:", "workload: pp8, tg4", "pp8 ", "tg4 ", "GB/s achieved", "isa:"}) {
+  for (const char* s : {"matmul kernel:", "roofline:", "workload: pp8, tg4, batch 1", "pp8 ", "tg4 ", "GB/s achieved", "isa:"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }

@@ -128,17 +128,25 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       if (waker->writing && waker->buffer->overflowed()) waker->stream->socket().close();
     });
   });
-  // However this coroutine ends (even destroyed mid-wait at shutdown), nothing is posted to it later.
+  // However this coroutine ends (even destroyed mid-wait at shutdown), nothing is posted to it
+  // later, and a submitted request left without a terminal state (its connection failed early,
+  // or the coroutine was destroyed) is cancelled, so the engine never keeps it.
   struct Detach {
     std::shared_ptr<Waker> waker;
+    CompletionCall& call;
+    EngineClient& engine;
+    bool submitted = false;
     ~Detach() {
       {
         std::lock_guard lock(waker->mu);
         waker->alive = false;
       }
       waker->buffer->close();
+      if (!submitted) return;
+      if (call.terminal() == Terminal::kNone) call.abort(Terminal::kCancelled, "the connection ended");
+      if (call.take_engine_cancel()) engine.cancel(call.id());
     }
-  } detach{waker};
+  } detach{waker, call, ctx.engine};
   if (!ctx.engine.submit(call.engine_request(), buffer)) {
     ctx.metrics.record_rejected();
     out.response.status = 429;
@@ -147,6 +155,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     out.terminal = "rejected";
     co_return out;
   }
+  detach.submitted = true;
   out.counted_active = true;  // run_session decrements after the response is written
   ctx.active_requests.fetch_add(1);
   auto watch = std::make_shared<DisconnectWatch>();
@@ -207,6 +216,8 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     beast::error_code wait_ec;
     co_await waker->timer.async_wait(net::redirect_error(use_awaitable, wait_ec));
   }
+  if (call.terminal() == Terminal::kNone) call.abort(Terminal::kCancelled, "the client disconnected");
+  if (call.take_engine_cancel()) ctx.engine.cancel(id);
   if (call.streaming() && !ec) {
     co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
   }

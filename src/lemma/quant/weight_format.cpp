@@ -64,8 +64,8 @@ bool fits(const WeightQuantSpec& spec, int64_t cols) {
 
 namespace {
 
-// Codes as unsigned storage values: symmetric q + offset (offset 0 for int8, whose codes are
-// stored as int8 bytes), asymmetric q as is.
+// One group's quantization parameters (the int4 symmetric scale is negative when the group's
+// largest magnitude is positive: m / -8).
 struct GroupParams {
   float scale;  // the f16-rounded scale, as f32
   int zero;     // asymmetric zero point; 0 for symmetric

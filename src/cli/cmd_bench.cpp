@@ -30,6 +30,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 struct MachineFlags {
   int threads = 0;
   int64_t buffer_mib = 1024;
+  bool json = false;
 };
 
 struct ModelFlags {
@@ -91,8 +92,16 @@ void print_machine(int threads) {
 
 int run_roofline(const MachineFlags& flags) {
   const int threads = resolve_threads(flags.threads);
-  print_machine(threads);
   const auto bw = measure_bandwidth(threads, flags.buffer_mib);
+  if (flags.json) {
+    nlohmann::json j = {{"test", "roofline"}, {"threads", threads}, {"cpu", cpu_model_name()},
+                        {"bandwidth_gbps", bw.best_gbps}, {"pass_gbps", bw.pass_gbps},
+                        {"buffer_bytes", bw.bytes_per_pass}, {"peak_gflops", nlohmann::json::object()}};
+    for (const auto& p : bench::measure_peak_flops({threads})) j["peak_gflops"][p.name] = p.gflops;
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  print_machine(threads);
   std::printf("bandwidth (read, best of %zu passes over %.2f GiB, %s loop): %.1f GB/s  [passes:",
               bw.pass_gbps.size(), static_cast<double>(bw.bytes_per_pass) / kGiB, bw.loop, bw.best_gbps);
   for (double g : bw.pass_gbps) std::printf(" %.1f", g);
@@ -215,6 +224,7 @@ void register_bench(CLI::App& app) {
   auto* roofline = bench->add_subcommand("roofline", "Read bandwidth (best of 5 passes) and peak FLOP/s per ISA");
   roofline->add_option("--threads,-t", machine->threads, "Threads (default: one per core)");
   roofline->add_option("--buffer-mib", machine->buffer_mib, "Bandwidth buffer size")->capture_default_str();
+  roofline->add_flag("--json", machine->json, "One JSON object");
   bind(roofline, [machine] { return run_roofline(*machine); });
 
   auto flags = std::make_shared<ModelFlags>();

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <barrier>
 #include <chrono>
 #include <thread>
@@ -38,31 +39,37 @@ std::vector<double> run_parallel_passes(const ParallelPasses& job) {
     throw InvalidArgument("run_parallel_passes needs >= 1 thread, >= 1 pass and a body");
   }
   const std::vector<int> cpus = allowed_cpus();
-  std::barrier sync(job.num_threads + 1);  // the workers and this (timing) thread
+  // Each thread stamps its own pass start and end around its body, so a timing thread that is
+  // descheduled at the wrong moment (busy machines) cannot shorten a pass: a pass lasts from the
+  // earliest start to the latest end.
+  using Clock = std::chrono::steady_clock;
+  const size_t stamps = static_cast<size_t>(job.num_threads) * static_cast<size_t>(job.passes);
+  std::vector<Clock::time_point> starts(stamps), ends(stamps);
+  std::barrier sync(job.num_threads);
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(job.num_threads));
   for (int t = 0; t < job.num_threads; ++t) {
     workers.emplace_back([&, t] {
       if (!cpus.empty()) pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);
       if (job.setup) job.setup(t);
-      sync.arrive_and_wait();  // setup done
       for (int pass = 0; pass < job.passes; ++pass) {
-        sync.arrive_and_wait();  // start
+        const size_t slot = static_cast<size_t>(pass) * static_cast<size_t>(job.num_threads) + static_cast<size_t>(t);
+        sync.arrive_and_wait();  // every thread is ready (set up, previous pass done)
+        starts[slot] = Clock::now();
         job.body(t);
-        sync.arrive_and_wait();  // end
+        ends[slot] = Clock::now();
       }
     });
   }
-  using Clock = std::chrono::steady_clock;
-  std::vector<double> seconds;
-  sync.arrive_and_wait();
-  for (int pass = 0; pass < job.passes; ++pass) {
-    sync.arrive_and_wait();
-    const auto start = Clock::now();
-    sync.arrive_and_wait();
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
   for (auto& w : workers) w.join();
+  std::vector<double> seconds;
+  for (int pass = 0; pass < job.passes; ++pass) {
+    const auto first = starts.begin() + pass * job.num_threads;
+    const auto last = ends.begin() + pass * job.num_threads;
+    const auto start = *std::min_element(first, first + job.num_threads);
+    const auto end = *std::max_element(last, last + job.num_threads);
+    seconds.push_back(std::chrono::duration<double>(end - start).count());
+  }
   return seconds;
 }
 

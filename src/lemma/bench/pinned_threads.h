@@ -16,7 +16,8 @@ struct ParallelPasses {
   std::function<void(int thread)> body;   // one pass of one thread
 };
 
-// Wall seconds of each pass (release of the start barrier to the last thread done).
+// Seconds of each pass: from the earliest thread start to the latest thread end, each stamped by
+// the thread itself around its body (so a pass is never shorter than any thread's work).
 std::vector<double> run_parallel_passes(const ParallelPasses& job);
 
 }  // namespace lemma::bench

@@ -75,6 +75,17 @@ TEST(CliBench, RooflinePrintsBandwidthAndPeaks) {
   EXPECT_NE(r.out.find("GB/s"), std::string::npos) << r.out;
 }
 
+TEST(CliBench, RooflineJsonHasBandwidthAndOnePeakPerProbe) {
+  const auto r = lemma("bench roofline --json --threads 2 --buffer-mib 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["test"], "roofline");
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["pass_gbps"].size(), 5u);
+  EXPECT_GT(j["bandwidth_gbps"].get<double>(), 0.0);
+  for (const auto& [name, gflops] : j["peak_gflops"].items()) EXPECT_GT(gflops.get<double>(), 0.0) << name;
+}
+
 TEST(CliBench, RefusesBadArguments) {
   EXPECT_NE(lemma("bench").exit_code, 0);
   EXPECT_NE(lemma("bench model").exit_code, 0);  // --model is required

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "lemma/base/error.h"
 #include "lemma/bench/memory_bandwidth.h"
@@ -42,6 +44,14 @@ TEST(Probes, ParallelPassesRunEveryThreadEveryPass) {
   EXPECT_EQ(seconds.size(), 4u);
   EXPECT_EQ(setups.load(), 3);
   EXPECT_EQ(calls.load(), 12);
+}
+
+TEST(Probes, APassLastsAtLeastAsLongAsEachThreadsWork) {
+  ParallelPasses job;
+  job.num_threads = 2;
+  job.passes = 3;
+  job.body = [](int t) { std::this_thread::sleep_for(std::chrono::milliseconds(t == 0 ? 5 : 20)); };
+  for (double s : run_parallel_passes(job)) EXPECT_GE(s, 0.020);
 }
 
 TEST(Probes, BandwidthOnASmallBufferIsPositive) {

@@ -36,8 +36,8 @@ class ServerTest : public ::testing::Test {
     server_.reset();
     engine_.join_all();
   }
-  void start() {
-    server_.emplace(config_, engine_, *tokenizer_, std::nullopt);
+  void start(std::optional<ChatTemplate> chat_template = std::nullopt) {
+    server_.emplace(config_, engine_, *tokenizer_, std::move(chat_template));
     server_->start();
     port_ = server_->port();
   }

@@ -28,7 +28,7 @@ using net::ip::tcp;
 
 struct Server::Impl {
   Impl(ServerConfig config, EngineClient& engine, Tokenizer tokenizer, ChatTemplate tpl)
-      : ctx(std::move(config), engine, std::move(tokenizer), std::move(tpl)), acceptor(ioc) {}
+      : ctx(std::move(config), engine, std::move(tokenizer), std::move(tpl)), acceptor(net::make_strand(ioc)) {}
 
   net::awaitable<void> accept_loop() {
     for (;;) {
@@ -45,7 +45,7 @@ struct Server::Impl {
 
   ServerContext ctx;
   net::io_context ioc;
-  tcp::acceptor acceptor;
+  tcp::acceptor acceptor;  // on its own strand: the accept loop and stop()'s close never overlap
   std::vector<std::thread> threads;
   uint16_t port = 0;
   bool running = false;
@@ -76,7 +76,7 @@ void Server::start() {
   if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) fail<IoError>("server: cannot listen on {}:{}: {}", s.ctx.config.host, s.ctx.config.port, ec.message());
   s.port = s.acceptor.local_endpoint().port();
-  net::co_spawn(s.ioc, s.accept_loop(), net::detached);
+  net::co_spawn(s.acceptor.get_executor(), s.accept_loop(), net::detached);
   const int n = std::max(1, s.ctx.config.io_threads);
   for (int i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
   s.running = true;
@@ -89,7 +89,7 @@ void Server::stop(std::chrono::milliseconds grace) {
   if (!s.running) return;
   s.running = false;
   s.ctx.draining = true;
-  net::post(s.ioc, [&s] {
+  net::post(s.acceptor.get_executor(), [&s] {
     boost::system::error_code ignored;
     s.acceptor.close(ignored);
   });

@@ -5,8 +5,8 @@
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "lemma/base/error.h"
-#include "lemma/model/kv_cache.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 
 namespace lemma::cli {
 
@@ -26,15 +26,8 @@ void register_logits(CLI::App& app) {
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
     const int64_t vocab = model.config().vocab_size;
-    constexpr int64_t kBlockSize = 16;
     const int64_t n = static_cast<int64_t>(ids.size());
-    KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize);
-    const auto table = contiguous_block_table(n, kBlockSize);
-    ForwardWorkspace workspace;
-    std::vector<float> logits(static_cast<size_t>(n * vocab));
-    ForwardBatch batch;
-    batch.sequences.push_back({ids, 0, table, LogitsRequest::kAll});
-    model.forward(batch, cache, workspace, logits);
+    const std::vector<float> logits = sequence_logits(model, ids);
     // Print row by row: a long sequence's JSON can be large, so avoid building it whole.
     std::printf("[");
     for (int64_t row = 0; row < n; ++row) {

@@ -9,21 +9,11 @@
 
 #include "golden_models.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 #include "support/shared_data.h"
 
 namespace lemma::testing {
 namespace {
-
-std::vector<float> all_logits(const Model& model, const std::vector<int32_t>& tokens) {
-  KvCache cache = KvCache::for_model(model.config(), 16, 16);
-  ForwardWorkspace ws;
-  const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), 16);
-  ForwardBatch batch;
-  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.config().vocab_size));
-  model.forward(batch, cache, ws, logits);
-  return logits;
-}
 
 TEST(Bf16Golden, TinyGqaBothFormats) {
   const std::string preset = "tiny-gqa";
@@ -40,8 +30,8 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   ASSERT_EQ(hf.weights().layers[0].q.dtype, DType::kBF16);
   const auto& seq = golden_json("models/" + preset + ".json")["sequences"][2];  // len64
   const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
-  const auto a = all_logits(gguf, tokens);
-  const auto b = all_logits(hf, tokens);
+  const auto a = sequence_logits(gguf, tokens);
+  const auto b = sequence_logits(hf, tokens);
   const size_t V = static_cast<size_t>(gguf.config().vocab_size);
   double max_golden = 0, diff_formats = 0, diff_golden = 0;
   int64_t checked = 0, argmax_bad = 0;

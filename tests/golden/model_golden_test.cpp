@@ -6,6 +6,7 @@
 #include "golden_models.h"
 #include "lemma/model/greedy_generate.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 #include "support/shared_data.h"
 
 namespace lemma::testing {
@@ -55,14 +56,7 @@ TEST_P(ModelGolden, AllPositionLogits) {
   ASSERT_EQ(vocab, (*golden_)["n_vocab"].get<int64_t>());
   for (const auto& seq : (*golden_)["sequences"]) {
     const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
-    constexpr int64_t kBlockSize = 16;
-    KvCache cache = KvCache::for_model(model_->config(), 16, kBlockSize);
-    ForwardWorkspace ws;
-    const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), kBlockSize);
-    ForwardBatch batch;
-    batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-    std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab));
-    model_->forward(batch, cache, ws, logits);
+    const std::vector<float> logits = sequence_logits(*model_, tokens);
     const auto cmp = compare_logits(logits, vocab, seq["logits"], seq["argmax"]);
     EXPECT_LE(cmp.max_abs_diff, cmp.tolerance()) << seq["name"] << ": max |logit| " << cmp.max_abs_golden;
     EXPECT_EQ(cmp.argmax_mismatches, 0) << seq["name"];

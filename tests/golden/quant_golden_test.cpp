@@ -9,6 +9,7 @@
 #include "golden_models.h"
 #include "lemma/model/greedy_generate.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 #include "lemma/model/perplexity.h"
 #include "support/shared_data.h"
 
@@ -32,13 +33,7 @@ TEST_P(QuantGolden, LogitsMatchDequantizedReference) {
   const int64_t vocab = model.config().vocab_size;
   for (const auto& seq : golden["sequences"]) {
     const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
-    KvCache cache = KvCache::for_model(model.config(), 8, 16);
-    ForwardWorkspace ws;
-    const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), 16);
-    ForwardBatch batch;
-    batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-    std::vector<float> logits(tokens.size() * static_cast<size_t>(vocab));
-    model.forward(batch, cache, ws, logits);
+    const std::vector<float> logits = sequence_logits(model, tokens);
 
     const auto& ref = seq["reference_dequant_f64_logits"];
     nlohmann::json ref_argmax = nlohmann::json::array();

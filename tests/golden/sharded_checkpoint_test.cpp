@@ -10,23 +10,13 @@
 #include "golden_models.h"
 #include "lemma/io/safetensors.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 #include "support/shared_data.h"
 
 namespace lemma::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<float> all_logits(const Model& model, const std::vector<int32_t>& tokens) {
-  KvCache cache = KvCache::for_model(model.config(), 4, 16);
-  ForwardWorkspace ws;
-  const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), 16);
-  ForwardBatch batch;
-  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(model.config().vocab_size));
-  model.forward(batch, cache, ws, logits);
-  return logits;
-}
 
 TEST(ShardedCheckpoint, EqualsSingleFile) {
   std::string why;
@@ -53,7 +43,7 @@ TEST(ShardedCheckpoint, EqualsSingleFile) {
   const Model sharded = Model::open(dir);
   const Model whole = Model::open(files->hf_dir);
   const std::vector<int32_t> tokens = {510, 449, 495, 305, 403, 50, 308};
-  EXPECT_EQ(all_logits(sharded, tokens), all_logits(whole, tokens));
+  EXPECT_EQ(sequence_logits(sharded, tokens), sequence_logits(whole, tokens));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "lemma/io/gguf.h"
 #include "lemma/io/gguf_writer.h"
 #include "lemma/model/model.h"
+#include "lemma/model/sequence_logits.h"
 #include "lemma/quant/gguf_quantizer.h"
 #include "lemma/quant/weight_quantizer.h"
 #include "support/shared_data.h"
@@ -26,17 +27,7 @@ using lemma::testing::build_scratch;
 using lemma::testing::shared_data;
 
 std::vector<float> all_logits(const std::string& path, const std::vector<int32_t>& tokens) {
-  const Model model = Model::open(path);
-  const auto& c = model.config();
-  constexpr int64_t kBlockSize = 16;
-  KvCache cache = KvCache::for_model(c, 8, kBlockSize);
-  ForwardWorkspace workspace;
-  const auto table = contiguous_block_table(static_cast<int64_t>(tokens.size()), kBlockSize);  // outlives batch
-  ForwardBatch batch;
-  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-  std::vector<float> logits(tokens.size() * static_cast<size_t>(c.vocab_size));
-  model.forward(batch, cache, workspace, logits);
-  return logits;
+  return sequence_logits(Model::open(path), tokens);
 }
 
 // Mean over positions of KL(p || q), p and q the softmax of each row (natural log).

@@ -1,0 +1,18 @@
+// The logits of every position of one token sequence, from an empty cache in one forward: what
+// `lemma logits` prints and what golden comparisons check. Thread-safe for distinct calls (each
+// uses its own cache and workspace).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lemma/model/model.h"
+
+namespace lemma {
+
+// [tokens.size(), vocab] f32, row i = logits after reading tokens[0..i]. Throws InvalidArgument for
+// an empty sequence or ids outside the vocabulary.
+std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads = 1);
+
+}  // namespace lemma

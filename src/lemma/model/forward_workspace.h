@@ -29,7 +29,7 @@ struct ForwardWorkspace {
   std::vector<float> gate;        // [tokens, intermediate]
   std::vector<float> up;          // [tokens, intermediate]
   std::vector<float> head_input;  // [logit rows, hidden]
-  std::vector<float> scores;      // [num_heads, max_context] attention scratch
+  std::vector<float> scores;      // attention scratch (flash partials); the forward grows it to paged_attention_scratch_floats()
   std::vector<int64_t> positions;  // [tokens]
   std::unique_ptr<ThreadTeam> team;
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/horizontal_sum.h"
 
 namespace lemma::kernels::x86 {
 
@@ -51,14 +52,6 @@ __m256 load_x_tail(const float* x, int64_t k, int64_t count) {
   float buf[8] = {};
   std::memcpy(buf, x + k, static_cast<size_t>(count) * 4);
   return _mm256_loadu_ps(buf);
-}
-
-// Fixed-order horizontal sum: 8 -> 4 -> 2 -> 1 lanes, pairing lane i with lane i + half.
-float reduce8(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
 }
 
 template <class W, int MR, int NR>

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/horizontal_sum.h"
 
 namespace lemma::kernels::x86 {
 
@@ -10,13 +11,6 @@ namespace {
 
 constexpr int64_t kChunk = 256;
 constexpr int64_t kRowsPerPass = 8;
-
-float reduce8(__m256 v) {
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/horizontal_sum.h"
 
 namespace lemma::kernels::x86 {
 
@@ -12,16 +13,6 @@ namespace {
 
 constexpr int64_t kChunk = 256;  // a multiple of every block size
 constexpr int64_t kRowsPerPass = 16;
-
-float reduce16(__m512 v) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
 
 }  // namespace
 

@@ -4,7 +4,9 @@
 
 #include "lemma/base/logging.h"
 #include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
+#include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
 namespace lemma::kernels {
@@ -27,6 +29,15 @@ void dequant_then_fma(const MatmulArgs& args) {
     x86::matmul_dequant_avx2(args, decode, elements, bytes);
   } else {
     x86::matmul_dequant_avx512(args, decode, elements, bytes);
+  }
+}
+
+// W8A8 on AVX-512: vpdpbusd where the CPU has AVX512_VNNI, else the AVX2 kernel (same bits).
+void w8a8_avx512(const MatmulArgs& args) {
+  if (cpu_features().avx512_vnni) {
+    x86::matmul_w8a8_avx512vnni(args);
+  } else {
+    x86::matmul_w8a8_avx2(args);
   }
 }
 
@@ -75,6 +86,17 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q2_k", DType::kQ2_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx512>},
     {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512},
+    // lemma int formats (lemma_int_blocks.h). W8A8 rows quantise x to int8 themselves: the dtype,
+    // not MatmulPrecision, selects int8 activations.
+    {"reference_i8z32", DType::kI8Z32, Isa::kScalar, kF32, false, reference<DType::kI8Z32>},
+    {"reference_i4z32", DType::kI4Z32, Isa::kScalar, kF32, false, reference<DType::kI4Z32>},
+    {"reference_w8a8", DType::kW8A8, Isa::kScalar, kF32, false, matmul_w8a8_reference},
+    {"avx2_i8z32", DType::kI8Z32, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kI8Z32, Isa::kAvx2>},
+    {"avx2_i4z32", DType::kI4Z32, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kI4Z32, Isa::kAvx2>},
+    {"avx2_w8a8", DType::kW8A8, Isa::kAvx2, kF32, false, x86::matmul_w8a8_avx2},
+    {"avx512_i8z32", DType::kI8Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI8Z32, Isa::kAvx512>},
+    {"avx512_i4z32", DType::kI4Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI4Z32, Isa::kAvx512>},
+    {"avx512_vnni_w8a8", DType::kW8A8, Isa::kAvx512, kF32, false, w8a8_avx512},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
 static_assert(kKernelCount <= 64, "the logged-once mask below has 64 bits");

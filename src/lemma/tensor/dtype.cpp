@@ -32,6 +32,9 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q5_k", 256, 176, false, true},
     {"q6_k", 256, 210, false, true},
     {"q8_k", 256, 292, false, true},
+    {"i8z32", 32, 35, false, true},
+    {"i4z32", 32, 19, false, true},
+    {"w8a8", 32, 34, false, true},
 }};
 
 struct NamedType {

@@ -15,6 +15,9 @@ enum class DType : uint8_t {
   // GGUF block formats (ggml names)
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1,
   kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
+  // lemma's in-memory block layouts (kernels/lemma_int_blocks.h); no file stores them: lemma int
+  // safetensors are re-laid out into them at load (quant/runnable_weights.h)
+  kI8Z32, kI4Z32, kW8A8,
   kCount
 };
 

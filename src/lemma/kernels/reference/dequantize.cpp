@@ -1,4 +1,5 @@
 #include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/reference/lemma_int.h"
 
 #include <cassert>
 #include <cstring>
@@ -236,6 +237,9 @@ constexpr Entry kTable[] = {
     {DType::kQ5_1, from_q5_1}, {DType::kQ8_0, from_q8_0}, {DType::kQ4_K, from_q4_k},
     {DType::kQ5_K, from_q5_k}, {DType::kQ6_K, from_q6_k}, {DType::kQ2_K, from_q2_k},
     {DType::kQ3_K, from_q3_k},
+    // lemma's in-memory integer blocks (reference/lemma_int.cpp)
+    {DType::kI8Z32, decode_i8z32_reference}, {DType::kI4Z32, decode_i4z32_reference},
+    {DType::kW8A8, decode_w8a8_reference},
 };
 
 }  // namespace

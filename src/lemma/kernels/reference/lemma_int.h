@@ -1,0 +1,20 @@
+// Scalar references for lemma's in-memory integer blocks (lemma_int_blocks.h): decoders (rows to
+// f32, the same float expression as quant/weight_format's dequantizer, so values are bit-equal)
+// and the W8A8 matmul oracle. Pure functions; no allocation; thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "lemma/kernels/matmul_args.h"
+
+namespace lemma::kernels {
+
+// n values (whole blocks) from src to dst.
+void decode_i8z32_reference(const void* src, float* dst, int64_t n);
+void decode_i4z32_reference(const void* src, float* dst, int64_t n);
+void decode_w8a8_reference(const void* src, float* dst, int64_t n);
+
+// y = W8A8 product (lemma_int_blocks.h's activation rule); K a multiple of 32, K <= kW8A8MaxK.
+void matmul_w8a8_reference(const MatmulArgs& args);
+
+}  // namespace lemma::kernels

@@ -1,0 +1,17 @@
+// Declarations of the x86 W8A8 kernels (int8 weights in kW8A8 blocks, activations quantised per
+// row at run time; see lemma_int_blocks.h for the rule). Both give bits equal to
+// matmul_w8a8_reference: the products are summed exactly in int32, so the order does not matter and
+// a row's result never depends on M. Only registry.cpp calls these. Plain declarations (the ISA
+// files include this header; see x86_kernels.h on why no inline code lives here).
+#pragma once
+
+#include "lemma/kernels/matmul_args.h"
+
+namespace lemma::kernels::x86 {
+
+// AVX2: vpmaddubsw on |x| and sign-applied weights, vpmaddwd to int32.
+void matmul_w8a8_avx2(const MatmulArgs& args);
+// AVX-512 VNNI: vpdpbusd on the +128 weight bytes, minus 128 * sum(q_x). Needs avx512_vnni.
+void matmul_w8a8_avx512vnni(const MatmulArgs& args);
+
+}  // namespace lemma::kernels::x86

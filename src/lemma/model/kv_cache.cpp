@@ -1,5 +1,7 @@
 #include "lemma/model/kv_cache.h"
 
+#include <algorithm>
+
 #include "lemma/base/error.h"
 
 namespace lemma {
@@ -25,6 +27,23 @@ KvLayerView KvCache::layer(int64_t index) {
   const int64_t per_tensor = num_blocks_ * block_size_ * num_kv_heads_ * head_dim_;
   float* base = storage_.data() + index * 2 * per_tensor;
   return KvLayerView{base, base + per_tensor, num_blocks_, block_size_, num_kv_heads_, head_dim_};
+}
+
+void copy_kv_block(KvCache& from, int64_t src_block, KvCache& to, int64_t dst_block) {
+  if (from.num_layers() != to.num_layers() || from.block_size() != to.block_size() ||
+      from.num_kv_heads() != to.num_kv_heads() || from.head_dim() != to.head_dim())
+    fail<InvalidArgument>("kv block copy: the two caches have different shapes");
+  if (src_block < 0 || src_block >= from.num_blocks() || dst_block < 0 || dst_block >= to.num_blocks())
+    fail<InvalidArgument>("kv block copy: block {} -> {} is out of range ({} and {} blocks)", src_block, dst_block,
+                          from.num_blocks(), to.num_blocks());
+  if (&from == &to && src_block == dst_block) return;
+  for (int64_t l = 0; l < from.num_layers(); ++l) {
+    const KvLayerView a = from.layer(l);
+    const KvLayerView b = to.layer(l);
+    const int64_t block_floats = a.block_size * a.token_stride();
+    std::copy_n(a.keys + src_block * block_floats, block_floats, b.keys + dst_block * block_floats);
+    std::copy_n(a.values + src_block * block_floats, block_floats, b.values + dst_block * block_floats);
+  }
 }
 
 std::vector<int32_t> contiguous_block_table(int64_t num_tokens, int64_t block_size) {

@@ -57,6 +57,12 @@ class KvCache {
   std::vector<float> storage_;  // [num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim]
 };
 
+// Copies block `src_block` of `from` (every layer, K and V) into block `dst_block` of `to`; the two
+// caches must have the same layers, block size, heads and head size (they may be the same cache:
+// copy-on-write). Used for swap-out/swap-in between the device cache and a host-side tier.
+// Throws InvalidArgument for mismatched shapes or block ids out of range.
+void copy_kv_block(KvCache& from, int64_t src_block, KvCache& to, int64_t dst_block);
+
 // Block table 0, 1, ..., ceil(num_tokens / block_size) - 1 (a contiguous sequence).
 std::vector<int32_t> contiguous_block_table(int64_t num_tokens, int64_t block_size);
 

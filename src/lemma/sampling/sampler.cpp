@@ -7,7 +7,12 @@
 namespace lemma {
 
 Sampler::Sampler(SamplingParams params, uint64_t default_seed)
-    : params_(std::move(params)), rng_(params_.seed.value_or(default_seed)) {}
+    : params_(std::move(params)), seed_(params_.seed.value_or(default_seed)), rng_(seed_) {}
+
+void Sampler::seek(uint64_t position) {
+  // Rng's constructor runs splitmix64 over the mixed value, so nearby positions give unrelated streams.
+  rng_ = Rng(seed_ ^ ((position + 1) * 0xD1B54A32D192ED03ull));
+}
 
 void Sampler::ensure_scratch(size_t vocab) {
   if (work_.size() == vocab) return;

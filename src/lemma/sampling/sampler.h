@@ -36,6 +36,11 @@ class Sampler {
   SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                       std::span<const int32_t> output_tokens);
 
+  // Restarts the draw stream for output position `position` (0 = the first generated token), so a
+  // draw depends only on (seed, position): a request that is preempted and recomputed, or resumed
+  // by a fresh Sampler, samples exactly what it would have sampled without interruption.
+  void seek(uint64_t position);
+
   const SamplingParams& params() const { return params_; }
 
  private:
@@ -46,6 +51,7 @@ class Sampler {
   int32_t draw(std::span<const float> logits, size_t count);
 
   SamplingParams params_;
+  uint64_t seed_;
   Rng rng_;
   std::vector<float> work_;
   std::vector<int32_t> ids_;

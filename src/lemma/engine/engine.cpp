@@ -1,0 +1,139 @@
+#include "lemma/engine/engine.h"
+
+#include <algorithm>
+#include <exception>
+#include <unordered_map>
+
+#include "lemma/base/error.h"
+
+namespace lemma {
+
+namespace {
+
+ModelRunnerConfig runner_config(const EngineConfig& c) {
+  ModelRunnerConfig r;
+  r.num_device_blocks = c.kv.num_device_blocks;
+  r.num_host_blocks = c.kv.num_host_blocks;
+  r.block_size = c.kv.block_size;
+  r.max_num_seqs = c.scheduler.max_num_seqs;
+  r.num_threads = c.num_threads;
+  r.default_seed = c.default_seed;
+  return r;
+}
+
+EngineOutput wrap(RequestOutput out, std::string error = {}) {
+  EngineOutput e;
+  e.output = std::move(out);
+  e.error = std::move(error);
+  return e;
+}
+
+}  // namespace
+
+Engine::Engine(const Model& model, const EngineConfig& config)
+    : model_(model), config_(config), scheduler_(config.scheduler, config.kv), runner_(model, runner_config(config)) {
+  runner_.set_keep_logits(config.keep_logits);
+}
+
+void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptions options) {
+  const int64_t vocab = model_.config().vocab_size;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab)
+      fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
+  options.sampling.validate(vocab);
+  scheduler_.add_request(Request(id, std::move(prompt), std::move(options)));
+}
+
+void Engine::add_choice(RequestId parent, RequestId child, RequestOptions options) {
+  const Request* p = scheduler_.find(parent);
+  if (p == nullptr) fail<InvalidArgument>("choice {}: parent request {} is unknown or finished", child, parent);
+  if (scheduler_.find(child) != nullptr ||
+      std::any_of(pending_choices_.begin(), pending_choices_.end(), [&](const auto& c) { return c.child == child; }))
+    fail<InvalidArgument>("choice {}: the id is already in use", child);
+  options.sampling.validate(model_.config().vocab_size);
+  const auto prompt = p->prompt_token_ids();
+  pending_choices_.push_back({parent, child, {prompt.begin(), prompt.end()}, std::move(options)});
+}
+
+// Pending choices start as forks (sharing the parent's prompt blocks) once the parent has computed
+// its prompt, or as ordinary requests when the parent is gone.
+void Engine::start_pending_choices() {
+  for (auto it = pending_choices_.begin(); it != pending_choices_.end();) {
+    const Request* parent = scheduler_.find(it->parent);
+    bool started = false;
+    if (parent == nullptr || parent->is_finished()) {
+      scheduler_.add_request(Request(it->child, std::move(it->prompt), std::move(it->options)));
+      started = true;
+    } else if (parent->status() == RequestStatus::kRunning &&
+               parent->num_computed_tokens() >= parent->num_prompt_tokens() - 1) {
+      started = scheduler_.fork_request(it->parent, it->child, it->options);
+    }
+    it = started ? pending_choices_.erase(it) : it + 1;
+  }
+}
+
+std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
+  for (auto it = pending_choices_.begin(); it != pending_choices_.end(); ++it) {
+    if (it->child != id) continue;
+    RequestOutput out;
+    out.id = id;
+    out.status = status;
+    out.num_prompt_tokens = static_cast<int64_t>(it->prompt.size());
+    pending_choices_.erase(it);
+    return wrap(std::move(out));
+  }
+  auto out = scheduler_.abort(id, status);
+  if (!out) return std::nullopt;
+  runner_.forget(id);
+  return wrap(std::move(*out));
+}
+
+std::vector<EngineOutput> Engine::abort_expired(double now) {
+  std::vector<EngineOutput> outs;
+  for (auto& o : scheduler_.abort_expired(now)) {
+    runner_.forget(o.id);
+    outs.push_back(wrap(std::move(o)));
+  }
+  return outs;
+}
+
+void Engine::fail_step(const StepPlan& plan, const std::string& message, StepReport& report) {
+  for (const auto& s : plan.scheduled)
+    if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) {
+      runner_.forget(s.id);
+      report.outputs.push_back(wrap(std::move(*out), message));
+    }
+}
+
+StepReport Engine::step() {
+  start_pending_choices();
+  StepReport report;
+  const StepPlan plan = scheduler_.schedule();
+  for (const auto& n : plan.new_requests) {
+    const Request* r = scheduler_.find(n.id);
+    if (r != nullptr && r->num_preemptions() == 0 && r->num_output_tokens() == 0) report.first_scheduled.push_back(n.id);
+  }
+  RunnerOutput ran;
+  try {
+    ran = runner_.run(plan);
+  } catch (const std::exception& e) {
+    fail_step(plan, e.what(), report);
+    return report;
+  }
+  report.num_sequences = ran.num_sequences;
+  report.num_tokens = ran.num_tokens;
+  std::unordered_map<RequestId, std::vector<SampleResult>> details;
+  for (auto& d : ran.details) details.emplace(d.id, std::move(d.samples));
+  for (auto& out : scheduler_.update(plan, ran.result)) {
+    EngineOutput e = wrap(std::move(out));
+    if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())
+      e.samples = std::move(it->second);
+    if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
+    if (e.output.finished()) runner_.forget(e.output.id);
+    report.outputs.push_back(std::move(e));
+  }
+  start_pending_choices();
+  return report;
+}
+
+}  // namespace lemma

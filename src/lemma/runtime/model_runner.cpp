@@ -1,0 +1,108 @@
+#include "lemma/runtime/model_runner.h"
+
+#include <algorithm>
+
+#include "lemma/base/error.h"
+
+namespace lemma {
+
+ModelRunner::ModelRunner(const Model& model, const ModelRunnerConfig& config)
+    : model_(model), config_(config), workspace_(std::max(1, config.num_threads)) {
+  if (config.num_device_blocks <= 0 || config.block_size <= 0 || config.max_num_seqs <= 0 || config.num_host_blocks < 0)
+    fail<InvalidArgument>("model runner: device blocks ({}), block size ({}) and max_num_seqs ({}) must be positive",
+                          config.num_device_blocks, config.block_size, config.max_num_seqs);
+  device_ = KvCache::for_model(model.config(), config.num_device_blocks, config.block_size);
+  if (config.num_host_blocks > 0) host_ = KvCache::for_model(model.config(), config.num_host_blocks, config.block_size);
+  logits_.resize(static_cast<size_t>(config.max_num_seqs * model.config().vocab_size));
+  batch_.sequences.reserve(static_cast<size_t>(config.max_num_seqs));
+}
+
+std::span<const float> ModelRunner::last_logits(RequestId id) const {
+  auto it = kept_logits_.find(id);
+  if (it == kept_logits_.end()) return {};
+  return it->second;
+}
+
+void ModelRunner::apply_plan_state(const StepPlan& plan) {
+  for (RequestId id : plan.finished_ids) state_.erase(id);
+  for (RequestId id : plan.preempted_ids) state_.erase(id);
+  for (const auto& n : plan.new_requests) {
+    Sampler sampler(n.sampling, config_.default_seed ^ n.id);
+    State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler)};
+    state_.insert_or_assign(n.id, std::move(s));
+  }
+  for (const auto& d : plan.cached_requests) {
+    auto it = state_.find(d.id);
+    if (it == state_.end()) fail<InvalidArgument>("model runner: plan names request {} it has no state for", d.id);
+    State& s = it->second;
+    s.tokens.insert(s.tokens.end(), d.new_token_ids.begin(), d.new_token_ids.end());
+    s.block_table.insert(s.block_table.end(), d.new_block_ids.begin(), d.new_block_ids.end());
+    for (const auto& r : d.replaced_blocks) s.block_table.at(static_cast<size_t>(r.index)) = r.block;
+  }
+}
+
+void ModelRunner::copy_blocks(const StepPlan& plan) {
+  if ((!plan.swap_out.empty() || !plan.swap_in.empty()) && host_.num_blocks() == 0)
+    fail<InvalidArgument>("model runner: the plan swaps blocks but there is no host tier");
+  for (const auto& c : plan.swap_out) copy_kv_block(device_, c.src, host_, c.dst);
+  for (const auto& c : plan.swap_in) copy_kv_block(host_, c.src, device_, c.dst);
+  for (const auto& c : plan.copies) copy_kv_block(device_, c.src, device_, c.dst);
+}
+
+RunnerOutput ModelRunner::run(const StepPlan& plan) {
+  apply_plan_state(plan);
+  copy_blocks(plan);
+  RunnerOutput out;
+  if (!plan.has_work()) return out;
+  if (static_cast<int64_t>(plan.scheduled.size()) > config_.max_num_seqs)
+    fail<InvalidArgument>("model runner: {} sequences in one step, more than max_num_seqs {}", plan.scheduled.size(),
+                          config_.max_num_seqs);
+
+  batch_.sequences.clear();
+  for (const auto& s : plan.scheduled) {
+    auto it = state_.find(s.id);
+    if (it == state_.end()) fail<InvalidArgument>("model runner: request {} is scheduled but unknown", s.id);
+    const State& st = it->second;
+    const int64_t end = s.num_computed_tokens + s.num_new_tokens;
+    if (s.num_computed_tokens < 0 || end > static_cast<int64_t>(st.tokens.size()))
+      fail<InvalidArgument>("model runner: request {} is granted tokens [{}, {}) but has {}", s.id,
+                            s.num_computed_tokens, end, st.tokens.size());
+    SequenceInput in;
+    in.token_ids = std::span<const int32_t>(st.tokens).subspan(static_cast<size_t>(s.num_computed_tokens),
+                                                               static_cast<size_t>(s.num_new_tokens));
+    in.num_cached = s.num_computed_tokens;
+    in.block_table = st.block_table;
+    in.logits = s.needs_sample ? LogitsRequest::kLast : LogitsRequest::kNone;
+    batch_.sequences.push_back(in);
+  }
+  const int64_t rows = batch_.num_logit_rows();
+  model_.forward(batch_, device_, workspace_,
+                 std::span<float>(logits_).first(static_cast<size_t>(rows * model_.config().vocab_size)));
+  out.num_sequences = static_cast<int64_t>(batch_.sequences.size());
+  out.num_tokens = batch_.num_tokens();
+  sample(plan, out);
+  return out;
+}
+
+void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  size_t row = 0;
+  for (const auto& s : plan.scheduled) {
+    if (!s.needs_sample) continue;
+    State& st = state_.at(s.id);
+    const std::span<const float> logits = std::span<const float>(logits_).subspan(row * vocab, vocab);
+    ++row;
+    if (keep_logits_) kept_logits_[s.id].assign(logits.begin(), logits.end());
+    const std::span<const int32_t> tokens(st.tokens);
+    const auto prompt = tokens.first(static_cast<size_t>(st.num_prompt_tokens));
+    const auto outputs = tokens.subspan(static_cast<size_t>(st.num_prompt_tokens));
+    st.sampler.seek(static_cast<uint64_t>(outputs.size()));
+    SampleResult r = st.sampler.sample(logits, prompt, outputs);
+    if (r.token == kNoToken)
+      fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
+    out.result.sampled.push_back({s.id, {r.token}});
+    if (st.sampler.params().logprobs) out.details.push_back({s.id, {std::move(r)}});
+  }
+}
+
+}  // namespace lemma

@@ -1,0 +1,90 @@
+// ModelRunner: executes one scheduled step on a Model. It keeps its own view of each request (tokens,
+// block table, sampler), built only from StepPlans (sched/README.md's runner contract): performs the
+// plan's swap and copy-on-write block copies, runs one forward over the ragged batch through the
+// block tables, and samples a token for every scheduled request that reached its end.
+// A request's draw at output position p depends only on (seed, p) (Sampler::seek), so recompute
+// after preemption reproduces its samples. Owns the device KV cache, the host swap tier, the
+// workspace and the logits buffer (sized once). Single-threaded: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "lemma/model/model.h"
+#include "lemma/sampling/sampler.h"
+#include "lemma/sched/step_plan.h"
+
+namespace lemma {
+
+struct ModelRunnerConfig {
+  int64_t num_device_blocks = 0;
+  int64_t num_host_blocks = 0;  // swap tier; 0: none
+  int64_t block_size = 16;
+  int64_t max_num_seqs = 64;    // logits rows reserved up front
+  int num_threads = 1;          // threads per forward (results do not depend on it)
+  uint64_t default_seed = 0;    // for requests whose SamplingParams carry no seed
+};
+
+// What a step produced besides the tokens: per sampled token, its logprob details (parallel to
+// StepResult::sampled[i].token_ids, present when that request asked for logprobs).
+struct SampleDetails {
+  RequestId id = 0;
+  std::vector<SampleResult> samples;
+};
+
+struct RunnerOutput {
+  StepResult result;
+  std::vector<SampleDetails> details;  // only requests with logprobs
+  int64_t num_sequences = 0;           // sequences in the forward
+  int64_t num_tokens = 0;              // tokens in the forward
+};
+
+class ModelRunner {
+ public:
+  // Throws InvalidArgument for impossible sizes.
+  ModelRunner(const Model& model, const ModelRunnerConfig& config);
+  ModelRunner(const ModelRunner&) = delete;
+  ModelRunner& operator=(const ModelRunner&) = delete;
+
+  // Runs `plan`. Throws (InvalidArgument, Error) when the plan disagrees with the runner's state or
+  // the forward fails; the caller then fails the plan's requests (their state here is dropped when
+  // they appear in a later plan's finished_ids).
+  RunnerOutput run(const StepPlan& plan);
+
+  // Drops a finished request's state now rather than at the next plan's finished_ids (idempotent).
+  void forget(RequestId id) { state_.erase(id); }
+
+  // Optional: a copy of the last-token logits of each sampled request (tests of batch invariance).
+  void set_keep_logits(bool keep) { keep_logits_ = keep; }
+  std::span<const float> last_logits(RequestId id) const;
+
+  size_t num_tracked() const { return state_.size(); }
+  const KvCache& device_cache() const { return device_; }
+  const Model& model() const { return model_; }
+
+ private:
+  struct State {
+    std::vector<int32_t> tokens;  // prompt, then outputs
+    int64_t num_prompt_tokens = 0;
+    std::vector<int32_t> block_table;
+    Sampler sampler;
+  };
+  void apply_plan_state(const StepPlan& plan);
+  void copy_blocks(const StepPlan& plan);
+  void sample(const StepPlan& plan, RunnerOutput& out);
+
+  const Model& model_;
+  ModelRunnerConfig config_;
+  KvCache device_;
+  KvCache host_;
+  ForwardWorkspace workspace_;
+  std::vector<float> logits_;
+  ForwardBatch batch_;
+  std::unordered_map<RequestId, State> state_;
+  bool keep_logits_ = false;
+  std::unordered_map<RequestId, std::vector<float>> kept_logits_;
+};
+
+}  // namespace lemma

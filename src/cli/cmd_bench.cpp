@@ -1,9 +1,11 @@
-// `lemma bench roofline|model|capacity`: the machine's roofline (read bandwidth, peak FLOP/s),
-// llama-bench-style model throughput (pp/tg tokens/s with its fraction of the roofline) and the
-// memory capacity model (G5, G17). Printing only; the measuring lives in lemma/bench/.
+// `lemma bench roofline|model|capacity|serve`: the machine's roofline (read bandwidth, peak FLOP/s),
+// llama-bench-style model throughput (pp/tg tokens/s with its fraction of the roofline), the
+// memory capacity model (G5, G17) and the serving load generator for any OpenAI-compatible server.
+// Printing only; the measuring lives in lemma/bench/.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -17,6 +19,8 @@
 #include "lemma/bench/memory_bandwidth.h"
 #include "lemma/bench/model_bench.h"
 #include "lemma/bench/peak_flops.h"
+#include "lemma/bench/serving/arrival.h"
+#include "lemma/bench/serving/load_runner.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/model/model.h"
@@ -47,6 +51,14 @@ struct CapacityFlags {
   std::string model;
   double memory_gb = 0.0;  // 0 = this machine's MemTotal
   int64_t ctx = 4096, block_size = 16;
+};
+
+struct ServeFlags {
+  bench::serving::ServingBenchOptions options;
+  std::string endpoint = "completions";
+  std::string request_rate = "inf";
+  bool burst = false;
+  bool json = false;
 };
 
 std::string cpu_model_name() {
@@ -214,6 +226,26 @@ int run_capacity(const CapacityFlags& flags) {
   std::printf("max concurrent sequences: %lld\n", static_cast<long long>(plan.max_sequences));
   return 0;
 }
+int run_serve(ServeFlags flags) {
+  auto& o = flags.options;
+  if (flags.endpoint != "completions" && flags.endpoint != "chat") {
+    throw InvalidArgument("--endpoint must be completions or chat, got \"" + flags.endpoint + "\"");
+  }
+  o.endpoint = flags.endpoint == "chat" ? bench::serving::Endpoint::kChat : bench::serving::Endpoint::kCompletions;
+  o.request_rate = flags.burst ? std::numeric_limits<double>::infinity() : bench::serving::parse_request_rate(flags.request_rate);
+  const auto progress = [](const bench::serving::Progress& p) {
+    std::fprintf(stderr, "[%6.1f s] %lld/%lld completed, %lld failed, %lld in flight\n", p.elapsed_s,
+                 static_cast<long long>(p.completed), static_cast<long long>(p.total), static_cast<long long>(p.failed),
+                 static_cast<long long>(p.in_flight));
+  };
+  const auto run = bench::serving::run_serving_benchmark(o, progress);
+  if (flags.json) {
+    std::printf("%s\n", bench::serving::serving_report_json(run.report, run.label).dump().c_str());
+  } else {
+    std::fputs(bench::serving::format_serving_table(run.report, run.label).c_str(), stdout);
+  }
+  return 0;
+}
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -249,6 +281,31 @@ void register_bench(CLI::App& app) {
   capacity->add_option("--ctx,-c", cap->ctx, "Tokens per sequence")->capture_default_str();
   capacity->add_option("--block-size", cap->block_size, "KV block size")->capture_default_str();
   bind(capacity, [cap] { return run_capacity(*cap); });
+
+  auto sf = std::make_shared<ServeFlags>();
+  auto& so = sf->options;
+  auto* serve = bench->add_subcommand("serve", "Load an OpenAI-compatible server: throughput, TTFT/TPOT/ITL/E2E, goodput");
+  serve->add_option("--url", so.url, "Server base URL (http only)")->capture_default_str();
+  serve->add_option("--model", so.model, "Model name to send (default: the first of GET /v1/models)");
+  serve->add_option("--endpoint", sf->endpoint, "completions | chat")->capture_default_str();
+  serve->add_option("--num-prompts,-n", so.workload.num_prompts, "Requests to send")->capture_default_str();
+  serve->add_option("--concurrency,-c", so.concurrency, "Max requests in flight (0 = no limit)")->capture_default_str();
+  serve->add_option("--request-rate", sf->request_rate, "Poisson arrivals in requests/s, or inf")->capture_default_str();
+  serve->add_flag("--burst", sf->burst, "Send every request at once (same as --request-rate inf)");
+  serve->add_option("--input-len", so.workload.input_len, "Prompt words per request (~tokens)")->capture_default_str();
+  serve->add_option("--output-len", so.workload.output_len, "max_tokens per request")->capture_default_str();
+  serve->add_option("--random-range-ratio", so.workload.range_ratio, "Lengths uniform in len*(1-r)..len*(1+r)")->capture_default_str();
+  serve->add_option("--shared-prefix-len", so.workload.shared_prefix_len, "Words of a common prompt prefix (0 = none)")->capture_default_str();
+  serve->add_option("--num-prefixes", so.workload.num_prefixes, "Distinct common prefixes")->capture_default_str();
+  serve->add_option("--shared-prefix-fraction", so.workload.shared_prefix_fraction, "Share of requests with a prefix")->capture_default_str();
+  serve->add_option("--seed", so.workload.seed, "Seed of prompts, lengths and arrivals")->capture_default_str();
+  serve->add_option("--api-key", so.api_key, "Sent as Authorization: Bearer KEY");
+  serve->add_option("--slo-ttft-ms", so.slo.ttft_ms, "Goodput SLO: max TTFT in ms");
+  serve->add_option("--slo-tpot-ms", so.slo.tpot_ms, "Goodput SLO: max TPOT in ms");
+  serve->add_option("--timeout-s", so.request_timeout_s, "Per-request timeout in seconds")->capture_default_str();
+  serve->add_flag("--ignore-eos", so.ignore_eos, "Send ignore_eos: true (vLLM extension) so outputs reach max_tokens");
+  serve->add_flag("--json", sf->json, "One JSON object");
+  bind(serve, [sf] { return run_serve(*sf); });
 }
 
 }  // namespace lemma::cli

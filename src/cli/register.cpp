@@ -13,6 +13,7 @@ void register_generate(CLI::App& app);
 void register_chat(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_version(app);
@@ -25,6 +26,7 @@ void register_commands(CLI::App& app) {
   register_chat(app);
   register_quantize(app);
   register_bench(app);
+  register_serve(app);
 }
 
 }  // namespace lemma::cli

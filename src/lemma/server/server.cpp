@@ -1,5 +1,7 @@
 #include "lemma/server/server.h"
 
+#include <cstdio>
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -117,6 +119,9 @@ int run_server(const ServerConfig& config, EngineClient& engine, const Tokenizer
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   Server server(config, engine, tokenizer, std::move(chat_template));
   server.start();
+  // Always printed (whatever the log level): scripts and tests read the bound port from it.
+  std::fprintf(stderr, "lemma: listening on http://%s:%u\n", config.host.c_str(), static_cast<unsigned>(server.port()));
+  std::fflush(stderr);
   int sig = 0;
   sigwait(&signals, &sig);
   log().info("server: signal {} received; draining for up to {} ms", sig, config.shutdown_grace.count());

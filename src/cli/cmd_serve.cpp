@@ -1,0 +1,168 @@
+// `lemma serve`: the OpenAI-compatible HTTP server over the continuous-batching engine (G1, G13,
+// G14, G31, G32, G34, G36). Flags follow vLLM's names. Blocks until SIGINT/SIGTERM, then drains.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/generation_options.h"
+#include "cli/model_source.h"
+#include "lemma/base/error.h"
+#include "lemma/base/logging.h"
+#include "lemma/model/model.h"
+#include "lemma/server/engine_service.h"
+#include "lemma/server/server.h"
+#include "lemma/tokenizer/jinja/chat_template.h"
+
+namespace lemma::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string model, host = "127.0.0.1", api_key, chat_template_file, served_model_name, load = "lazy";
+  std::string preemption_mode = "recompute";
+  int port = 8000;
+  int32_t max_num_seqs = 32;
+  int64_t max_num_batched_tokens = 512;
+  int64_t kv_cache_tokens = 0;
+  int64_t swap_space_tokens = 0;
+  int64_t max_model_len = 0;
+  int64_t max_request_bytes = 1 << 20;
+  int64_t max_waiting = 256;
+  int32_t block_size = 16;
+  int threads = 0;
+  uint64_t seed = 0;
+  bool no_prefix_caching = false;
+  bool no_chunked_prefill = false;
+};
+
+constexpr uint64_t kDefaultKvBudgetBytes = 4ull << 30;
+
+// The default name clients use in "model": the file name without extension, or the directory's name.
+std::string default_served_name(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // trailing slash
+  return std::filesystem::is_directory(p) ? p.filename().string() : p.stem().string();
+}
+
+int64_t kv_bytes_per_token(const ModelConfig& c) { return 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4; }
+
+server::EngineServiceConfig engine_service_config(const ServeOptions& o, const Model& model, const Tokenizer& tokenizer,
+                                                  int64_t max_model_len) {
+  if (o.max_num_seqs < 1) fail<InvalidArgument>("--max-num-seqs must be >= 1, got {}", o.max_num_seqs);
+  if (o.max_num_batched_tokens < 1)
+    fail<InvalidArgument>("--max-num-batched-tokens must be >= 1, got {}", o.max_num_batched_tokens);
+  if (o.block_size < 1) fail<InvalidArgument>("--block-size must be >= 1, got {}", o.block_size);
+  if (o.kv_cache_tokens < 0 || o.swap_space_tokens < 0)
+    fail<InvalidArgument>("--kv-cache-tokens and --swap-space-tokens must be >= 0");
+  if (o.preemption_mode != "recompute" && o.preemption_mode != "swap")
+    fail<InvalidArgument>("--preemption-mode must be recompute or swap, got '{}'", o.preemption_mode);
+  int64_t kv_tokens = o.kv_cache_tokens;
+  if (kv_tokens == 0)  // every sequence at full length, within a memory budget, but at least one
+    kv_tokens = std::max(max_model_len, std::min<int64_t>(o.max_num_seqs * max_model_len,
+                                                          static_cast<int64_t>(kDefaultKvBudgetBytes) /
+                                                              kv_bytes_per_token(model.config())));
+  if (kv_tokens < max_model_len)
+    log().warn("--kv-cache-tokens {} is below max_model_len {}: longer requests are refused", kv_tokens, max_model_len);
+
+  server::EngineServiceConfig c;
+  c.engine.scheduler.max_num_seqs = o.max_num_seqs;
+  c.engine.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  c.engine.scheduler.max_model_len = max_model_len;
+  c.engine.scheduler.enable_chunked_prefill = !o.no_chunked_prefill;
+  if (o.no_chunked_prefill) c.engine.scheduler.max_num_batched_tokens = std::max(o.max_num_batched_tokens, max_model_len);
+  c.engine.scheduler.preemption_mode = o.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
+  c.engine.kv.block_size = o.block_size;
+  c.engine.kv.num_device_blocks = static_cast<int32_t>((kv_tokens + o.block_size - 1) / o.block_size);
+  c.engine.kv.num_host_blocks = static_cast<int32_t>((o.swap_space_tokens + o.block_size - 1) / o.block_size);
+  c.engine.kv.enable_prefix_caching = !o.no_prefix_caching;
+  c.engine.num_threads = resolve_threads(o.threads);
+  c.end_of_generation_ids = tokenizer.end_of_generation_ids();
+  c.max_waiting_requests = static_cast<size_t>(std::max<int64_t>(1, o.max_waiting));
+  c.seed = o.seed;
+  return c;
+}
+
+int serve(const ServeOptions& o) {
+  if (o.port < 0 || o.port > 65535) fail<InvalidArgument>("--port must be in [0, 65535], got {}", o.port);
+  if (o.max_request_bytes < 1) fail<InvalidArgument>("--max-request-bytes must be >= 1");
+  // Block SIGINT/SIGTERM before any thread starts (engine, workers, I/O), so only run_server's
+  // sigwait receives them and the drain always runs.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const Model model = Model::open(o.model, parse_load_mode(o.load));
+  const auto source = open_model_source(o.model);
+  const Tokenizer tokenizer = load_tokenizer(source);
+  int64_t max_model_len = model.config().max_position_embeddings > 0 ? model.config().max_position_embeddings : 4096;
+  if (o.max_model_len > 0) max_model_len = std::min(max_model_len, o.max_model_len);
+
+  std::string template_text;
+  if (!o.chat_template_file.empty()) template_text = read_text_file(o.chat_template_file);
+  else if (auto found = find_chat_template(source)) template_text = std::move(*found);
+  std::optional<ChatTemplate> chat_template;
+  if (!template_text.empty()) chat_template.emplace(template_text, "chat template");
+  else log().warn("the model has no chat template; /v1/chat/completions uses lemma's default ChatML");
+
+  const auto service_config = engine_service_config(o, model, tokenizer, max_model_len);
+  server::EngineService engine(model, service_config);
+
+  server::ServerConfig config;
+  config.host = o.host;
+  config.port = static_cast<uint16_t>(o.port);
+  config.api_key = o.api_key;
+  config.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
+  config.served_model_name = o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
+  config.max_model_len = max_model_len;
+  std::fprintf(stderr,
+               "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens, "
+               "max_num_seqs %d, token budget %lld, %d threads)\n",
+               config.served_model_name.c_str(), o.host.c_str(), o.port, static_cast<long long>(max_model_len),
+               service_config.engine.kv.num_device_blocks, o.block_size, o.max_num_seqs,
+               static_cast<long long>(service_config.engine.scheduler.max_num_batched_tokens),
+               service_config.engine.num_threads);
+  const int rc = server::run_server(config, engine, tokenizer, std::move(chat_template));
+  engine.shutdown();
+  return rc;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
+  sub->add_option("--model,-m", o->model, "HF directory or .gguf file")->required();
+  sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
+  sub->add_option("--port", o->port, "Port to bind (0: any free port)")->capture_default_str();
+  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1 routes");
+  sub->add_option("--served-model-name", o->served_model_name,
+                  "Name clients send as \"model\" (default: the model file's name without extension)");
+  sub->add_option("--chat-template", o->chat_template_file, "Jinja chat template file (default: the model's, else ChatML)");
+  sub->add_option("--max-num-seqs", o->max_num_seqs, "Sequences running at once")->capture_default_str();
+  sub->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Token budget per engine step")
+      ->capture_default_str();
+  sub->add_option("--kv-cache-tokens", o->kv_cache_tokens,
+                  "Tokens the paged KV cache holds (default: max_num_seqs x max_model_len within 4 GiB)");
+  sub->add_option("--block-size", o->block_size, "Tokens per KV block")->capture_default_str();
+  sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
+  sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
+  sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")
+      ->capture_default_str();
+  sub->add_option("--preemption-mode", o->preemption_mode, "recompute or swap")->capture_default_str();
+  sub->add_option("--swap-space-tokens", o->swap_space_tokens, "Host-side KV tier for swap preemption (tokens)");
+  sub->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks across requests");
+  sub->add_flag("--no-chunked-prefill", o->no_chunked_prefill, "Prefill each prompt in one step");
+  sub->add_option("--threads,-t", o->threads, "Threads per forward (0: one per core)")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Seed for requests that give none (0: random)");
+  sub->add_option("--load", o->load, "Weight loading: lazy, prefault or copy")->capture_default_str();
+  bind(sub, [o] { return serve(*o); });
+}
+
+}  // namespace lemma::cli

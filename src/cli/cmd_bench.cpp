@@ -244,6 +244,10 @@ int run_serve(ServeFlags flags) {
   } else {
     std::fputs(bench::serving::format_serving_table(run.report, run.label).c_str(), stdout);
   }
+  if (run.report.completed == 0) {
+    std::fprintf(stderr, "error: no request completed (the failures are listed in the report)\n");
+    return 1;
+  }
   return 0;
 }
 }  // namespace

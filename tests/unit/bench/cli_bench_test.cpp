@@ -1,5 +1,6 @@
-// `lemma bench roofline|model|capacity` through the real binary on the tiny preset: each runs and
-// prints its figures (which are never compared with a speed), and bad arguments are refused.
+// `lemma bench roofline|model|capacity|serve` through the real binary on the tiny preset: each runs
+// and prints its figures (which are never compared with a speed), and bad arguments are refused.
+// (`bench serve` against a live server is tested in serving_e2e_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,23 @@ TEST(CliBench, RefusesBadArguments) {
   const auto r = lemma("bench model --model " + shell_quote(model) + " --reps 0 --bandwidth 1 --peak-gflops 1");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("reps"), std::string::npos) << r.err;
+}
+
+TEST(CliBench, ServeRefusesBadArgumentsAndReportsUnreachableServers) {
+  const std::string url = " --url http://127.0.0.1:1 --model m --num-prompts 2";
+  for (const char* bad : {" --endpoint embeddings", " --request-rate fast", " --random-range-ratio 1.5", " --concurrency -1"}) {
+    const auto r = lemma("bench serve" + url + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << "\n" << r.err;
+    EXPECT_NE(r.err.find("--"), std::string::npos) << r.err;  // names the option
+  }
+  EXPECT_EQ(lemma("bench serve --url https://127.0.0.1:1 --model m").exit_code, 1);
+  // Nothing listens on port 1: every request fails with its reason, and the exit code says so.
+  const auto r = lemma("bench serve --json" + url);
+  EXPECT_EQ(r.exit_code, 1);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["failed"], 2);
+  EXPECT_EQ(j["completed"], 0);
+  EXPECT_EQ(j["failures"].begin().key().rfind("connect", 0), 0u) << r.out;
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ ServingRun run_serving_benchmark(const ServingBenchOptions& options, const Progr
     while (state.finished < total) {
       tick.expires_after(kProgressEvery);
       co_await tick.async_wait(net::redirect_error(net::use_awaitable, ignored));
-      report_progress();
+      if (state.finished < total) report_progress();  // the final one follows ioc.run()
     }
   };
   net::co_spawn(ioc, dispatcher(), net::detached);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <chrono>
 #include <filesystem>
 
 #include "cli/arguments.h"
@@ -35,6 +36,8 @@ struct ServeOptions {
   int64_t max_waiting = 256;
   int32_t block_size = 16;
   int threads = 0;
+  double request_timeout_s = 600.0;
+  double shutdown_grace_s = 10.0;
   uint64_t seed = 0;
   bool no_prefix_caching = false;
   bool no_chunked_prefill = false;
@@ -90,6 +93,8 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
 int serve(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) fail<InvalidArgument>("--port must be in [0, 65535], got {}", o.port);
   if (o.max_request_bytes < 1) fail<InvalidArgument>("--max-request-bytes must be >= 1");
+  if (!(o.request_timeout_s > 0) || !(o.shutdown_grace_s >= 0))
+    fail<InvalidArgument>("--request-timeout must be > 0 and --shutdown-grace >= 0 (seconds)");
   // Block SIGINT/SIGTERM before any thread starts (engine, workers, I/O), so only run_server's
   // sigwait receives them and the drain always runs.
   sigset_t signals;
@@ -121,6 +126,8 @@ int serve(const ServeOptions& o) {
   config.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
   config.served_model_name = o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
   config.max_model_len = max_model_len;
+  config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
+  config.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
   std::fprintf(stderr,
                "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens, "
                "max_num_seqs %d, token budget %lld, %d threads)\n",
@@ -160,6 +167,10 @@ void register_serve(CLI::App& app) {
   sub->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks across requests");
   sub->add_flag("--no-chunked-prefill", o->no_chunked_prefill, "Prefill each prompt in one step");
   sub->add_option("--threads,-t", o->threads, "Threads per forward (0: one per core)")->capture_default_str();
+  sub->add_option("--request-timeout", o->request_timeout_s, "Seconds a request may take from arrival (then it ends)")
+      ->capture_default_str();
+  sub->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds in-flight requests get after SIGTERM")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed for requests that give none (0: random)");
   sub->add_option("--load", o->load, "Weight loading: lazy, prefault or copy")->capture_default_str();
   bind(sub, [o] { return serve(*o); });

@@ -114,3 +114,31 @@ TEST(CliChat, AnswersEachTurnAndHonoursReset) {
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+TEST(CliServe, RejectsImpossibleSettingsBeforeListening) {
+  LEMMA_REQUIRE_SHARED(stories());
+  const std::string m = " --model " + shell_quote(stories());
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--preemption-mode sideways --port 0", "--preemption-mode"},
+      {"--max-num-seqs 0 --port 0", "--max-num-seqs"},
+      {"--max-num-batched-tokens -1 --port 0", "--max-num-batched-tokens"},
+      {"--port 70000", "--port"},
+      {"--request-timeout 0 --port 0", "--request-timeout"},
+  };
+  for (const auto& c : cases) {
+    const auto r = lemma("serve" + m + " " + c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  const auto missing = lemma("serve --model /nonexistent/model.gguf --port 0");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/model.gguf"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace lemma::testing

@@ -1,4 +1,6 @@
-// `lemma inspect`: what a model file holds — format, metadata, tensors, sizes, tokenizer.
+// `lemma inspect`: what a model file holds — format, metadata, tensors, sizes, tokenizer, and for
+// quantized files the weight matrices kept in a wider type because their rows do not fill the
+// format's blocks (or groups).
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include "lemma/model/config_from_gguf.h"
 #include "lemma/model/config_from_hf.h"
 #include "lemma/base/error.h"
+#include "lemma/quant/quantized_safetensors.h"
 #include <fmt/format.h>
 
 namespace lemma::cli {
@@ -55,6 +58,35 @@ void print_tensors(const std::vector<TensorRow>& rows, bool all) {
                 rows[i].view.shape.to_string().c_str());
   if (limit < rows.size()) std::printf("  ... %zu more (use --all-tensors)\n", rows.size() - limit);
 }
+// The matrices a quantized file keeps in a float type because their row length does not fit the
+// format (lemma spec, else the file's most common GGUF block type), as llama-quantize keeps them.
+void print_kept_wider(const std::vector<TensorRow>& rows, const std::optional<quant::WeightQuantSpec>& spec) {
+  std::optional<DType> block;
+  if (!spec) {
+    std::map<DType, int> count;
+    for (const auto& r : rows)
+      if (r.view.shape.rank == 2 && dtype_info(r.view.dtype).is_quantized) ++count[r.view.dtype];
+    for (const auto& [type, n] : count)
+      if (!block || n > count[*block]) block = type;
+    if (!block) return;
+  }
+  std::vector<std::string> lines;
+  for (const auto& r : rows) {
+    if (r.view.shape.rank != 2 || !dtype_info(r.view.dtype).is_float || !r.name.ends_with("weight")) continue;
+    const int64_t cols = r.view.shape[1];
+    std::string why;
+    if (spec && !quant::fits(*spec, cols)) {
+      why = fmt::format("row length {} does not fit {}", cols, spec->to_string());
+    } else if (block && cols % static_cast<int64_t>(dtype_info(*block).block_elements) != 0) {
+      why = fmt::format("row length {} is not a multiple of {} ({} blocks)", cols, dtype_info(*block).block_elements,
+                        dtype_name(*block));
+    }
+    if (!why.empty())
+      lines.push_back(fmt::format("  {:<48} {:<8} {}: {}", r.name, dtype_name(r.view.dtype), r.view.shape.to_string(), why));
+  }
+  std::printf("kept in a wider type: %zu\n", lines.size());
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());
+}
 }  // namespace
 
 void register_inspect(CLI::App& app) {
@@ -69,6 +101,7 @@ void register_inspect(CLI::App& app) {
     std::printf("model: %s\n", source.path.c_str());
     std::vector<TensorRow> rows;
     double load_seconds = 0.0;
+    std::optional<quant::WeightQuantSpec> lemma_spec;
     if (source.gguf) {
       const auto& g = *source.gguf;
       std::printf("format: GGUF v%u (alignment %llu)%s\n", g.version(), static_cast<unsigned long long>(g.alignment()),
@@ -77,6 +110,7 @@ void register_inspect(CLI::App& app) {
       for (const auto& [key, value] : g.metadata()) std::printf("  %s = %s\n", key.c_str(), value.to_display().c_str());
       for (const auto& t : g.tensors()) rows.push_back({t.name, t.view});
       load_seconds = g.file().load_seconds();
+      lemma_spec = quant::quantized_spec_of(quant::container_of(g));
     } else {
       std::printf("format: Hugging Face directory%s\n", source.safetensors ? "" : " (tokenizer only)");
       if (!source.hf_config_json.empty()) {
@@ -89,6 +123,7 @@ void register_inspect(CLI::App& app) {
       if (source.safetensors) {
         for (const auto* t : source.safetensors->tensors()) rows.push_back({t->name, t->view});
         load_seconds = source.safetensors->load_seconds();
+        if (!source.safetensors->shards().empty()) lemma_spec = quant::quantized_spec_of(source.safetensors->shards()[0]);
       }
     }
     if (source.has_weights()) {
@@ -101,8 +136,10 @@ void register_inspect(CLI::App& app) {
         std::printf("architecture: not runnable by lemma: %s\n", e.what());
       }
     }
+    if (lemma_spec) std::printf("lemma quantization: %s\n", lemma_spec->to_string().c_str());
     if (!rows.empty()) {
       print_tensors(rows, opts->all_tensors);
+      print_kept_wider(rows, lemma_spec);
       std::printf("load: %s, %.3f ms\n", opts->load.c_str(), load_seconds * 1e3);
     }
     try {

@@ -1,5 +1,7 @@
-// `lemma quantize`: a model into GGUF Q8_0/Q4_0 (from a GGUF file) or into lemma's weight-only
-// int8/int4 safetensors (a .safetensors file, or an HF directory when the input is one).
+// `lemma quantize`: a model into GGUF Q8_0/Q4_0 (from a GGUF file) or into lemma's int8/int4/W8A8
+// weights: a .safetensors file, an HF directory when the input is one, or (from a GGUF file) a .gguf
+// that keeps the source's metadata and tokenizer (quant/quantized_gguf.h), which `lemma generate` /
+// `perplexity` run directly.
 // Progress goes to stderr, one line per tensor; the totals go to stdout.
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include "lemma/base/error.h"
 #include "lemma/io/file_write.h"
 #include "lemma/quant/gguf_quantizer.h"
+#include "lemma/quant/quantized_gguf.h"
 #include "lemma/quant/weight_quantizer.h"
 
 namespace lemma::cli {
@@ -73,6 +76,7 @@ std::string quantized_config(const std::string& config_json, const quant::Weight
                                    {"bits", spec.bits},
                                    {"group_size", spec.group_size == 0 ? -1 : spec.group_size},
                                    {"sym", spec.symmetric}};
+  if (spec.int8_activations) config["quantization_config"]["activations"] = "int8-per-token";
   return config.dump(2) + "\n";
 }
 
@@ -89,10 +93,16 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
   } else {
     fail<InvalidArgument>("{} has no weights to quantize", opts.model);
   }
-  const bool to_file = opts.out.ends_with(".safetensors");
+  const bool to_gguf = opts.out.ends_with(".gguf");
+  const bool to_file = to_gguf || opts.out.ends_with(".safetensors");
+  if (to_gguf && !source.gguf) {
+    fail<InvalidArgument>("--out {}: a .gguf output of {} needs a .gguf input; name a .safetensors file or a directory",
+                          opts.out, spec.to_string());
+  }
   if (!to_file && source.format != ModelFormat::kHfDirectory) {
-    fail<InvalidArgument>("--out {}: a directory output needs an HF directory input; name a .safetensors file instead",
-                          opts.out);
+    fail<InvalidArgument>(
+        "--out {}: a directory output needs an HF directory input; name a .safetensors or .gguf file instead",
+        opts.out);
   }
   uint64_t before = 0, after = 0;
   quant::WeightQuantizeOptions options{spec, opts.keep, opts.all_matrices};
@@ -116,7 +126,11 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
       if (fs::exists(from)) fs::copy_file(from, fs::path(opts.out) / name, fs::copy_options::overwrite_existing);
     }
   }
-  write_safetensors(out_file, result.tensors, result.metadata);
+  if (to_gguf) {
+    quant::quantized_gguf(*source.gguf, result).write(out_file);
+  } else {
+    write_safetensors(out_file, result.tensors, result.metadata);
+  }
   std::printf("tensor bytes: %llu -> %llu (%.2fx smaller)\n", static_cast<unsigned long long>(before),
               static_cast<unsigned long long>(after),
               after ? static_cast<double>(before) / static_cast<double>(after) : 0.0);
@@ -131,9 +145,11 @@ void register_quantize(CLI::App& app) {
   auto opts = std::make_shared<QuantizeCliOptions>();
   auto* sub = app.add_subcommand("quantize", "Quantize a model: GGUF Q8_0/Q4_0, or lemma int8/int4 safetensors");
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
-  sub->add_option("--out,-o", opts->out, "Output .gguf, .safetensors, or HF directory")->required();
+  sub->add_option("--out,-o", opts->out,
+                  "Output .gguf, .safetensors, or HF directory (int/w8a8 types: .gguf only from a .gguf input)")
+      ->required();
   sub->add_option("--type,-t", opts->type,
-                  "q8_0 | q4_0 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] (safetensors)")
+                  "q8_0 | q4_0 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] | w8a8 (lemma)")
       ->required();
   sub->add_option("--group-size", opts->group_size, "int8/int4 group: 32, 64, 128 or 0 (per channel)");
   sub->add_flag("--asym", opts->asym, "int8/int4 with a zero point per group");
@@ -146,7 +162,8 @@ void register_quantize(CLI::App& app) {
     if (opts->type == "q8_0") return quantize_to_gguf(*opts, source, DType::kQ8_0);
     if (opts->type == "q4_0") return quantize_to_gguf(*opts, source, DType::kQ4_0);
     if (const auto spec = quant::parse_weight_quant_spec(opts->type)) return quantize_to_safetensors(*opts, source, *spec);
-    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, int8 or int4 (e.g. int4-g64-asym)", opts->type);
+    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, int8, int4 (e.g. int4-g64-asym) or w8a8",
+                        opts->type);
   });
 }
 

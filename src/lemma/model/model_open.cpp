@@ -1,5 +1,7 @@
 // Model::open: picks the file format from the path and wires the format's tensor lookup into
 // Model::from_tensors. The opened file is kept alive by the Model (its views point into it).
+// A file declaring lemma.quant.format (lemma int8/int4/W8A8, safetensors or GGUF) is served by
+// quant::RunnableWeights: its packed weights re-laid out into the blocks the kernels read.
 #include <memory>
 
 #include "lemma/base/error.h"
@@ -9,14 +11,31 @@
 #include "lemma/model/config_from_gguf.h"
 #include "lemma/model/config_from_hf.h"
 #include "lemma/model/model.h"
+#include "lemma/quant/quantized_safetensors.h"
+#include "lemma/quant/runnable_weights.h"
 
 namespace lemma {
 
 namespace {
 
+Model open_lemma_quantized(ModelConfig config, WeightFormat format, const std::filesystem::path& weights,
+                           LoadMode mode) {
+  auto runnable = std::make_shared<const quant::RunnableWeights>(quant::RunnableWeights::open(weights.string(), mode));
+  log().info("{}: lemma {} weights served as {}{}", weights.string(), runnable->spec().to_string(),
+             dtype_name(runnable->served_dtype()),
+             runnable->widened().empty() ? "" : fmt::format(" ({} in f32: rows not whole 32-value blocks)",
+                                                            runnable->widened().size()));
+  const quant::RunnableWeights* r = runnable.get();
+  TensorLookup lookup = [r](const std::string& name) { return r->find(name); };
+  return Model::from_tensors(std::move(config), format, lookup, std::move(runnable));
+}
+
 Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
   auto file = std::make_shared<GgufFile>(GgufFile::open(path.string(), mode));
   ModelConfig config = config_from_gguf(*file);
+  if (file->get_string(std::string(quant::kQuantFormatKey))) {
+    return open_lemma_quantized(std::move(config), WeightFormat::kGguf, path, mode);
+  }
   const GgufFile* f = file.get();
   TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {
     const GgufTensor* t = f->tensor(name);
@@ -28,6 +47,10 @@ Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
 
 Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode) {
   ModelConfig config = config_from_hf_file(dir / "config.json");
+  const auto single = weights.extension() == ".safetensors" ? weights : weights / "model.safetensors";
+  if (std::filesystem::is_regular_file(single) && quant::is_lemma_quantized_file(single.string())) {
+    return open_lemma_quantized(std::move(config), WeightFormat::kHf, single, mode);
+  }
   auto file = std::make_shared<SafetensorsCheckpoint>(SafetensorsCheckpoint::open(weights.string(), mode));
   const SafetensorsCheckpoint* f = file.get();
   TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {

@@ -12,6 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include <functional>
+
+#include "lemma/io/gguf.h"
 #include "lemma/io/safetensors.h"
 #include "lemma/quant/weight_format.h"
 
@@ -28,13 +31,31 @@ std::string quantized_base_name(std::string_view weight_name);
 std::vector<SafetensorsTensor> quantized_tensors(const std::string& base, const QuantizedWeight& weight);
 std::map<std::string, std::string> quantized_metadata(const WeightQuantSpec& spec);
 
+// Where lemma quantized weights are read from: a safetensors file, or a GGUF file (what
+// `lemma quantize` writes for a GGUF input: the source's metadata plus the two keys above as
+// strings, and the same tensors, U8 ones stored as GGUF I8 with the same bytes since GGUF has no
+// U8). The functions refer to the file: it must outlive the container.
+struct QuantizedContainer {
+  std::string path;
+  std::function<std::optional<std::string>(const std::string& key)> metadata;
+  std::function<const TensorView*(const std::string& name)> tensor;  // nullptr when absent
+  std::vector<std::string> names;                                    // every tensor, file order
+  bool u8_as_i8 = false;                                             // GGUF: U8 tensors read as I8
+};
+QuantizedContainer container_of(const SafetensorsFile& file);
+QuantizedContainer container_of(const GgufFile& file);
+
 // The spec a file declares; nullopt when it has no lemma quantization metadata. Throws FormatError
 // for a malformed declaration.
+std::optional<WeightQuantSpec> quantized_spec_of(const QuantizedContainer& file);
 std::optional<WeightQuantSpec> quantized_spec_of(const SafetensorsFile& file);
 // Bases of the quantized weights in `file` (names of "<base>.qweight" entries), in data order.
+std::vector<std::string> quantized_weight_bases(const QuantizedContainer& file);
 std::vector<std::string> quantized_weight_bases(const SafetensorsFile& file);
 // Reads one quantized weight back (copies), checking dtypes and shapes; throws FormatError naming
 // the tensor.
+QuantizedWeight read_quantized_weight(const QuantizedContainer& file, const std::string& base,
+                                      const WeightQuantSpec& spec);
 QuantizedWeight read_quantized_weight(const SafetensorsFile& file, const std::string& base,
                                       const WeightQuantSpec& spec);
 

@@ -19,12 +19,17 @@ int WeightQuantSpec::min_code() const {
 }
 
 std::string WeightQuantSpec::to_string() const {
+  if (int8_activations) return "w8a8";
   return "int" + std::to_string(bits) + (group_size == 0 ? "-channel" : "-g" + std::to_string(group_size)) +
          (symmetric ? "-sym" : "-asym");
 }
 
 std::optional<WeightQuantSpec> parse_weight_quant_spec(std::string_view text) {
   WeightQuantSpec spec;
+  if (text == "w8a8") {
+    spec.int8_activations = true;
+    return spec;  // int8, per channel, symmetric
+  }
   if (text.starts_with("int8")) {
     spec.bits = 8;
   } else if (text.starts_with("int4")) {
@@ -55,9 +60,14 @@ void validate(const WeightQuantSpec& spec) {
   if (g != 0 && g != 32 && g != 64 && g != 128) {
     fail<InvalidArgument>("weight quantization group size must be 32, 64, 128 or 0 (per channel), not {}", g);
   }
+  if (spec.int8_activations && (spec.bits != 8 || g != 0 || !spec.symmetric)) {
+    fail<InvalidArgument>("w8a8 weights are int8, per channel, symmetric (got {} bits, group {}, {})", spec.bits, g,
+                          spec.symmetric ? "sym" : "asym");
+  }
 }
 
 bool fits(const WeightQuantSpec& spec, int64_t cols) {
+  if (spec.int8_activations) return cols > 0 && cols % 32 == 0 && cols <= 65536;
   const int64_t group = spec.group_for(cols);
   return cols > 0 && cols % group == 0 && (spec.bits == 8 || group % 2 == 0);
 }

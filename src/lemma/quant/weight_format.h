@@ -23,22 +23,27 @@ struct WeightQuantSpec {
   int bits = 8;            // 8 or 4
   bool symmetric = true;   // false: integer zero point per group
   int64_t group_size = 0;  // 32, 64 or 128; 0 = one group per row (per channel)
+  // W8A8 ("w8a8"): int8 per-channel symmetric weights whose matmul quantises the activations to
+  // int8 per token at run time (kernels/lemma_int_blocks.h). Rows must be whole 32-value blocks
+  // and at most 65536 long (the int32 sums stay exact).
+  bool int8_activations = false;
 
   int64_t group_for(int64_t cols) const { return group_size == 0 ? cols : group_size; }
   // Code range: int8 -127..127 / int4 -8..7 (symmetric), 0..255 / 0..15 (asymmetric).
   int min_code() const;
   int max_code() const;
-  // "int4-g128-asym", "int8-channel-sym".
+  // "int4-g128-asym", "int8-channel-sym", "w8a8".
   std::string to_string() const;
   bool operator==(const WeightQuantSpec&) const = default;
 };
 
 // Parses "int8", "int4", optionally followed by "-g32|-g64|-g128|-channel" and "-sym|-asym" in that
-// order (defaults: int8 per channel symmetric, int4 g128 symmetric); nullopt for anything else.
+// order (defaults: int8 per channel symmetric, int4 g128 symmetric), or "w8a8"; nullopt otherwise.
 std::optional<WeightQuantSpec> parse_weight_quant_spec(std::string_view text);
-// Throws InvalidArgument unless bits is 4/8 and group_size is 0/32/64/128.
+// Throws InvalidArgument unless bits is 4/8 and group_size is 0/32/64/128 (W8A8: 8, 0, symmetric).
 void validate(const WeightQuantSpec& spec);
-// Whether a [rows, cols] matrix can take the format: cols a multiple of the group (and even for int4).
+// Whether a [rows, cols] matrix can take the format: cols a multiple of the group (and even for int4;
+// W8A8: a multiple of 32, at most 65536).
 bool fits(const WeightQuantSpec& spec, int64_t cols);
 
 struct QuantizedWeight {

@@ -1,9 +1,5 @@
 // `lemma quantize` driven as a user would: GGUF outputs equal llama-quantize's files, int8/int4
 // outputs (file and HF directory) read back, and bad requests fail with exit code 1 and a message.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -12,6 +8,7 @@
 
 #include "lemma/io/safetensors.h"
 #include "lemma/quant/quantized_safetensors.h"
+#include "lemma_cli.h"
 #include "support/shared_data.h"
 #include "tiny_preset.h"
 
@@ -22,32 +19,6 @@ namespace fs = std::filesystem;
 using lemma::testing::build_scratch;
 using lemma::testing::read_file;
 using lemma::testing::shared_data;
-
-struct Run {
-  int exit_code = -1;
-  std::string out;  // stdout; stderr goes to `err_path`
-  std::string err;
-};
-
-// Runs `lemma <args>` (arguments are paths and words without quotes or spaces).
-Run lemma(const std::string& args) {
-  // One stderr file per process and call: CTest runs these tests in parallel processes.
-  static int calls = 0;
-  const fs::path err_path =
-      build_scratch("quant") / ("cli-stderr-" + std::to_string(::getpid()) + "-" + std::to_string(++calls) + ".txt");
-  const std::string cmd = std::string(LEMMA_BINARY) + " " + args + " 2> " + err_path.string();
-  Run run;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return run;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = read_file(err_path);
-  fs::remove(err_path);
-  return run;
-}
 
 TEST(QuantizeCli, GgufOutputsEqualLlamaQuantizeFiles) {
   const auto source = shared_data("models/stories260K/stories260K.gguf");

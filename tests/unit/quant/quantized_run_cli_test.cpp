@@ -1,0 +1,122 @@
+// lemma's int8/int4/W8A8 files run by the real binary: `lemma quantize` of stories260K.gguf to a
+// .gguf (lemma tensors + the source's metadata and tokenizer), then `lemma perplexity` on it
+// (ctx 128, golden/ppl-input.txt) within the gates relative to f32 (109.6400): 1% for
+// 8-bit, 5% for 4-bit (10% for the known 4-bit gaps, see quantized_perplexity_test.cpp), and within
+// 1e-3 of the figure of the same weights dequantized to f32 (W8A8: of its measured figure).
+// An HF directory input gives an HF directory that `lemma perplexity` / `generate` also run.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "lemma_cli.h"
+#include "support/shared_data.h"
+#include "tiny_preset.h"
+
+namespace lemma::quant {
+namespace {
+
+namespace fs = std::filesystem;
+using lemma::testing::build_scratch;
+using lemma::testing::shared_data;
+
+constexpr double kF32Perplexity = 109.6400;
+
+// The value after the last "PPL = "; NaN when absent.
+double ppl_of(const Run& run) {
+  const auto at = run.out.rfind("PPL = ");
+  return at == std::string::npos ? std::nan("") : std::strtod(run.out.c_str() + at + 6, nullptr);
+}
+
+struct CliCase {
+  const char* type;
+  double gate;      // relative to f32
+  double expected;  // weight-only: the same weights dequantized to f32 (README); w8a8: measured
+};
+
+class QuantizedPerplexityCli : public ::testing::TestWithParam<CliCase> {};
+
+TEST_P(QuantizedPerplexityCli, QuantizeThenPerplexity) {
+  const auto c = GetParam();
+  const auto source = shared_data("models/stories260K/stories260K.gguf");
+  const auto text = shared_data("golden/ppl-input.txt");
+  LEMMA_REQUIRE_SHARED(source);
+  LEMMA_REQUIRE_SHARED(text);
+  const auto out = build_scratch("quant") / ("cli-run-stories260K-" + std::string(c.type) + ".gguf");
+  const auto quantize = lemma("quantize -m " + source.string() + " -o " + out.string() + " -t " + c.type);
+  ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
+  const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const double ppl = ppl_of(run);
+  std::printf("lemma perplexity stories260K %s ctx 128: PPL %.4f (%+.3f%% vs f32)\n", c.type, ppl,
+              100.0 * (ppl / kF32Perplexity - 1.0));
+  EXPECT_LE(std::abs(ppl / kF32Perplexity - 1.0), c.gate) << run.out;
+  EXPECT_NEAR(ppl, c.expected, 1e-3 * c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantizedPerplexityCli,
+                         ::testing::Values(CliCase{"int8-g32-sym", 0.01, 109.6478},
+                                           CliCase{"int8", 0.01, 109.7595},  // per channel, symmetric
+                                           CliCase{"int8-channel-asym", 0.01, 109.5037},
+                                           CliCase{"int8-g64-asym", 0.01, 109.4506},
+                                           CliCase{"int4-g32-sym", 0.05, 109.6446},
+                                           CliCase{"int4-g64-asym", 0.05, 111.5358},
+                                           CliCase{"int4-channel-asym", 0.05, 113.3153},
+                                           CliCase{"int4-g32-asym", 0.10, 117.9015},  // known gap
+                                           CliCase{"w8a8", 0.01, 109.9047}),
+                         [](const auto& info) {
+                           std::string name = info.param.type;
+                           for (auto& ch : name) if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+// `lemma inspect` names the matrices a quantized file keeps wider (stories260K's ffn_down: 172 values
+// per row fill neither 32-value blocks nor groups of 64).
+TEST(QuantizedRunCli, InspectListsTensorsKeptInAWiderType) {
+  const auto source = shared_data("models/stories260K/stories260K.gguf");
+  const auto q8_0 = shared_data("golden/quant/stories260K-Q8_0.gguf");
+  LEMMA_REQUIRE_SHARED(source);
+  LEMMA_REQUIRE_SHARED(q8_0);
+  auto run = lemma("inspect -m " + q8_0.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("kept in a wider type: 5\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("blk.4.ffn_down.weight"), std::string::npos);
+  EXPECT_NE(run.out.find("row length 172 is not a multiple of 32 (q8_0 blocks)"), std::string::npos) << run.out;
+  const auto out = build_scratch("quant") / "cli-inspect-stories260K-int4-g64-asym.gguf";
+  ASSERT_EQ(lemma("quantize -m " + source.string() + " -o " + out.string() + " -t int4-g64-asym").exit_code, 0);
+  run = lemma("inspect -m " + out.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("lemma quantization: int4-g64-asym"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("kept in a wider type: 5\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("row length 172 does not fit int4-g64-asym"), std::string::npos) << run.out;
+  run = lemma("inspect -m " + source.string());  // not quantized: no such section
+  EXPECT_EQ(run.out.find("kept in a wider type"), std::string::npos) << run.out;
+}
+
+TEST(QuantizedRunCli, HfDirectoryOutputRuns) {
+  LEMMA_REQUIRE_SHARED(lemma::testing::shared_dir() / "tools" / "make_bench_model.py");
+  const auto text = shared_data("golden/ppl-input.txt");
+  LEMMA_REQUIRE_SHARED(text);
+  std::string why;
+  const auto dir = ensure_tiny_256(why);
+  ASSERT_TRUE(dir) << why;
+  const fs::path hf = *dir / "hf";
+  const auto base = lemma("perplexity -m " + hf.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  for (const std::string type : {"int8-g64-asym", "w8a8"}) {
+    const auto out = build_scratch("quant") / ("cli-run-tiny-256-" + type);
+    const auto quantize = lemma("quantize -m " + hf.string() + " -o " + out.string() + " -t " + type);
+    ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
+    const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::printf("lemma perplexity tiny-256 %s ctx 64: PPL %.4f (f32 %.4f)\n", type.c_str(), ppl_of(run), ppl_of(base));
+    EXPECT_LE(std::abs(ppl_of(run) / ppl_of(base) - 1.0), 0.01) << type;
+    const auto gen = lemma("generate -m " + out.string() + " --prompt-ids 1,2,3 --max-tokens 4 --temperature 0 --json");
+    EXPECT_EQ(gen.exit_code, 0) << gen.err;
+  }
+}
+
+}  // namespace
+}  // namespace lemma::quant

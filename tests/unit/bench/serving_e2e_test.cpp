@@ -95,6 +95,20 @@ TEST_F(ServeBench, ChatPoissonWithConcurrencyLimitAndDiscoveredModel) {
   expect_sane(run);
 }
 
+TEST_F(ServeBench, TokensAreTimedAsTheyArrive) {
+  // The fake engine sleeps between tokens, so the gaps cannot all be ~0 unless the client only
+  // looked at the stream at its end (a sanity bound of half the injected delay, not a speed check).
+  engine_.token_delay = std::chrono::milliseconds(30);
+  start();
+  auto o = options_for(port_, 4);
+  o.concurrency = 4;
+  const ServingRun run = run_serving_benchmark(o);
+  ASSERT_EQ(run.report.completed, 4);
+  EXPECT_GE(run.report.tpot_ms.mean, 15.0);
+  EXPECT_GE(run.report.itl_ms.max, 15.0);
+  EXPECT_GE(run.report.e2e_ms.min - run.report.ttft_ms.min, 0.0);
+}
+
 TEST_F(ServeBench, SharedPrefixWorkloadRuns) {
   start();
   auto o = options_for(port_, 6);

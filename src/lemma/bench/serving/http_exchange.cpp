@@ -54,7 +54,9 @@ net::awaitable<std::string> http_exchange(const net::ip::tcp::resolver::results_
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    co_await http::async_read(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
+    // read_some returns after each socket read, so every SSE event is timed when it arrives
+    // (async_read would wait until the buffer is full or the response ends).
+    co_await http::async_read_some(stream, buffer, parser, net::redirect_error(net::use_awaitable, ec));
     if (ec == http::error::need_buffer) ec = {};
     const size_t got = chunk.size() - parser.get().body().size;
     if (got > 0) on_body(std::string_view(chunk.data(), got));

@@ -4,8 +4,8 @@
 
 namespace lemma::kernels {
 
-void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
-            int64_t y_stride, const float* bias, const MatmulOptions& options) {
+MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
+                       int64_t y_stride, const float* bias, const MatmulOptions& options) {
   if (w.shape.rank != 2) fail<InvalidArgument>("matmul: W must be [N, K], got {}", w.shape.to_string());
   const int64_t N = w.shape[0];
   const int64_t K = w.shape[1];
@@ -22,10 +22,12 @@ void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, fl
     fail<Unsupported>("matmul: no kernel for {} weights with K={} (block size {})", dtype_name(w.dtype), K,
                       dtype_info(w.dtype).block_elements);
   }
-  if (M == 0 || N == 0) return;
+  MatmulPlan plan;
+  if (M == 0 || N == 0) return plan;
   if (K > 0 && (x == nullptr || w.data == nullptr)) fail<InvalidArgument>("matmul: null x or W");
   if (y == nullptr) fail<InvalidArgument>("matmul: null y");
-  MatmulArgs args;
+  plan.fn = kernel->fn;
+  MatmulArgs& args = plan.args;
   args.x = x;
   args.x_stride = x_stride;
   args.w = w.data;
@@ -36,7 +38,23 @@ void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, fl
   args.M = M;
   args.N = N;
   args.K = K;
-  kernel->fn(args);
+  return plan;
+}
+
+void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
+  if (fn == nullptr || n0 >= n1) return;
+  MatmulArgs part = args;
+  part.w = static_cast<const char*>(args.w) + n0 * args.w_row_bytes;
+  part.bias = args.bias != nullptr ? args.bias + n0 : nullptr;
+  part.y = args.y + n0;
+  part.N = n1 - n0;
+  fn(part);
+}
+
+void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
+            int64_t y_stride, const float* bias, const MatmulOptions& options) {
+  const MatmulPlan plan = plan_matmul(x, x_stride, M, w, y, y_stride, bias, options);
+  plan.run_rows(0, plan.args.N);
 }
 
 }  // namespace lemma::kernels

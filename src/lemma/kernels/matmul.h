@@ -28,4 +28,18 @@ struct MatmulOptions {
 void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
             int64_t y_stride, const float* bias = nullptr, const MatmulOptions& options = {});
 
+// matmul() in two halves: validate the arguments and resolve the kernel once, then run ranges of
+// W's rows (e.g. one per tile of a thread team). Any split of [0, N) gives matmul()'s bits.
+struct MatmulPlan {
+  MatmulFn fn = nullptr;  // null when M or N is 0 (nothing to run)
+  MatmulArgs args;        // for all N rows of W
+
+  // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N. Thread-safe; no allocation.
+  void run_rows(int64_t n0, int64_t n1) const;
+};
+
+// Throws exactly as matmul() does; y is untouched until run_rows().
+MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
+                       int64_t y_stride, const float* bias = nullptr, const MatmulOptions& options = {});
+
 }  // namespace lemma::kernels

@@ -19,7 +19,9 @@ void ForwardWorkspace::reserve(const ModelConfig& c, int64_t num_tokens, int64_t
   grow(gate, num_tokens * c.intermediate_size);
   grow(up, num_tokens * c.intermediate_size);
   grow(head_input, num_logit_rows * c.hidden_size);
-  grow(scores, max_context * c.num_heads);
+  // Context grows by one token per decode step: round up so that the buffer grows once per 1024
+  // tokens, not at every step (steady-state decode allocates nothing).
+  grow(scores, (max_context + 1023) / 1024 * 1024 * c.num_heads);
   grow(positions, num_tokens);
 }
 

@@ -7,13 +7,15 @@
 #include <memory>
 #include <vector>
 
+#include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/model_config.h"
+#include "lemma/model/rope_scaling.h"
 #include "lemma/model/thread_team.h"
 
 namespace lemma {
 
 struct ForwardWorkspace {
-  // `num_threads` threads (the caller included) work on each forward.
+  // `num_threads` threads (the caller included) work on each forward; 0 means one per CPU.
   explicit ForwardWorkspace(int num_threads = 1) : team(std::make_unique<ThreadTeam>(num_threads)) {}
 
   // Makes every buffer large enough for `num_tokens` new tokens, `num_logit_rows` logit rows and
@@ -31,6 +33,10 @@ struct ForwardWorkspace {
   std::vector<float> head_input;  // [logit rows, hidden]
   std::vector<float> scores;      // attention scratch (flash partials); the forward grows it to paged_attention_scratch_floats()
   std::vector<int64_t> positions;  // [tokens]
+  // Per-sequence lists the forward rebuilds each step (cleared, never shrunk).
+  std::vector<layers::AttentionSequence> slices;
+  std::vector<const RopeFrequencies*> rope;
+  std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   std::unique_ptr<ThreadTeam> team;
 };
 

@@ -1,5 +1,6 @@
 #include "lemma/model/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "lemma/base/error.h"
@@ -73,9 +74,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
   layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
-  layers::linear(ws.normed, T, w.q, w.q_bias, ws.q, team);
-  layers::linear(ws.normed, T, w.k, w.k_bias, ws.k, team);
-  layers::linear(ws.normed, T, w.v, w.v_bias, ws.v, team);
+  const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
+  layers::linear_group(ws.normed, T, qkv, team);
   if (c.qk_norm) {
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
     layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
@@ -97,7 +97,9 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const layers::AttentionParams attention{nh, scale, c.layer_sliding_window(layer)};
   const int64_t scratch = layers::paged_attention_scratch_floats(st.slices, attention, hd);
-  if (static_cast<int64_t>(ws.scores.size()) < scratch) ws.scores.resize(static_cast<size_t>(scratch));  // grows once
+  // Grows geometrically (the split count grows with the context), so decode steps rarely allocate.
+  if (static_cast<int64_t>(ws.scores.size()) < scratch)
+    ws.scores.resize(static_cast<size_t>(std::max<int64_t>(scratch, 2 * static_cast<int64_t>(ws.scores.size()))));
   layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
   layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
   const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
@@ -111,8 +113,8 @@ void mlp_block(const StepState& st, const LayerWeights& w) {
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
   layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
-  layers::linear(ws.normed, T, w.gate, {}, ws.gate, team);
-  layers::linear(ws.normed, T, w.up, {}, ws.up, team);
+  const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
+  layers::linear_group(ws.normed, T, gate_up, team);
   const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
   kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
   layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
@@ -130,12 +132,18 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
   if (T == 0) return;
 
-  // Embedding lookup and positions; one attention slice and one RoPE table per sequence.
-  std::vector<layers::AttentionSequence> slices;
+  // Embedding lookup and positions; one attention slice and one RoPE table per sequence, in the
+  // workspace's lists (cleared, so their capacity is reused and a steady-state step allocates
+  // nothing; dynamic-NTK RoPE still computes a table per sequence and step).
+  std::vector<layers::AttentionSequence>& slices = ws.slices;
+  std::vector<const RopeFrequencies*>& rope = ws.rope;
+  std::vector<RopeFrequencies>& dynamic_tables = ws.dynamic_rope;
+  slices.clear();
+  rope.clear();
+  dynamic_tables.clear();
   slices.reserve(batch.sequences.size());
+  rope.reserve(batch.sequences.size());
   const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
-  std::vector<RopeFrequencies> dynamic_tables;
-  std::vector<const RopeFrequencies*> rope;
   if (dynamic_rope) dynamic_tables.reserve(batch.sequences.size());
   int64_t row = 0;
   for (const SequenceInput& seq : batch.sequences) {

@@ -1,84 +1,194 @@
 #include "lemma/model/thread_team.h"
 
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LEMMA_CPU_RELAX() _mm_pause()
+#else
+#define LEMMA_CPU_RELAX() ((void)0)
+#endif
 
 namespace lemma {
 
 namespace {
-// Chunk `i` of `chunks` over [0, n).
-std::pair<int64_t, int64_t> chunk_range(int64_t n, int chunks, int i) {
-  const int64_t base = n / chunks, extra = n % chunks;
-  const int64_t begin = i * base + std::min<int64_t>(i, extra);
-  return {begin, begin + base + (i < extra ? 1 : 0)};
+
+// How long a worker spins for the next job before parking, and the caller for the last tiles.
+// Decode issues a job every few tens of microseconds inside a step, so spinning keeps the workers
+// hot across a step; between steps (sampling, scheduling) they park and cost nothing.
+constexpr auto kWorkerSpin = std::chrono::microseconds(200);
+constexpr auto kCallerSpin = std::chrono::microseconds(100);
+constexpr int kTilesPerThread = 4;  // parallel_for's tiles: enough to rebalance a slow thread
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
+
+void futex_wake(std::atomic<uint32_t>* word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+// Spins until pred() holds or `budget` has passed; returns pred()'s last value.
+template <typename Pred>
+bool spin_until(Pred pred, std::chrono::microseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      LEMMA_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+  }
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+bool pinning_enabled() {
+  const char* env = std::getenv("LEMMA_PIN_THREADS");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
 }  // namespace
 
+int ThreadTeam::default_size() { return std::max<int>(1, static_cast<int>(allowed_cpus().size())); }
+
 ThreadTeam::ThreadTeam(int num_threads) {
-  for (int i = 1; i < std::max(num_threads, 1); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  const int n = num_threads <= 0 ? default_size() : num_threads;
+  const std::vector<int> cpus = allowed_cpus();
+  // Worker i goes to the i-th allowed CPU; the caller keeps its own affinity (it is the caller's
+  // thread), and the scheduler will usually leave it on the first CPU the workers do not use.
+  const bool pin = pinning_enabled() && n > 1 && static_cast<int>(cpus.size()) >= n;
+  workers_.reserve(static_cast<size_t>(n - 1));
+  for (int i = 1; i < n; ++i) {
+    const int cpu = pin ? cpus[static_cast<size_t>(i)] : -1;
+    workers_.emplace_back([this, i, cpu] { worker_loop(i, cpu); });
+  }
 }
 
 ThreadTeam::~ThreadTeam() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  start_cv_.notify_all();
+  stopping_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&generation_, INT_MAX);
   for (auto& t : workers_) t.join();
 }
 
-void ThreadTeam::worker_loop(int index) {
-  uint64_t seen = 0;
+void ThreadTeam::worker_loop(int /*index*/, int cpu) {
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set);  // best effort: a failure only loses the pinning
+  }
+  uint32_t seen = 0;
   for (;;) {
-    std::unique_lock lock(mutex_);
-    start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    if (stopping_) return;
-    seen = generation_;
-    if (index >= job_chunks_) continue;
-    const auto* job = job_;
-    const auto [begin, end] = chunk_range(job_n_, job_chunks_, index);
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      (*job)(begin, end);
-    } catch (...) {
-      error = std::current_exception();
+    uint32_t g = generation_.load(std::memory_order_acquire);
+    if (g == seen) {
+      spin_until([&] { return (g = generation_.load(std::memory_order_acquire)) != seen; }, kWorkerSpin);
     }
-    lock.lock();
-    if (error && !error_) error_ = error;
-    if (--pending_ == 0) done_cv_.notify_one();
+    if (g == seen) {
+      parked_workers_.fetch_add(1, std::memory_order_seq_cst);
+      while ((g = generation_.load(std::memory_order_seq_cst)) == seen) futex_wait(&generation_, seen);
+      parked_workers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (stopping_.load(std::memory_order_acquire)) return;
+    seen = g;
+    run_tiles(g);
   }
 }
 
-void ThreadTeam::parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadTeam::run_tile(int64_t t) {
+  const int64_t n = job_n_.load(std::memory_order_relaxed);
+  const int64_t tile = job_tile_.load(std::memory_order_relaxed);
+  const int64_t begin = t * tile;
+  const int64_t end = std::min(n, begin + tile);
+  try {
+    (*job_fn_.load(std::memory_order_relaxed))(begin, end);
+  } catch (...) {
+    std::lock_guard lock(error_mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+}
+
+void ThreadTeam::run_tiles(uint32_t generation) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(c >> 32) != generation) return;  // a newer job (or none) is out
+    // Read after seeing this job's generation in claim_ (published with release after the fields);
+    // the fields cannot change before every tile of this job is claimed and done.
+    const auto tiles = static_cast<uint32_t>(job_tiles_.load(std::memory_order_relaxed));
+    const auto t = static_cast<uint32_t>(c);
+    if (t >= tiles) return;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    run_tile(t);
+    const uint32_t done = tiles_done_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    if (done == tiles && caller_parked_.load(std::memory_order_seq_cst) != 0) futex_wake(&tiles_done_, 1);
+    c = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadTeam::parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn) {
   if (n <= 0) return;
-  const int chunks = static_cast<int>(std::clamp<int64_t>(n / std::max<int64_t>(min_chunk, 1), 1, size()));
-  if (chunks == 1) {
+  tile = std::max<int64_t>(tile, 1);
+  const int64_t tiles = (n + tile - 1) / tile;
+  if (tiles == 1 || workers_.empty()) {
+    for (int64_t b = 0; b < n; b += tile) fn(b, std::min(n, b + tile));
+    return;
+  }
+  job_fn_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_tile_.store(tile, std::memory_order_relaxed);
+  job_tiles_.store(tiles, std::memory_order_relaxed);
+  tiles_done_.store(0, std::memory_order_relaxed);
+  error_ = nullptr;  // no worker touches it: all of the previous job's tiles are done
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  claim_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  generation_.store(generation, std::memory_order_seq_cst);
+  if (parked_workers_.load(std::memory_order_seq_cst) > 0) futex_wake(&generation_, INT_MAX);
+
+  run_tiles(generation);
+
+  const auto total = static_cast<uint32_t>(tiles);
+  if (!spin_until([&] { return tiles_done_.load(std::memory_order_acquire) == total; }, kCallerSpin)) {
+    caller_parked_.store(1, std::memory_order_seq_cst);
+    uint32_t done;
+    while ((done = tiles_done_.load(std::memory_order_seq_cst)) != total) futex_wait(&tiles_done_, done);
+    caller_parked_.store(0, std::memory_order_relaxed);
+  }
+  if (error_) {
+    std::exception_ptr error = std::move(error_);
+    error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+void ThreadTeam::parallel_for(int64_t n, int64_t min_chunk, RangeFnRef fn) {
+  if (n <= 0) return;
+  min_chunk = std::max<int64_t>(min_chunk, 1);
+  if (workers_.empty() || n < 2 * min_chunk) {
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunks_ = chunks;
-    pending_ = chunks - 1;
-    error_ = nullptr;
-    ++generation_;
-  }
-  start_cv_.notify_all();
-  std::exception_ptr error;
-  try {
-    const auto [begin, end] = chunk_range(n, chunks, 0);
-    fn(begin, end);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  std::unique_lock lock(mutex_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
-  job_ = nullptr;
-  if (!error) error = error_;
-  lock.unlock();
-  if (error) std::rethrow_exception(error);
+  const int64_t want_tiles = static_cast<int64_t>(size()) * kTilesPerThread;
+  const int64_t tile = std::max(min_chunk, (n + want_tiles - 1) / want_tiles);
+  parallel_tiles(n, tile, fn);
 }
 
 }  // namespace lemma

@@ -1,22 +1,45 @@
-// ThreadTeam: a fixed set of worker threads that run one parallel_for at a time, splitting a range
-// into one contiguous chunk per thread (the caller's thread takes chunk 0). Owned by a
-// ForwardWorkspace, so each concurrent forward has its own team and no state is global.
-// parallel_for is not re-entrant and must be called from one thread at a time.
+// ThreadTeam: a persistent worker pool (G21) owned by a ForwardWorkspace, so each concurrent forward
+// has its own team and no state is global. Workers are created once, pinned one per allowed CPU,
+// and between jobs spin briefly on a generation counter, then park on a futex. A job is a range
+// split into tiles that the caller and the workers take from a shared atomic counter (a tile
+// queue), so a descheduled thread delays only the tiles it holds. Which thread runs a tile never
+// changes what the tile computes: callers make each output depend on its tile's range only.
+// parallel_for is not re-entrant and must be called from one thread at a time; it allocates
+// nothing (the callable is passed by reference, not wrapped in std::function).
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace lemma {
 
+// A non-owning reference to a callable `void(int64_t begin, int64_t end)`; valid while the
+// referenced callable lives (parallel_for's duration). Never allocates.
+class RangeFnRef {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFnRef>>>
+  RangeFnRef(F&& fn)  // NOLINT(google-explicit-constructor): implicit, like std::function
+      : object_(const_cast<void*>(static_cast<const void*>(&fn))),
+        call_([](void* object, int64_t begin, int64_t end) { (*static_cast<std::remove_reference_t<F>*>(object))(begin, end); }) {}
+
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int64_t, int64_t);
+};
+
 class ThreadTeam {
  public:
-  // `num_threads` >= 1 counts the caller; 1 means everything runs inline.
+  // `num_threads` >= 1 counts the caller; 1 means everything runs inline; 0 (or less) means one
+  // thread per CPU this process may run on (default_size()). Workers are pinned to distinct
+  // allowed CPUs when there are at least as many CPUs as threads and LEMMA_PIN_THREADS is not "0".
   explicit ThreadTeam(int num_threads);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
@@ -24,23 +47,42 @@ class ThreadTeam {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) on disjoint chunks covering [0, n), at most size() of them, each at least
-  // `min_chunk` long (so small ranges stay on fewer threads). Blocks until all are done; rethrows
-  // the first exception a chunk threw.
-  void parallel_for(int64_t n, int64_t min_chunk, const std::function<void(int64_t, int64_t)>& fn);
+  // One thread per CPU in this process's affinity mask (at least 1).
+  static int default_size();
+
+  // Calls fn(begin, end) on disjoint tiles covering [0, n), each `min_chunk` long or more (the last
+  // may be shorter), a few per thread; a range under 2 * min_chunk runs inline as one call. Tiles are handed out from
+  // an atomic counter to the caller and the workers. Blocks until all are done; rethrows the first
+  // exception a tile threw (the other tiles still run).
+  void parallel_for(int64_t n, int64_t min_chunk, RangeFnRef fn);
+
+  // Same, with tiles of exactly `tile` elements (the last one shorter): the split is fixed by the
+  // caller, whatever the thread count.
+  void parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn);
 
  private:
-  void worker_loop(int index);
+  void worker_loop(int index, int cpu);
+  void run_tiles(uint32_t generation);
+  void run_tile(int64_t t);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable start_cv_, done_cv_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+
+  // The current job; written by the caller before it publishes `claim_`, read by the workers.
+  std::atomic<const RangeFnRef*> job_fn_{nullptr};
+  std::atomic<int64_t> job_n_{0};
+  std::atomic<int64_t> job_tile_{1};
+  std::atomic<int64_t> job_tiles_{0};
+
+  // (generation << 32) | next tile index: tiles are claimed with a compare-exchange that also
+  // checks the generation, so a late worker can never take a tile of a newer job.
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};  // futex word the workers park on
+  std::atomic<int> parked_workers_{0};
+  alignas(64) std::atomic<uint32_t> tiles_done_{0};  // futex word the caller parks on
+  std::atomic<int> caller_parked_{0};
+  std::atomic<bool> stopping_{false};
+
+  std::mutex error_mutex_;
   std::exception_ptr error_;
 };
 

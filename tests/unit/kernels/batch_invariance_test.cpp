@@ -1,5 +1,6 @@
 // Batch invariance: a row of y must be bitwise identical whether it is computed alone (decode,
 // M=1), inside a large batch (prefill), next to different neighbours, or with W split over N.
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -74,6 +75,37 @@ TEST(BatchInvariance, RowsDoNotDependOnMOrNeighbours) {
         matmul(x.data(), K, M, slice, split.data(), 27, nullptr, options);
         for (int64_t m = 0; m < M; ++m) {
           EXPECT_TRUE(same_bits(split.data() + m * 27, batch.data() + m * N + 13, 27)) << "split row " << m;
+        }
+      }
+    }
+  }
+}
+
+// plan_matmul() + run_rows() over any split of [0, N) (how a thread team's tiles run a matmul)
+// gives the bits of one matmul() call, for every ISA and weight type, including the prefetching
+// first pass (small M) and splits that cut the kernels' 4-row register tiles.
+TEST(BatchInvariance, PlannedRowRangesEqualOneCall) {
+  uint32_t seed = 101;
+  for (Isa isa : available_isas()) {
+    for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      for (int64_t M : {1, 2, 5}) {
+        SCOPED_TRACE(std::string(isa_name(isa)) + " " + std::string(dtype_name(type)) + " M=" + std::to_string(M));
+        std::mt19937 rng(seed++);
+        const int64_t N = 77, K = 320;
+        const auto x = random_floats(static_cast<size_t>(M * K), rng);
+        const auto w = random_weights(type, N, K, rng);
+        const auto bias = random_floats(static_cast<size_t>(N), rng);
+        std::vector<float> whole(static_cast<size_t>(M * N));
+        matmul(x.data(), K, M, w.view, whole.data(), N, bias.data(), {isa});
+        const MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, whole.data(), N,
+                                            bias.data(), {isa});
+        EXPECT_EQ(plan.args.N, N);
+        for (int64_t tile : {1, 3, 16, 50}) {
+          std::vector<float> split(static_cast<size_t>(M * N), -1.0f);
+          MatmulPlan p = plan;
+          p.args.y = split.data();
+          for (int64_t n0 = N; n0 > 0; n0 -= tile) p.run_rows(std::max<int64_t>(0, n0 - tile), n0);  // last tile first
+          EXPECT_TRUE(same_bits(split.data(), whole.data(), M * N)) << "tiles of " << tile;
         }
       }
     }

@@ -1,6 +1,7 @@
 #include "lemma/model/layers/linear.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 #include "lemma/base/error.h"
@@ -30,25 +31,49 @@ void read_all_f32(const TensorView& tensor, std::span<float> out) {
   for (int64_t r = 0; r < rows; ++r) read_row(tensor, r, out.subspan(static_cast<size_t>(r * k)));
 }
 
+void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {
+  assert(outputs.size() <= kMaxLinearGroup);
+  // Validated and resolved once per matrix; tiles then only pick row ranges of W (the matmul is
+  // invariant to that split, so neither the thread count nor which thread runs a tile changes any
+  // output).
+  std::array<kernels::MatmulPlan, kMaxLinearGroup> plans;
+  int64_t total_rows = 0, K = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const LinearOutput& o = outputs[i];
+    const int64_t N = o.weight->shape[0];
+    K = o.weight->shape[1];
+    assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(o.y.size()) >= M * N);
+    plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
+    total_rows += N;
+  }
+  if (team == nullptr || team->size() == 1) {
+    for (size_t i = 0; i < outputs.size(); ++i) plans[i].run_rows(0, plans[i].args.N);
+    return;
+  }
+  // Tiles of whole 16-row groups (the kernels' 4-row register tiles never straddle a tile edge),
+  // at least ~64K multiply-adds each so small matmuls stay on few threads, and about four per
+  // thread so a thread that the OS delays leaves its remaining tiles to the others.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
+  const int64_t per_thread = (total_rows + 4 * team->size() - 1) / (4 * team->size());
+  const int64_t rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
+  std::array<int64_t, kMaxLinearGroup + 1> first_tile{};  // tile index where each matrix starts
+  for (size_t i = 0; i < outputs.size(); ++i)
+    first_tile[i + 1] = first_tile[i] + (plans[i].args.N + rows_per_tile - 1) / rows_per_tile;
+  const size_t count = outputs.size();
+  team->parallel_tiles(first_tile[count], 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      size_t i = 0;
+      while (t >= first_tile[i + 1]) ++i;
+      const int64_t n0 = (t - first_tile[i]) * rows_per_tile;
+      plans[i].run_rows(n0, std::min(plans[i].args.N, n0 + rows_per_tile));
+    }
+  });
+}
+
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
             std::span<float> y, ThreadTeam* team) {
-  const int64_t N = weight.shape[0];
-  const int64_t K = weight.shape[1];
-  assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(y.size()) >= M * N);
-  const uint64_t row_bytes = *dtype_bytes(weight.dtype, static_cast<uint64_t>(K));
-  auto rows = [&](int64_t n0, int64_t n1) {
-    TensorView part = weight;
-    part.data = weight.bytes_ptr() + static_cast<uint64_t>(n0) * row_bytes;
-    part.shape = Shape{n1 - n0, K};
-    kernels::matmul(x.data(), K, M, part, y.data() + n0, N, bias.empty() ? nullptr : bias.data() + n0);
-  };
-  // Chunks of at least 16 rows and ~64K multiply-adds keep small matmuls on one thread.
-  const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
-  if (team) {
-    team->parallel_for(N, min_rows, rows);
-  } else {
-    rows(0, N);
-  }
+  const LinearOutput output{&weight, bias, y};
+  linear_group(x, M, std::span(&output, 1), team);
 }
 
 }  // namespace lemma::layers

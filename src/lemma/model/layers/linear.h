@@ -22,6 +22,18 @@ bool is_supported_weight_dtype(DType dtype);
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
             std::span<float> y, ThreadTeam* team = nullptr);
 
+// One of several linears that read the same x (q/k/v, gate/up): y = x . weight^T (+ bias).
+struct LinearOutput {
+  const TensorView* weight = nullptr;  // [N, K]
+  std::span<const float> bias;         // [N] or empty
+  std::span<float> y;                  // [M, N]
+};
+
+// All `outputs` (at most kMaxLinearGroup) as one team job: one dispatch and one wait instead of
+// one per matrix. Each output's bits are those of linear() (the same kernels, split over N only).
+inline constexpr size_t kMaxLinearGroup = 4;
+void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team);
+
 // Row `row` of a [N, K] weight as f32: out has K elements.
 void read_row(const TensorView& weight, int64_t row, std::span<float> out);
 

@@ -8,7 +8,16 @@ namespace lemma::layers {
 void apply_rope(std::span<float> x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
                 std::span<const int64_t> positions, const RopeFrequencies& freqs, RopeLayout layout) {
   const size_t half = freqs.inv_freq.size();
-  std::vector<float> cos_v(half), sin_v(half);
+  // cos/sin of one position: on the stack for every usual head size (no allocation per step).
+  constexpr size_t kStackHalf = 256;
+  float cos_stack[kStackHalf], sin_stack[kStackHalf];
+  std::vector<float> cos_heap, sin_heap;
+  if (half > kStackHalf) {
+    cos_heap.resize(half);
+    sin_heap.resize(half);
+  }
+  float* cos_v = half > kStackHalf ? cos_heap.data() : cos_stack;
+  float* sin_v = half > kStackHalf ? sin_heap.data() : sin_stack;
   for (int64_t t = 0; t < num_tokens; ++t) {
     const double pos = static_cast<double>(positions[static_cast<size_t>(t)]);
     for (size_t i = 0; i < half; ++i) {

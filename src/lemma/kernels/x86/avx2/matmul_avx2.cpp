@@ -1,6 +1,7 @@
 // y = x W^T for f32/f16/bf16 weights with AVX2 + FMA + F16C, f32 accumulation.
 // Batch invariance: every y[m, n] is one 8-lane accumulator fed by fmadd over k in steps of 8
 // (zero-padded tail), then the same fixed horizontal sum, whatever tile it falls in.
+// The first pass over a block of W rows prefetches the next tile's rows (see matmul_avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
@@ -13,6 +14,7 @@ namespace lemma::kernels::x86 {
 namespace {
 
 struct F32Weights {
+  static constexpr int kBytes = 4;
   static __m256 load(const void* row, int64_t k) {
     return _mm256_loadu_ps(static_cast<const float*>(row) + k);
   }
@@ -24,6 +26,7 @@ struct F32Weights {
 };
 
 struct F16Weights {
+  static constexpr int kBytes = 2;
   static __m256 load(const void* row, int64_t k) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + k)));
   }
@@ -35,6 +38,7 @@ struct F16Weights {
 };
 
 struct Bf16Weights {
+  static constexpr int kBytes = 2;
   static __m256 widen(__m128i h) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
@@ -54,25 +58,40 @@ __m256 load_x_tail(const float* x, int64_t k, int64_t count) {
   return _mm256_loadu_ps(buf);
 }
 
-template <class W, int MR, int NR>
+template <class W, int MR, int NR, bool kPrefetch>
 void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   __m256 acc[MR][NR];
   const float* x[MR];
-  const void* w[NR];
+  const char* w[NR];
+  const char* next[NR];  // row j + NR (the next tile's rows), or row j itself past the end of W
   for (int i = 0; i < MR; ++i) {
     x[i] = a.x + (m0 + i) * a.x_stride;
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
   }
-  for (int j = 0; j < NR; ++j) w[j] = static_cast<const char*>(a.w) + (n0 + j) * a.w_row_bytes;
-  int64_t k = 0;
-  for (; k + 8 <= a.K; k += 8) {
+  for (int j = 0; j < NR; ++j) {
+    w[j] = static_cast<const char*>(a.w) + (n0 + j) * a.w_row_bytes;
+    next[j] = n0 + NR + j < a.N ? w[j] + NR * a.w_row_bytes : w[j];
+  }
+  const auto step = [&](int64_t k) {
     __m256 wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = W::load(w[j], k);
     for (int i = 0; i < MR; ++i) {
       const __m256 xv = _mm256_loadu_ps(x[i] + k);
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
     }
+  };
+  int64_t k = 0;
+  for (; k + 32 <= a.K; k += 32) {
+    if constexpr (kPrefetch) {
+      for (int j = 0; j < NR; ++j)
+        for (int line = 0; line < 32 * W::kBytes; line += 64) _mm_prefetch(next[j] + k * W::kBytes + line, _MM_HINT_T0);
+    }
+    step(k);
+    step(k + 8);
+    step(k + 16);
+    step(k + 24);
   }
+  for (; k + 8 <= a.K; k += 8) step(k);
   if (k < a.K) {
     const int64_t count = a.K - k;
     __m256 wv[NR];
@@ -98,14 +117,19 @@ constexpr int64_t kNBlock = 32;
 
 using TileFn = void (*)(const MatmulArgs&, int64_t, int64_t);
 
-template <class W, int MR>
+template <class W, int MR, bool kPrefetch>
 constexpr TileFn pick_nr(int nr) {
   switch (nr) {
-    case 1: return &tile<W, MR, 1>;
-    case 2: return &tile<W, MR, 2>;
-    case 3: return &tile<W, MR, 3>;
-    default: return &tile<W, MR, 4>;
+    case 1: return &tile<W, MR, 1, kPrefetch>;
+    case 2: return &tile<W, MR, 2, kPrefetch>;
+    case 3: return &tile<W, MR, 3, kPrefetch>;
+    default: return &tile<W, MR, 4, kPrefetch>;
   }
+}
+
+template <class W, bool kPrefetch>
+TileFn pick_tile(bool full_m, int nr) {
+  return full_m ? pick_nr<W, kMr, kPrefetch>(nr) : pick_nr<W, 1, kPrefetch>(nr);
 }
 
 template <class W>
@@ -116,7 +140,8 @@ void run(const MatmulArgs& a) {
       const bool full_m = a.M - m0 >= kMr;
       for (int64_t n0 = nb; n0 < n_end; n0 += kNr) {
         const int nr = static_cast<int>(n_end - n0 < kNr ? n_end - n0 : kNr);
-        (full_m ? pick_nr<W, kMr>(nr) : pick_nr<W, 1>(nr))(a, m0, n0);
+        // Only the first pass over this block of W reads it from memory; later ones hit cache.
+        (m0 == 0 ? pick_tile<W, true>(full_m, nr) : pick_tile<W, false>(full_m, nr))(a, m0, n0);
       }
     }
   }

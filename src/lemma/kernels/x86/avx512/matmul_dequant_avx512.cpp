@@ -14,6 +14,10 @@ namespace {
 constexpr int64_t kChunk = 256;  // a multiple of every block size
 constexpr int64_t kRowsPerPass = 16;
 
+void prefetch_bytes(const uint8_t* p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(p + b), _MM_HINT_T0);
+}
+
 }  // namespace
 
 void matmul_dequant_avx512(const MatmulArgs& a, RowDecoder decode, int64_t block_elements,
@@ -27,7 +31,11 @@ void matmul_dequant_avx512(const MatmulArgs& a, RowDecoder decode, int64_t block
       for (int64_t i = 0; i < rows; ++i) acc[i] = _mm512_setzero_ps();
       for (int64_t k0 = 0; k0 < a.K; k0 += kChunk) {
         const int64_t len = a.K - k0 < kChunk ? a.K - k0 : kChunk;
-        decode(row + k0 / block_elements * block_bytes, w, len);
+        const uint8_t* src = row + k0 / block_elements * block_bytes;
+        // Decode is bound by reading W: while this chunk is decoded, fetch the same chunk of the
+        // next row (first pass only; later passes over this row find it in cache).
+        if (m0 == 0 && n + 1 < a.N) prefetch_bytes(src + a.w_row_bytes, len / block_elements * block_bytes);
+        decode(src, w, len);
         for (int64_t i = 0; i < rows; ++i) {
           const float* x = a.x + (m0 + i) * a.x_stride + k0;
           __m512 sum = acc[i];

@@ -1,0 +1,84 @@
+// ThreadTeam (G21): the persistent pool's tile queue covers every index exactly once, keeps a
+// caller-fixed split whatever the thread count, survives parking between jobs, and rethrows.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "lemma/base/error.h"
+#include "lemma/model/thread_team.h"
+
+namespace lemma {
+namespace {
+
+TEST(ThreadTeamPool, TilesCoverTheRangeOnceForEveryThreadCount) {
+  for (int threads : {1, 2, 3, 4, 8}) {
+    ThreadTeam team(threads);
+    EXPECT_EQ(team.size(), threads);
+    for (int64_t n : {1, 7, 64, 1000, 4097}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      for (int round = 0; round < 20; ++round) {
+        team.parallel_for(n, 3, [&](int64_t b, int64_t e) {
+          ASSERT_LT(b, e);
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+        });
+      }
+      for (auto& h : hits) ASSERT_EQ(h.load(), 20) << threads << " threads, n=" << n;
+    }
+  }
+}
+
+TEST(ThreadTeamPool, ParallelTilesKeepsTheCallersSplit) {
+  // Whatever the thread count, the tiles are [0, 5), [5, 10), ..., [45, 47).
+  for (int threads : {1, 2, 4}) {
+    ThreadTeam team(threads);
+    std::vector<std::atomic<int64_t>> ends(47);
+    for (auto& e : ends) e.store(-1);
+    team.parallel_tiles(47, 5, [&](int64_t b, int64_t e) { ends[static_cast<size_t>(b)].store(e); });
+    for (int64_t b = 0; b < 47; ++b) {
+      const int64_t want = b % 5 == 0 ? std::min<int64_t>(b + 5, 47) : -1;
+      EXPECT_EQ(ends[static_cast<size_t>(b)].load(), want) << threads << " threads, b=" << b;
+    }
+  }
+}
+
+TEST(ThreadTeamPool, WakesParkedWorkersAndUsesThem) {
+  ThreadTeam team(2);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for the workers to park
+    std::atomic<int> done{0};
+    team.parallel_tiles(64, 1, [&](int64_t b, int64_t e) { done.fetch_add(static_cast<int>(e - b)); });
+    EXPECT_EQ(done.load(), 64);
+  }
+  // Two tiles that each wait for the other can only finish if two threads run them at once.
+  std::atomic<int> arrived{0};
+  team.parallel_tiles(2, 1, [&](int64_t, int64_t) {
+    arrived.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  });
+  EXPECT_EQ(arrived.load(), 2);
+}
+
+TEST(ThreadTeamPool, RethrowsAndStaysUsable) {
+  ThreadTeam team(3);
+  EXPECT_THROW(team.parallel_tiles(30, 1,
+                                   [](int64_t b, int64_t) {
+                                     if (b % 7 == 3) throw InvalidArgument("tile failed");
+                                   }),
+               InvalidArgument);
+  std::atomic<int64_t> sum{0};
+  team.parallel_tiles(100, 10, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+  EXPECT_EQ(sum.load(), 100);
+}
+
+TEST(ThreadTeamPool, DefaultSizeIsOnePerAllowedCpu) {
+  EXPECT_GE(ThreadTeam::default_size(), 1);
+  ThreadTeam team(0);
+  EXPECT_EQ(team.size(), ThreadTeam::default_size());
+}
+
+}  // namespace
+}  // namespace lemma

@@ -296,7 +296,8 @@ void register_bench(CLI::App& app) {
   serve->add_option("--concurrency,-c", so.concurrency, "Max requests in flight (0 = no limit)")->capture_default_str();
   serve->add_option("--request-rate", sf->request_rate, "Poisson arrivals in requests/s, or inf")->capture_default_str();
   serve->add_flag("--burst", sf->burst, "Send every request at once (same as --request-rate inf)");
-  serve->add_option("--input-len", so.workload.input_len, "Prompt words per request (~tokens)")->capture_default_str();
+  serve->add_option("--input-len", so.workload.input_len, "Prompt words per request (tokens with --calibrate-tokens)")->capture_default_str();
+  serve->add_flag("--calibrate-tokens", so.calibrate_tokens, "Measure tokens/word with POST /tokenize; lengths are then tokens");
   serve->add_option("--output-len", so.workload.output_len, "max_tokens per request")->capture_default_str();
   serve->add_option("--random-range-ratio", so.workload.range_ratio, "Lengths uniform in len*(1-r)..len*(1+r)")->capture_default_str();
   serve->add_option("--shared-prefix-len", so.workload.shared_prefix_len, "Words of a common prompt prefix (0 = none)")->capture_default_str();

@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "lemma/base/error.h"
 #include "lemma/bench/serving/load_runner.h"
 #include "server_fixture.h"
 
@@ -121,6 +122,20 @@ TEST_F(ServeBench, SharedPrefixWorkloadRuns) {
   for (const auto& q : requests) EXPECT_GE(q.prompt_ids.size(), 40u);
 }
 
+TEST_F(ServeBench, CalibratedLengthsAreTokens) {
+  start();
+  auto o = options_for(port_, 4);
+  o.calibrate_tokens = true;
+  o.workload.input_len = 60;  // tokens
+  const ServingRun run = run_serving_benchmark(o);
+  EXPECT_EQ(run.report.completed, 4);
+  EXPECT_NE(run.label.workload.find("tokens/word"), std::string::npos) << run.label.workload;
+  for (const auto& q : engine_.requests()) {  // the words' tokens vary a little around the target
+    EXPECT_GE(q.prompt_ids.size(), 40u);
+    EXPECT_LE(q.prompt_ids.size(), 80u);
+  }
+}
+
 TEST_F(ServeBench, ApiKeyIsSentAndRejectionsAreFailures) {
   config_.api_key = "secret";
   start();
@@ -218,6 +233,26 @@ TEST(ServeBenchCanned, GarbageStreamsAreFailures) {
   const ServingReport ok = run_against(sse_response(good + usage + "data: [DONE]\n\n"));
   EXPECT_EQ(ok.completed, 3);
   EXPECT_EQ(ok.output_tokens, 3);
+}
+
+TEST(ServeBenchCanned, UnanswerableQuestionsAreClearErrors) {
+  CannedServer server("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\noops");
+  auto o = options_for(server.port(), 1);
+  o.calibrate_tokens = true;
+  try {
+    run_serving_benchmark(o);
+    ADD_FAILURE() << "calibration against a 500 did not throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("POST /tokenize: HTTP 500: oops"), std::string::npos) << e.what();
+  }
+  o.calibrate_tokens = false;
+  o.model = "";
+  try {
+    run_serving_benchmark(o);
+    ADD_FAILURE() << "model discovery against a 500 did not throw";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("pass --model"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ServeBenchCanned, RefusedConnectionsAreFailures) {

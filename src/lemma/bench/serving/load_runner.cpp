@@ -1,5 +1,6 @@
 #include "lemma/bench/serving/load_runner.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <boost/asio/co_spawn.hpp>
@@ -9,11 +10,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "lemma/base/error.h"
 #include "lemma/bench/serving/arrival.h"
-#include "lemma/bench/serving/http_exchange.h"
+#include "lemma/bench/serving/server_queries.h"
 #include "lemma/bench/serving/streamed_request.h"
 
 namespace lemma::bench::serving {
@@ -24,36 +24,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 constexpr auto kProgressEvery = std::chrono::seconds(1);
 
-// The first model id of GET /v1/models, for servers (vLLM) that insist on a model name.
-std::string discover_model(net::io_context& ioc, const RequestContext& context) {
-  HttpCall call;
-  call.method = "GET";
-  call.target = context.url.target("/v1/models");
-  call.host_header = context.url.host_header();
-  call.headers = request_headers(context.api_key);
-  int status = 0;
-  std::string body, error;
-  net::co_spawn(
-      ioc,
-      [&]() -> net::awaitable<void> {
-        error = co_await http_exchange(
-            context.endpoints, call, Clock::now() + std::chrono::seconds(30), [&](const HttpHead& h) { status = h.status; },
-            [&](std::string_view bytes) { body.append(bytes); });
-      },
-      net::detached);
-  ioc.run();
-  ioc.restart();
-  const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (error.empty() && status == 200 && j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() &&
-      j["data"][0].is_object() && j["data"][0].contains("id") && j["data"][0]["id"].is_string()) {
-    return j["data"][0]["id"].get<std::string>();
-  }
-  const std::string why = !error.empty() ? error : "HTTP " + std::to_string(status) + ": " + body.substr(0, 200);
-  throw InvalidArgument("could not read the model name from GET " + call.target + " (" + why + "); pass --model");
-}
-
-std::string describe_workload(const WorkloadSpec& w) {
+std::string describe_workload(const WorkloadSpec& w, double tokens_per_word) {
   std::string s = fmt::format("{} prompts, input {} words, output {} tokens", w.num_prompts, w.input_len, w.output_len);
+  if (tokens_per_word > 0) s += fmt::format(" (calibrated: {:.3f} tokens/word)", tokens_per_word);
   if (w.range_ratio > 0) s += fmt::format(" (each +/- {:g}%)", w.range_ratio * 100.0);
   if (w.shared_prefix_len > 0) {
     s += fmt::format(", {:g}% share one of {} prefixes of {} words", w.shared_prefix_fraction * 100.0, w.num_prefixes,
@@ -76,24 +49,37 @@ struct RunState {
 
 ServingRun run_serving_benchmark(const ServingBenchOptions& options, const ProgressFn& progress) {
   if (options.concurrency < 0) throw InvalidArgument("--concurrency must be >= 0 (0 = no limit)");
-  if (!(options.request_timeout_s > 0)) throw InvalidArgument("the request timeout must be > 0");
-  const std::vector<WorkItem> items = make_workload(options.workload);
-  const std::vector<double> offsets = arrival_offsets(static_cast<int64_t>(items.size()), options.request_rate, options.workload.seed);
-
+  if (!(options.request_timeout_s > 0)) throw InvalidArgument("--timeout-s must be > 0");
+  check_workload(options.workload);
+  const TargetUrl url = parse_target_url(options.url);
   net::io_context ioc;
   RequestContext context;
-  context.url = parse_target_url(options.url);
+  context.url = url;
   net::ip::tcp::resolver resolver(ioc);
   boost::system::error_code ec;
-  context.endpoints = resolver.resolve(context.url.host, context.url.port, ec);
-  if (ec) throw InvalidArgument("cannot resolve " + context.url.host + ": " + ec.message());
+  context.endpoints = resolver.resolve(url.host, url.port, ec);
+  if (ec) throw InvalidArgument("cannot resolve " + url.host + ": " + ec.message());
   context.api_key = options.api_key;
   context.timeout = std::chrono::duration<double>(options.request_timeout_s);
   context.shape = {options.endpoint, options.model, options.include_usage, options.ignore_eos};
   if (context.shape.model.empty()) context.shape.model = discover_model(ioc, context);
 
+  WorkloadSpec workload = options.workload;
+  double tokens_per_word = 0.0;  // 0 = lengths are in words
+  if (options.calibrate_tokens) {
+    tokens_per_word = measure_tokens_per_word(ioc, context);
+    const auto words_for = [&](int64_t tokens) {
+      return tokens == 0 ? 0 : std::max<int64_t>(1, std::llround(static_cast<double>(tokens) / tokens_per_word));
+    };
+    workload.input_len = words_for(workload.input_len);
+    workload.shared_prefix_len = words_for(workload.shared_prefix_len);
+    context.tokens_per_word = tokens_per_word;
+  }
+  const std::vector<WorkItem> items = make_workload(workload);
+  const std::vector<double> offsets = arrival_offsets(static_cast<int64_t>(items.size()), options.request_rate, workload.seed);
+
   ServingRun run;
-  run.label = {options.url, context.shape.model, endpoint_name(options.endpoint), describe_workload(options.workload),
+  run.label = {options.url, context.shape.model, endpoint_name(options.endpoint), describe_workload(workload, tokens_per_word),
                describe_arrivals(options)};
   RunState state;
   state.outcomes.resize(items.size());

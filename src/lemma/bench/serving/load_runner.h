@@ -20,7 +20,8 @@ struct ServingBenchOptions {
   std::string url = "http://127.0.0.1:8000";
   std::string model;  // "" = the first id GET /v1/models lists
   Endpoint endpoint = Endpoint::kCompletions;
-  WorkloadSpec workload;
+  WorkloadSpec workload;    // lengths in words, or in tokens with calibrate_tokens
+  bool calibrate_tokens = false;  // ask POST /tokenize for tokens/word and turn token lengths into words
   double request_rate = std::numeric_limits<double>::infinity();  // requests/s; inf = burst
   int64_t concurrency = 0;                                        // max requests in flight; 0 = no limit
   std::string api_key;
@@ -42,8 +43,9 @@ struct ServingRun {
   std::vector<RequestOutcome> outcomes;  // in workload order
 };
 
-// Throws InvalidArgument for bad options or when the model name cannot be found out; failures of
-// individual requests are counted in the report, never thrown.
+// Throws InvalidArgument for bad options, or when the model name or the calibration cannot be found
+// out (with the server's answer); failures of individual requests are counted in the report, never
+// thrown.
 ServingRun run_serving_benchmark(const ServingBenchOptions& options, const ProgressFn& progress = {});
 
 }  // namespace lemma::bench::serving

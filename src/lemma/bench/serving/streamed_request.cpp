@@ -1,5 +1,7 @@
 #include "lemma/bench/serving/streamed_request.h"
 
+#include <cmath>
+
 #include "lemma/bench/serving/http_exchange.h"
 #include "lemma/bench/serving/sse_parser.h"
 #include "lemma/bench/serving/stream_validator.h"
@@ -27,7 +29,7 @@ boost::asio::awaitable<RequestOutcome> send_streamed_request(const RequestContex
   call.headers = request_headers(context.api_key);
 
   RequestOutcome out;
-  out.prompt_tokens = item.input_words;
+  out.prompt_tokens = std::llround(static_cast<double>(item.input_words) * context.tokens_per_word);
   const Clock::time_point sent = Clock::now();
   out.start_s = seconds_between(context.origin, sent);
   StreamValidator validator(context.shape.endpoint, context.shape.include_usage);

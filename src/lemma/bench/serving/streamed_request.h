@@ -25,6 +25,7 @@ struct RequestContext {
   std::string api_key;  // sent as "Authorization: Bearer KEY" when not empty
   std::chrono::steady_clock::time_point origin;  // the benchmark's start; outcomes count from here
   std::chrono::duration<double> timeout{600.0};  // per request, whole response
+  double tokens_per_word = 1.0;  // turns a prompt's word count into the input-token estimate
 };
 
 boost::asio::awaitable<RequestOutcome> send_streamed_request(const RequestContext& context, const WorkItem& item);

@@ -44,7 +44,7 @@ std::string seeded_words(int64_t count, uint64_t seed) {
   return out;
 }
 
-std::vector<WorkItem> make_workload(const WorkloadSpec& spec) {
+void check_workload(const WorkloadSpec& spec) {
   if (spec.num_prompts < 1) throw InvalidArgument("--num-prompts must be >= 1");
   if (spec.input_len < 1) throw InvalidArgument("--input-len must be >= 1");
   if (spec.output_len < 1) throw InvalidArgument("--output-len must be >= 1");
@@ -56,6 +56,10 @@ std::vector<WorkItem> make_workload(const WorkloadSpec& spec) {
   if (!(spec.shared_prefix_fraction >= 0.0 && spec.shared_prefix_fraction <= 1.0)) {
     throw InvalidArgument("--shared-prefix-fraction must be in [0, 1]");
   }
+}
+
+std::vector<WorkItem> make_workload(const WorkloadSpec& spec) {
+  check_workload(spec);
   std::vector<std::string> prefixes;
   if (spec.shared_prefix_len > 0) {
     for (int64_t k = 0; k < spec.num_prefixes; ++k) {

@@ -27,7 +27,10 @@ struct WorkItem {
   int prefix_group = -1;    // which common prefix the prompt starts with; -1 = none
 };
 
-// Throws InvalidArgument for negative lengths, a ratio outside [0, 1), or a fraction outside [0, 1].
+// Throws InvalidArgument naming the option for lengths < 1 (a prefix < 0), a ratio outside [0, 1),
+// or a fraction outside [0, 1].
+void check_workload(const WorkloadSpec& spec);
+// Checks `spec` first (as above).
 std::vector<WorkItem> make_workload(const WorkloadSpec& spec);
 
 // `count` seeded words joined by single spaces (no leading or trailing space).

@@ -27,7 +27,8 @@ static_assert(sizeof(BlockI8Z32) == 35 && sizeof(BlockI4Z32) == 19 && sizeof(Blo
 // The W8A8 activation rule shared by every W8A8 kernel (reference and SIMD give equal bits):
 // per row of x, amax = max|x|, id = amax > 0 ? 127 / amax : 0, q = clamp(round_half_even(x * id),
 // -127, 127) in f32 arithmetic, sx = amax / 127; y = float(sum_k q_x * q_w) * (sx * d) (+ bias).
-// The integer sum is exact in int32 for K <= 65536 (kW8A8MaxK).
+// The integer sum is exact in int32 for K <= 65536 (kW8A8MaxK); every W8A8 kernel writes NaN for a
+// longer K (outside the format: the quantizer and loader never make such weights).
 constexpr int64_t kW8A8MaxK = 65536;
 
 }  // namespace lemma::kernels

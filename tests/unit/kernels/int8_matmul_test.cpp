@@ -108,6 +108,18 @@ TEST(W8A8Matmul, ZeroAndConstantActivations) {
   }
 }
 
+TEST(W8A8Matmul, KBeyondTheFormatGivesNaN) {
+  std::mt19937 rng(4);
+  const int64_t K = kW8A8MaxK + 32, N = 2;
+  const auto x = random_floats(static_cast<size_t>(K), rng);
+  const auto w = w8a8_weights(N, K, rng);
+  for (Isa isa : available_isas()) {
+    std::vector<float> y(static_cast<size_t>(N), 0.0f);
+    matmul(x.data(), K, 1, w.view, y.data(), N, nullptr, {isa});
+    for (float v : y) EXPECT_TRUE(std::isnan(v)) << isa_name(isa);
+  }
+}
+
 // Asymmetric int8/int4 blocks: f32 activations, within the proven f32 bound of the float64 product.
 TEST(LemmaIntMatmul, AsymmetricBlocksEveryIsaOddShapes) {
   std::mt19937 rng(8);

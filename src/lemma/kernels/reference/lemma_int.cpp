@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/lemma_int_blocks.h"
@@ -51,6 +52,11 @@ void decode_w8a8_reference(const void* src, float* dst, int64_t n) {
 }
 
 void matmul_w8a8_reference(const MatmulArgs& a) {
+  if (a.K > kW8A8MaxK) {
+    for (int64_t m = 0; m < a.M; ++m)
+      for (int64_t n = 0; n < a.N; ++n) a.y[m * a.y_stride + n] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
   const int64_t blocks = a.K / kIntBlock;
   for (int64_t m = 0; m < a.M; ++m) {
     const float* x = a.x + m * a.x_stride;

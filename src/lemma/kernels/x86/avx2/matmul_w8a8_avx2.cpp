@@ -49,6 +49,11 @@ int32_t hsum_epi32(__m256i v) {
 }  // namespace
 
 void matmul_w8a8_avx2(const MatmulArgs& a) {
+  if (a.K > kW8A8MaxK) {  // outside the format (lemma_int_blocks.h)
+    for (int64_t m = 0; m < a.M; ++m)
+      for (int64_t n = 0; n < a.N; ++n) a.y[m * a.y_stride + n] = __builtin_nanf("");
+    return;
+  }
   alignas(32) int8_t xq[kBufferBytes];
   const int64_t tile = a.K * kTileRows <= kBufferBytes ? kTileRows : 1;
   const int64_t blocks = a.K / kIntBlock;

@@ -45,6 +45,11 @@ QuantisedRow quantise_row(const float* x, int64_t K, int64_t padded, int8_t* q) 
 }  // namespace
 
 void matmul_w8a8_avx512vnni(const MatmulArgs& a) {
+  if (a.K > kW8A8MaxK) {  // outside the format (lemma_int_blocks.h)
+    for (int64_t m = 0; m < a.M; ++m)
+      for (int64_t n = 0; n < a.N; ++n) a.y[m * a.y_stride + n] = __builtin_nanf("");
+    return;
+  }
   alignas(64) int8_t xq[kBufferBytes];
   const int64_t padded = (a.K + 63) / 64 * 64;
   const int64_t tile = padded * kTileRows <= kBufferBytes ? kTileRows : 1;

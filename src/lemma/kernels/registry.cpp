@@ -41,7 +41,17 @@ void w8a8_avx512(const MatmulArgs& args) {
   }
 }
 
+// Q8_0 with int8 activations on AVX-512: VNNI where available, else the AVX2 kernel (same bits).
+void q8_0_int8_avx512(const MatmulArgs& args) {
+  if (cpu_features().avx512_vnni) {
+    x86::matmul_q8_0_int8_avx512vnni(args);
+  } else {
+    x86::matmul_q8_0_int8_avx2(args);
+  }
+}
+
 constexpr auto kF32 = MatmulPrecision::kF32Activations;
+constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
 constexpr auto kBf16 = MatmulPrecision::kBf16Activations;
 
 // Add a kernel here and nowhere else. Order within one (dtype, ISA, precision) decides ties.
@@ -97,6 +107,10 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_i8z32", DType::kI8Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI8Z32, Isa::kAvx512>},
     {"avx512_i4z32", DType::kI4Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI4Z32, Isa::kAvx512>},
     {"avx512_vnni_w8a8", DType::kW8A8, Isa::kAvx512, kF32, false, w8a8_avx512},
+    // Opt-in: GGUF Q8_0 with x quantised to int8 per 32-value block (llama.cpp's dot).
+    {"reference_q8_0_int8", DType::kQ8_0, Isa::kScalar, kInt8, false, matmul_q8_0_int8_reference},
+    {"avx2_q8_0_int8", DType::kQ8_0, Isa::kAvx2, kInt8, false, x86::matmul_q8_0_int8_avx2},
+    {"avx512_vnni_q8_0_int8", DType::kQ8_0, Isa::kAvx512, kInt8, false, q8_0_int8_avx512},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
 static_assert(kKernelCount <= 64, "the logged-once mask below has 64 bits");

@@ -17,6 +17,8 @@ enum class MatmulPrecision : uint8_t {
   kF32Activations,   // default: x stays f32, weights widened to f32, f32 FMA accumulation
   kBf16Activations,  // opt-in: x rounded to bf16 (vdpbf16ps); only bf16 weights with AVX512_BF16,
                      // otherwise falls back to kF32Activations
+  kInt8Activations,  // opt-in: x quantised to int8 per 32-value block as llama.cpp's Q8_0 dot does
+                     // (lemma_int_blocks.h); only Q8_0 weights, otherwise falls back to kF32Activations
 };
 
 using MatmulFn = void (*)(const MatmulArgs& args);

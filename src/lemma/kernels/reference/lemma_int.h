@@ -14,7 +14,13 @@ void decode_i8z32_reference(const void* src, float* dst, int64_t n);
 void decode_i4z32_reference(const void* src, float* dst, int64_t n);
 void decode_w8a8_reference(const void* src, float* dst, int64_t n);
 
+// y = NaN everywhere: what the int8-activation kernels write when K > kW8A8MaxK (outside the formats).
+// Baseline code, also called from the ISA files.
+void write_nan_outputs(const MatmulArgs& args);
+
 // y = W8A8 product (lemma_int_blocks.h's activation rule); K a multiple of 32, K <= kW8A8MaxK.
 void matmul_w8a8_reference(const MatmulArgs& args);
+// y = Q8_0 weights x int8 activations per 32-value block (lemma_int_blocks.h); K a multiple of 32.
+void matmul_q8_0_int8_reference(const MatmulArgs& args);
 
 }  // namespace lemma::kernels

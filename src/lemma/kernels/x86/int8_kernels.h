@@ -1,4 +1,4 @@
-// Declarations of the x86 W8A8 kernels (int8 weights in kW8A8 blocks, activations quantised per
+// Declarations of the x86 int8-activation kernels: W8A8 (int8 weights in kW8A8 blocks, activations quantised per
 // row at run time; see lemma_int_blocks.h for the rule). Both give bits equal to
 // matmul_w8a8_reference: the products are summed exactly in int32, so the order does not matter and
 // a row's result never depends on M. Only registry.cpp calls these. Plain declarations (the ISA
@@ -13,5 +13,10 @@ namespace lemma::kernels::x86 {
 void matmul_w8a8_avx2(const MatmulArgs& args);
 // AVX-512 VNNI: vpdpbusd on the +128 weight bytes, minus 128 * sum(q_x). Needs avx512_vnni.
 void matmul_w8a8_avx512vnni(const MatmulArgs& args);
+
+// GGUF Q8_0 weights with MatmulPrecision::kInt8Activations (lemma_int_blocks.h), bits equal to
+// matmul_q8_0_int8_reference. The VNNI one needs avx512_vnni.
+void matmul_q8_0_int8_avx2(const MatmulArgs& args);
+void matmul_q8_0_int8_avx512vnni(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

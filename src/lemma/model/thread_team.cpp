@@ -133,10 +133,13 @@ void ThreadTeam::run_tiles(uint32_t generation) {
     if (static_cast<uint32_t>(c >> 32) != generation) return;  // a newer job (or none) is out
     // Read after seeing this job's generation in claim_ (published with release after the fields);
     // the fields cannot change before every tile of this job is claimed and done.
-    const auto tiles = static_cast<uint32_t>(job_tiles_.load(std::memory_order_relaxed));
+    // job_tiles_ may already hold the next job's count when this job is exhausted; the caller
+    // closes claim_ (seq_cst) before it writes the next job's fields, so a claim based on a
+    // count read after that point fails its compare-exchange (all three are seq_cst).
+    const auto tiles = static_cast<uint32_t>(job_tiles_.load(std::memory_order_seq_cst));
     const auto t = static_cast<uint32_t>(c);
     if (t >= tiles) return;
-    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
     run_tile(t);
     const uint32_t done = tiles_done_.fetch_add(1, std::memory_order_seq_cst) + 1;
     if (done == tiles && caller_parked_.load(std::memory_order_seq_cst) != 0) futex_wake(&tiles_done_, 1);
@@ -152,13 +155,16 @@ void ThreadTeam::parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn) {
     for (int64_t b = 0; b < n; b += tile) fn(b, std::min(n, b + tile));
     return;
   }
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  // Close the previous job first: its claim word would otherwise still accept a compare-exchange
+  // from a worker that read the new job's tile count (a phantom tile running a half-written job).
+  claim_.store((static_cast<uint64_t>(generation) << 32) | 0xFFFFFFFFu, std::memory_order_seq_cst);
   job_fn_.store(&fn, std::memory_order_relaxed);
   job_n_.store(n, std::memory_order_relaxed);
   job_tile_.store(tile, std::memory_order_relaxed);
-  job_tiles_.store(tiles, std::memory_order_relaxed);
+  job_tiles_.store(tiles, std::memory_order_seq_cst);
   tiles_done_.store(0, std::memory_order_relaxed);
   error_ = nullptr;  // no worker touches it: all of the previous job's tiles are done
-  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
   claim_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
   generation_.store(generation, std::memory_order_seq_cst);
   if (parked_workers_.load(std::memory_order_seq_cst) > 0) futex_wake(&generation_, INT_MAX);

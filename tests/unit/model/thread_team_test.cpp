@@ -74,6 +74,22 @@ TEST(ThreadTeamPool, RethrowsAndStaysUsable) {
   EXPECT_EQ(sum.load(), 100);
 }
 
+TEST(ThreadTeamPool, BackToBackJobsOfChangingSizeRunEachTileOnce) {
+  // Regression: a worker finishing one job could claim a phantom tile of it after reading the next
+  // job's (larger) tile count, and run that tile of the half-published next job twice.
+  for (int threads : {2, 3}) {
+    ThreadTeam team(threads);
+    uint32_t state = 12345;
+    for (int job = 0; job < 100000; ++job) {
+      state = state * 1664525u + 1013904223u;
+      const int64_t n = 1 + (state >> 8) % 40;
+      std::atomic<int64_t> sum{0};
+      team.parallel_tiles(n, 1, [&](int64_t b, int64_t e) { sum.fetch_add(e - b, std::memory_order_relaxed); });
+      ASSERT_EQ(sum.load(), n) << threads << " threads, job " << job;
+    }
+  }
+}
+
 TEST(ThreadTeamPool, DefaultSizeIsOnePerAllowedCpu) {
   EXPECT_GE(ThreadTeam::default_size(), 1);
   ThreadTeam team(0);

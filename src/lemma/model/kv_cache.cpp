@@ -16,7 +16,9 @@ KvCache::KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int
     fail<InvalidArgument>("kv cache: all sizes must be positive (layers {}, blocks {}, block size {}, kv heads {}, "
                           "head dim {})",
                           num_layers, num_blocks, block_size, num_kv_heads, head_dim);
-  storage_.assign(static_cast<size_t>(num_layers * 2 * num_blocks * block_size * num_kv_heads * head_dim), 0.0f);
+  num_floats_ = static_cast<size_t>(num_layers * 2 * num_blocks * block_size * num_kv_heads * head_dim);
+  storage_.reset(static_cast<float*>(std::calloc(num_floats_, sizeof(float))));
+  if (!storage_) fail<IoError>("kv cache: cannot allocate {} bytes", num_floats_ * sizeof(float));
 }
 
 KvCache KvCache::for_model(const ModelConfig& config, int64_t num_blocks, int64_t block_size) {
@@ -25,7 +27,7 @@ KvCache KvCache::for_model(const ModelConfig& config, int64_t num_blocks, int64_
 
 KvLayerView KvCache::layer(int64_t index) {
   const int64_t per_tensor = num_blocks_ * block_size_ * num_kv_heads_ * head_dim_;
-  float* base = storage_.data() + index * 2 * per_tensor;
+  float* base = storage_.get() + index * 2 * per_tensor;
   return KvLayerView{base, base + per_tensor, num_blocks_, block_size_, num_kv_heads_, head_dim_};
 }
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -50,11 +52,18 @@ class KvCache {
   int64_t head_dim() const { return head_dim_; }
   // Tokens the whole cache can hold.
   int64_t capacity_tokens() const { return num_blocks_ * block_size_; }
-  uint64_t bytes() const { return static_cast<uint64_t>(storage_.size()) * sizeof(float); }
+  uint64_t bytes() const { return static_cast<uint64_t>(num_floats_) * sizeof(float); }
 
  private:
   int64_t num_layers_ = 0, num_blocks_ = 0, block_size_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
-  std::vector<float> storage_;  // [num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim]
+  // [num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim], zero-filled by calloc: large
+  // caches come as untouched zero pages from the OS, so a server starts at once and memory is
+  // committed only as blocks are first written.
+  struct FreeDeleter {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], FreeDeleter> storage_;
+  size_t num_floats_ = 0;
 };
 
 // Copies block `src_block` of `from` (every layer, K and V) into block `dst_block` of `to`; the two

@@ -44,7 +44,7 @@ void scalar_attention(std::span<const float> q, const KvLayerView& cache, const 
         const float* qv = q.data() + (i * kHeads + h) * hd;
         float max_score = -INFINITY;
         for (int64_t j = 0; j <= pos; ++j) {
-          const float* kv = cache.keys + cache.slot_offset(seq.block_table, j) + h / group * hd;
+          const float* kv = static_cast<const float*>(cache.keys) + cache.slot_offset(seq.block_table, j) + h / group * hd;
           float s = 0.0f;
           for (int64_t d = 0; d < hd; ++d) s += qv[d] * kv[d];
           sc[j] = s * scale;
@@ -56,7 +56,7 @@ void scalar_attention(std::span<const float> q, const KvLayerView& cache, const 
         std::fill(o, o + hd, 0.0f);
         for (int64_t j = 0; j <= pos; ++j) {
           const float w = sc[j] / denom;
-          const float* vv = cache.values + cache.slot_offset(seq.block_table, j) + h / group * hd;
+          const float* vv = static_cast<const float*>(cache.values) + cache.slot_offset(seq.block_table, j) + h / group * hd;
           for (int64_t d = 0; d < hd; ++d) o[d] += w * vv[d];
         }
       }
@@ -94,7 +94,9 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t kv_floats = blocks * kBlockSize * view.token_stride();
-  for (int64_t i = 0; i < kv_floats; ++i) view.keys[i] = normal(rng), view.values[i] = normal(rng);
+  float* keys = static_cast<float*>(view.keys);  // an f32 cache
+  float* values = static_cast<float*>(view.values);
+  for (int64_t i = 0; i < kv_floats; ++i) keys[i] = normal(rng), values[i] = normal(rng);
   std::vector<int32_t> ids = lemma::contiguous_block_table(blocks * kBlockSize, kBlockSize);
   std::shuffle(ids.begin(), ids.end(), rng);  // paged, not contiguous
   std::vector<AttentionSequence> seqs;

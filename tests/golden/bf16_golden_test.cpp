@@ -1,13 +1,18 @@
 // BF16 weights (make_bench_model.py --dtype bf16, same seed): the GGUF and the HF copy hold the same
 // numbers, so they agree closely with each other, and both stay within golden/README.md's bf16
 // tolerance of the f32 golden logits (2e-2 * max|golden|; argmax equal where the golden
-// top1-top2 gap exceeds that).
+// top1-top2 gap exceeds that). That tolerance is for bf16 weights times f32 activations; where the
+// kernel registry also rounds activations to bf16 (AVX512_BF16: vdpbf16ps, as llama.cpp does for
+// bf16 weights), tiny-gqa's large-std random weights amplify the extra rounding: measured 3.1% of
+// max|golden|, bounded at 4e-2 (argmax still checked where the gap exceeds 2e-2).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "golden_models.h"
+#include "lemma/kernels/isa.h"
+#include "lemma/kernels/matmul_precision.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
 #include "support/shared_data.h"
@@ -52,7 +57,11 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
     }
   }
   EXPECT_LE(diff_formats, 1e-4 * max_golden);
-  EXPECT_LE(diff_golden, 2e-2 * max_golden);
+  const bool bf16_activations = kernels::default_matmul_precision(DType::kBF16, kernels::active_isa()) ==
+                                kernels::MatmulPrecision::kBf16Activations;
+  std::printf("tiny-gqa bf16 (%s activations): max|logit - golden| = %.3g of max|golden|\n",
+              bf16_activations ? "bf16" : "f32", diff_golden / max_golden);
+  EXPECT_LE(diff_golden, (bf16_activations ? 4e-2 : 2e-2) * max_golden);
   EXPECT_GT(diff_golden, 1e-6 * max_golden);  // the weights really are bf16, not f32
   EXPECT_GT(checked, 0);
   EXPECT_EQ(argmax_bad, 0);

@@ -31,11 +31,4 @@ static_assert(sizeof(BlockI8Z32) == 35 && sizeof(BlockI4Z32) == 19 && sizeof(Blo
 // longer K (outside the format: the quantizer and loader never make such weights).
 constexpr int64_t kW8A8MaxK = 65536;
 
-// Q8_0 weights with MatmulPrecision::kInt8Activations (llama.cpp's q8_0 x q8_0 dot): each 32-value
-// block of a row of x gets amax, d = amax / 127, id = d ? 1 / d : 0, q = clamp(round_half_even(x * id),
-// -127, 127) and d_x = f16(d). Per block, lane j (0..7) of an 8-lane int32 vector holds the exact sum
-// of products 4j..4j+3; acc[j] = fma(f32(d_w) * f32(d_x), float(lane j), acc[j]) over the blocks in
-// order; y = reduce8(acc) (lanes j and j+4, then j and j+2, then 0 and 1) (+ bias). Weight codes must
-// be -127..127 (what every Q8_0 quantizer writes). Rows up to kW8A8MaxK values; NaN past it.
-
 }  // namespace lemma::kernels

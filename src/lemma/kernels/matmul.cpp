@@ -1,8 +1,30 @@
 #include "lemma/kernels/matmul.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
 #include "lemma/base/error.h"
+#include "lemma/kernels/bf16_activations.h"
+#include "lemma/kernels/int8_activations.h"
+#include "lemma/kernels/matmul_precision.h"
 
 namespace lemma::kernels {
+
+namespace {
+
+// Bytes of the prepared x (MatmulArgs::xq) a kernel of this precision reads: the precision names
+// the activation format.
+size_t prepared_x_bytes(MatmulPrecision precision, int64_t M, int64_t K) {
+  switch (precision) {
+    case MatmulPrecision::kInt8Activations: return int8_activation_bytes(M, K);
+    case MatmulPrecision::kBf16Activations: return bf16_activation_bytes(M, K);
+    case MatmulPrecision::kF32Activations: break;
+  }
+  return 0;
+}
+
+}  // namespace
 
 MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
                        int64_t y_stride, const float* bias, const MatmulOptions& options) {
@@ -17,7 +39,8 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   if (isa > detected_isa()) {
     fail<InvalidArgument>("matmul: ISA {} is not available (max {})", isa_name(isa), isa_name(detected_isa()));
   }
-  const MatmulKernel* kernel = find_matmul_kernel(w.dtype, K, isa, options.precision);
+  const MatmulPrecision precision = options.precision.value_or(default_matmul_precision(w.dtype, isa));
+  const MatmulKernel* kernel = find_matmul_kernel(w.dtype, K, isa, precision);
   if (kernel == nullptr) {
     fail<Unsupported>("matmul: no kernel for {} weights with K={} (block size {})", dtype_name(w.dtype), K,
                       dtype_info(w.dtype).block_elements);
@@ -27,6 +50,8 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   if (K > 0 && (x == nullptr || w.data == nullptr)) fail<InvalidArgument>("matmul: null x or W");
   if (y == nullptr) fail<InvalidArgument>("matmul: null y");
   plan.fn = kernel->fn;
+  plan.quantize_x = kernel->quantize_x;
+  plan.xq_bytes = kernel->quantize_x != nullptr ? prepared_x_bytes(kernel->precision, M, K) : 0;
   MatmulArgs& args = plan.args;
   args.x = x;
   args.x_stride = x_stride;
@@ -41,8 +66,54 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   return plan;
 }
 
+namespace {
+
+// The calling thread's buffer for quantised x: 64-byte aligned, grown (never shrunk) on demand.
+std::byte* activation_scratch(size_t bytes) {
+  struct Scratch {
+    std::unique_ptr<std::byte[]> storage;
+    size_t capacity = 0;
+  };
+  thread_local Scratch scratch;
+  if (bytes + 64 > scratch.capacity) {
+    scratch.capacity = bytes + 64;
+    scratch.storage = std::make_unique_for_overwrite<std::byte[]>(scratch.capacity);
+  }
+  const auto address = reinterpret_cast<uintptr_t>(scratch.storage.get());
+  return scratch.storage.get() + ((64 - address % 64) % 64);
+}
+
+bool same_activations(const MatmulPlan& a, const MatmulPlan& b) {
+  return a.quantize_x == b.quantize_x && a.args.x == b.args.x && a.args.x_stride == b.args.x_stride &&
+         a.args.M == b.args.M && a.args.K == b.args.K;
+}
+
+}  // namespace
+
+void prepare_activations(std::span<MatmulPlan> plans) {
+  size_t total = 0;
+  for (const MatmulPlan& p : plans) {
+    if (p.fn != nullptr && p.quantize_x != nullptr) total += p.xq_bytes;
+  }
+  if (total == 0) return;
+  std::byte* next = activation_scratch(total);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    MatmulPlan& p = plans[i];
+    if (p.fn == nullptr || p.quantize_x == nullptr) continue;
+    p.args.xq = nullptr;
+    for (size_t j = 0; j < i && p.args.xq == nullptr; ++j) {
+      if (plans[j].args.xq != nullptr && same_activations(plans[j], p)) p.args.xq = plans[j].args.xq;
+    }
+    if (p.args.xq != nullptr) continue;
+    p.quantize_x(p.args.x, p.args.x_stride, p.args.M, p.args.K, next);
+    p.args.xq = next;
+    next += p.xq_bytes;
+  }
+}
+
 void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
   if (fn == nullptr || n0 >= n1) return;
+  if (quantize_x != nullptr && args.xq == nullptr) fail<InvalidArgument>("matmul: run_rows() before prepare_activations()");
   MatmulArgs part = args;
   part.w = static_cast<const char*>(args.w) + n0 * args.w_row_bytes;
   part.bias = args.bias != nullptr ? args.bias + n0 : nullptr;
@@ -53,7 +124,8 @@ void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
 
 void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
             int64_t y_stride, const float* bias, const MatmulOptions& options) {
-  const MatmulPlan plan = plan_matmul(x, x_stride, M, w, y, y_stride, bias, options);
+  MatmulPlan plan = plan_matmul(x, x_stride, M, w, y, y_stride, bias, options);
+  prepare_activations(std::span(&plan, 1));
   plan.run_rows(0, plan.args.N);
 }
 

@@ -1,14 +1,17 @@
 // The model's main op: y[M, N] = x[M, K] . W[N, K]^T (+ bias[N]), x and y f32, W any dtype the
 // registry knows: f32/f16/bf16 (AVX2/AVX-512 tiles), Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q2_K..Q6_K
 // (each W row decoded 256 values at a time, bit-exactly as ggml, then vector FMAs; never the whole
-// matrix), all with a scalar reference for Isa::kScalar.
+// matrix), all with a scalar reference for Isa::kScalar. Q8_0/Q4_0/Q5_0 default to int8 activations
+// from AVX2 up (x quantised once per call, integer block dot products; int8_activations.h).
 // Batch invariant: for one ISA and precision, row m of y is bitwise the same whatever M is and
 // whatever the other rows of x hold (decode M=1 == prefill row). Also invariant to splitting N
-// (pass a view of a row range of W), so callers may parallelise over N. Thread-safe; no allocation.
+// (pass a view of a row range of W), so callers may parallelise over N. Thread-safe; allocates only
+// to grow a per-thread scratch for quantised x (prepare_activations).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/registry.h"
@@ -18,7 +21,7 @@ namespace lemma::kernels {
 
 struct MatmulOptions {
   std::optional<Isa> isa;  // default active_isa(); must be one of available_isas()
-  MatmulPrecision precision = MatmulPrecision::kF32Activations;
+  std::optional<MatmulPrecision> precision = std::nullopt;  // default default_matmul_precision(dtype, isa)
 };
 
 // x: [M, K] with rows x_stride floats apart; w: rank-2 [N, K] (contiguous rows of K values);
@@ -33,6 +36,9 @@ void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, fl
 struct MatmulPlan {
   MatmulFn fn = nullptr;  // null when M or N is 0 (nothing to run)
   MatmulArgs args;        // for all N rows of W
+  // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
+  QuantizeActivationsFn quantize_x = nullptr;
+  size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, bf16_activations.h)
 
   // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N. Thread-safe; no allocation.
   void run_rows(int64_t n0, int64_t n1) const;
@@ -41,5 +47,11 @@ struct MatmulPlan {
 // Throws exactly as matmul() does; y is untouched until run_rows().
 MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
                        int64_t y_stride, const float* bias = nullptr, const MatmulOptions& options = {});
+
+// Quantises x once for every plan in `plans` that needs it (plans over the same x, M and K with the
+// same quantiser share one copy: q/k/v or gate/up read one x), into the calling thread's grow-only
+// scratch buffer, so steady-state calls allocate nothing. That buffer is reused by this thread's
+// next call: finish running these plans first. Plans that need nothing are left alone.
+void prepare_activations(std::span<MatmulPlan> plans);
 
 }  // namespace lemma::kernels

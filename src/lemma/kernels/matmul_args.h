@@ -18,6 +18,9 @@ struct MatmulArgs {
   int64_t M = 0;
   int64_t N = 0;
   int64_t K = 0;
+  // x quantised for an int8-activation kernel (int8_activations.h), written once per call before
+  // the kernel runs (MatmulPlan::prepare); null for every other kernel.
+  const void* xq = nullptr;
 };
 
 }  // namespace lemma::kernels

@@ -4,6 +4,7 @@
 
 #include "lemma/base/logging.h"
 #include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/matmul_precision.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
 #include "lemma/kernels/x86/int8_kernels.h"
@@ -41,12 +42,13 @@ void w8a8_avx512(const MatmulArgs& args) {
   }
 }
 
-// Q8_0 with int8 activations on AVX-512: VNNI where available, else the AVX2 kernel (same bits).
-void q8_0_int8_avx512(const MatmulArgs& args) {
+// Int8 activations on AVX-512: VNNI where the CPU has it, else the AVX2 kernels (same bits).
+template <MatmulFn Vnni, MatmulFn Avx2>
+void int8_avx512(const MatmulArgs& args) {
   if (cpu_features().avx512_vnni) {
-    x86::matmul_q8_0_int8_avx512vnni(args);
+    Vnni(args);
   } else {
-    x86::matmul_q8_0_int8_avx2(args);
+    Avx2(args);
   }
 }
 
@@ -95,7 +97,8 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q6_k", DType::kQ6_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ6_K, Isa::kAvx512>},
     {"avx512_q2_k", DType::kQ2_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx512>},
     {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
-    {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512},
+    {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512,
+     x86::pack_x_bf16_avx512},
     // lemma int formats (lemma_int_blocks.h). W8A8 rows quantise x to int8 themselves: the dtype,
     // not MatmulPrecision, selects int8 activations.
     {"reference_i8z32", DType::kI8Z32, Isa::kScalar, kF32, false, reference<DType::kI8Z32>},
@@ -107,10 +110,20 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_i8z32", DType::kI8Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI8Z32, Isa::kAvx512>},
     {"avx512_i4z32", DType::kI4Z32, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kI4Z32, Isa::kAvx512>},
     {"avx512_vnni_w8a8", DType::kW8A8, Isa::kAvx512, kF32, false, w8a8_avx512},
-    // Opt-in: GGUF Q8_0 with x quantised to int8 per 32-value block (llama.cpp's dot).
-    {"reference_q8_0_int8", DType::kQ8_0, Isa::kScalar, kInt8, false, matmul_q8_0_int8_reference},
-    {"avx2_q8_0_int8", DType::kQ8_0, Isa::kAvx2, kInt8, false, x86::matmul_q8_0_int8_avx2},
-    {"avx512_vnni_q8_0_int8", DType::kQ8_0, Isa::kAvx512, kInt8, false, q8_0_int8_avx512},
+    // GGUF Q8_0/Q4_0/Q5_0 with x quantised to int8 per 32-value block (llama.cpp's Q8_0 dot;
+    // int8_activations.h); the default from AVX2 up (matmul_precision.h).
+    {"reference_q8_0_int8", DType::kQ8_0, Isa::kScalar, kInt8, false, matmul_q8_0_int8_reference, quantize_activations_reference},
+    {"reference_q4_0_int8", DType::kQ4_0, Isa::kScalar, kInt8, false, matmul_q4_0_int8_reference, quantize_activations_reference},
+    {"reference_q5_0_int8", DType::kQ5_0, Isa::kScalar, kInt8, false, matmul_q5_0_int8_reference, quantize_activations_reference},
+    {"avx2_q8_0_int8", DType::kQ8_0, Isa::kAvx2, kInt8, false, x86::matmul_q8_0_int8_avx2, x86::quantize_activations_avx2},
+    {"avx2_q4_0_int8", DType::kQ4_0, Isa::kAvx2, kInt8, false, x86::matmul_q4_0_int8_avx2, x86::quantize_activations_avx2},
+    {"avx2_q5_0_int8", DType::kQ5_0, Isa::kAvx2, kInt8, false, x86::matmul_q5_0_int8_avx2, x86::quantize_activations_avx2},
+    {"avx512_vnni_q8_0_int8", DType::kQ8_0, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q8_0_int8_avx512vnni, x86::matmul_q8_0_int8_avx2>, x86::quantize_activations_avx512},
+    {"avx512_vnni_q4_0_int8", DType::kQ4_0, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q4_0_int8_avx512vnni, x86::matmul_q4_0_int8_avx2>, x86::quantize_activations_avx512},
+    {"avx512_vnni_q5_0_int8", DType::kQ5_0, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q5_0_int8_avx512vnni, x86::matmul_q5_0_int8_avx2>, x86::quantize_activations_avx512},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
 static_assert(kKernelCount <= 64, "the logged-once mask below has 64 bits");
@@ -159,7 +172,7 @@ std::string_view kernel_name_for(DType weight, int64_t K, Isa isa, MatmulPrecisi
 }
 
 std::string_view kernel_name_for(DType weight, int64_t K) {
-  return kernel_name_for(weight, K, active_isa());
+  return kernel_name_for(weight, K, active_isa(), default_matmul_precision(weight, active_isa()));
 }
 
 }  // namespace lemma::kernels

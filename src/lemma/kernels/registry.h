@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_args.h"
 #include "lemma/tensor/dtype.h"
@@ -17,8 +18,9 @@ enum class MatmulPrecision : uint8_t {
   kF32Activations,   // default: x stays f32, weights widened to f32, f32 FMA accumulation
   kBf16Activations,  // opt-in: x rounded to bf16 (vdpbf16ps); only bf16 weights with AVX512_BF16,
                      // otherwise falls back to kF32Activations
-  kInt8Activations,  // opt-in: x quantised to int8 per 32-value block as llama.cpp's Q8_0 dot does
-                     // (lemma_int_blocks.h); only Q8_0 weights, otherwise falls back to kF32Activations
+  kInt8Activations,  // x quantised to int8 per 32-value block as llama.cpp's Q8_0 dot does
+                     // (int8_activations.h); Q8_0/Q4_0/Q5_0 weights (the default for them from AVX2
+                     // up, see matmul_precision.h), otherwise falls back to kF32Activations
 };
 
 using MatmulFn = void (*)(const MatmulArgs& args);
@@ -30,6 +32,8 @@ struct MatmulKernel {
   MatmulPrecision precision;
   bool needs_avx512_bf16;  // extra CPU feature beyond `isa`
   MatmulFn fn;
+  // Set for kernels that read x quantised (MatmulArgs::xq): writes that buffer, once per call.
+  QuantizeActivationsFn quantize_x = nullptr;
 };
 
 // Every registered kernel, for `inspect` and tests.
@@ -43,7 +47,7 @@ const MatmulKernel* find_matmul_kernel(DType weight, int64_t K, Isa isa,
 // find_matmul_kernel()'s name, or "" when there is none.
 std::string_view kernel_name_for(DType weight, int64_t K, Isa isa,
                                  MatmulPrecision precision = MatmulPrecision::kF32Activations);
-// The same under active_isa().
+// The same under active_isa() and the default precision (matmul_precision.h).
 std::string_view kernel_name_for(DType weight, int64_t K);
 
 }  // namespace lemma::kernels

@@ -1,9 +1,11 @@
-// Flash-attention split kernels (every ISA on this machine) folded over splits, against a dense
-// double-precision softmax attention; row independence (bitwise) and the merge's edge cases.
+// Flash-attention split kernels (every ISA on this machine, every KV cache dtype) folded over
+// splits, against a dense double-precision softmax attention over the values the cache holds; row
+// independence (bitwise); quantized caches against the f32 one; the merge's edge cases.
 #include "lemma/kernels/attention/flash_attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "lemma/kernels/attention/kv_quant.h"
 
 namespace lemma::kernels {
 namespace {
@@ -28,41 +32,67 @@ struct Shape {
   int64_t head_dim, group, num_kv_heads, context, num_rows, block_size, window;
 };
 
-std::string describe(const Shape& s, Isa isa) {
-  return std::string(isa_name(isa)) + " hd=" + std::to_string(s.head_dim) + " group=" + std::to_string(s.group) +
+constexpr KvDtype kDtypes[] = {KvDtype::kF32, KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8};
+
+std::string describe(const Shape& s, Isa isa, KvDtype dtype = KvDtype::kF32) {
+  return std::string(isa_name(isa)) + " " + kv_dtype_name(dtype) + " hd=" + std::to_string(s.head_dim) + " group=" + std::to_string(s.group) +
          " kv=" + std::to_string(s.num_kv_heads) + " ctx=" + std::to_string(s.context) +
          " rows=" + std::to_string(s.num_rows) + " bs=" + std::to_string(s.block_size) +
          " window=" + std::to_string(s.window);
 }
 
-// Dense keys/values scattered over a paged cache with a shuffled block table.
+// Dense keys/values scattered over a paged cache of `dtype` with a shuffled block table; each
+// (token, KV head) row encoded as the model writes it (kv_encode_row).
 struct PagedCache {
-  std::vector<float> dense_k, dense_v;  // [context, num_kv_heads, head_dim]
-  std::vector<float> keys, values;      // [num_blocks, block_size, num_kv_heads, head_dim]
+  KvDtype dtype;
+  std::vector<float> dense_k, dense_v;  // [context, num_kv_heads, head_dim], what was written
+  std::vector<float> held_k, held_v;    // the same, decoded from the cache: what the kernels see
+  std::vector<uint8_t> keys, values;    // [num_blocks, block_size, num_kv_heads, head_dim] elements
+  std::vector<float> key_scales, value_scales;  // [num_blocks, block_size, num_kv_heads]
   std::vector<int32_t> table;
 
-  PagedCache(const Shape& s, uint32_t seed) {
-    const int64_t stride = s.num_kv_heads * s.head_dim;
-    dense_k = random_values(static_cast<size_t>(s.context * stride), seed);
+  PagedCache(const Shape& s, uint32_t seed, KvDtype dtype_ = KvDtype::kF32, float key_gain = 1.0f) : dtype(dtype_) {
+    const int64_t hd = s.head_dim, stride = s.num_kv_heads * hd, esize = kv_element_bytes(dtype);
+    dense_k = random_values(static_cast<size_t>(s.context * stride), seed, key_gain);
     dense_v = random_values(static_cast<size_t>(s.context * stride), seed + 1);
+    held_k.resize(dense_k.size());
+    held_v.resize(dense_v.size());
     const int64_t needed = (s.context + s.block_size - 1) / s.block_size, num_blocks = needed + 3;
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), std::mt19937(seed + 2));
     table.assign(ids.begin(), ids.begin() + needed);
-    // Unused slots hold NaN: reading a key outside the context would poison the result.
-    keys.assign(static_cast<size_t>(num_blocks * s.block_size * stride), std::numeric_limits<float>::quiet_NaN());
+    // Unused slots read as NaN (f32/bf16 NaN bits, int8/fp8 NaN scales): reading a key outside the
+    // context would poison the result.
+    const size_t rows = static_cast<size_t>(num_blocks * s.block_size * s.num_kv_heads);
+    const std::vector<float> nan_row(static_cast<size_t>(hd), std::numeric_limits<float>::quiet_NaN());
+    keys.resize(rows * static_cast<size_t>(hd * esize));
+    key_scales.assign(rows, std::numeric_limits<float>::quiet_NaN());
+    for (size_t r = 0; r < rows; ++r) {
+      float unused_scale;
+      kv_encode_row(dtype, nan_row.data(), hd, keys.data() + r * hd * esize, &unused_scale);
+    }
     values = keys;
+    value_scales = key_scales;
     for (int64_t p = 0; p < s.context; ++p) {
       const int64_t slot = table[static_cast<size_t>(p / s.block_size)] * s.block_size + p % s.block_size;
-      std::copy_n(dense_k.data() + p * stride, stride, keys.data() + slot * stride);
-      std::copy_n(dense_v.data() + p * stride, stride, values.data() + slot * stride);
+      for (int64_t h = 0; h < s.num_kv_heads; ++h) {
+        const int64_t row = slot * s.num_kv_heads + h, at = p * stride + h * hd;
+        kv_encode_row(dtype, dense_k.data() + at, hd, keys.data() + row * hd * esize, &key_scales[row]);
+        kv_encode_row(dtype, dense_v.data() + at, hd, values.data() + row * hd * esize, &value_scales[row]);
+        kv_decode_row(dtype, keys.data() + row * hd * esize, key_scales[row], hd, held_k.data() + at);
+        kv_decode_row(dtype, values.data() + row * hd * esize, value_scales[row], hd, held_v.data() + at);
+      }
     }
   }
 };
 
-// Queries are the last num_rows positions; q: [num_rows, num_kv_heads * group, head_dim].
-std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale) {
+// Queries are the last num_rows positions; q: [num_rows, num_kv_heads * group, head_dim]. Over the
+// values the cache holds, or (written = true) the f32 values before encoding.
+std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale,
+                                    bool written = false) {
+  const std::vector<float>& dense_k = written ? c.dense_k : c.held_k;
+  const std::vector<float>& dense_v = written ? c.dense_v : c.held_v;
   const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim, kv_stride = s.num_kv_heads * hd;
   std::vector<double> out(q.size(), 0.0);
   for (int64_t r = 0; r < s.num_rows; ++r) {
@@ -75,7 +105,7 @@ std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const s
       double max_score = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
         double dot = 0.0;
-        const float* kj = c.dense_k.data() + j * kv_stride + kvh * hd;
+        const float* kj = dense_k.data() + j * kv_stride + kvh * hd;
         for (int64_t d = 0; d < hd; ++d) dot += double(qv[d]) * kj[d];
         w.push_back(dot * scale);
         max_score = std::max(max_score, w.back());
@@ -85,7 +115,7 @@ std::vector<double> dense_attention(const Shape& s, const PagedCache& c, const s
       double* o = out.data() + (r * nh + h) * hd;
       for (int64_t j = lo; j <= pos; ++j)
         for (int64_t d = 0; d < hd; ++d)
-          o[d] += w[static_cast<size_t>(j - lo)] / sum * c.dense_v[static_cast<size_t>(j * kv_stride + kvh * hd + d)];
+          o[d] += w[static_cast<size_t>(j - lo)] / sum * dense_v[static_cast<size_t>(j * kv_stride + kvh * hd + d)];
     }
   }
   return out;
@@ -105,11 +135,15 @@ FlashSplitArgs args_for(const Shape& s, const PagedCache& c, const float* q, int
   a.key_begin = split * kFlashSplitKeys;
   a.key_end = std::min((split + 1) * kFlashSplitKeys, s.context);
   a.scale = scale;
-  a.keys = c.keys.data() + kv_head * hd;
-  a.values = c.values.data() + kv_head * hd;
+  a.keys = c.keys.data() + kv_head * hd * kv_element_bytes(c.dtype);
+  a.values = c.values.data() + kv_head * hd * kv_element_bytes(c.dtype);
   a.block_table = c.table.data();
   a.block_size = s.block_size;
   a.token_stride = s.num_kv_heads * hd;
+  a.kv_dtype = c.dtype;
+  a.key_scales = c.key_scales.data() + kv_head;
+  a.value_scales = c.value_scales.data() + kv_head;
+  a.scale_stride = s.num_kv_heads;
   a.partial = partial;
   return a;
 }
@@ -145,34 +179,66 @@ const Shape kShapes[] = {
     {20, 3, 1, 270, 6, 16, 0},  {4, 2, 2, 40, 40, 4, 9},     {272, 2, 1, 260, 3, 32, 0},  // vector tails, > 256
 };
 
-TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttention) {
-  uint32_t seed = 100;
-  for (const Shape& s : kShapes) {
-    const PagedCache c(s, seed += 7);
-    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-    const auto want = dense_attention(s, c, q, scale);
-    for (Isa isa : available_isas()) {
-      std::vector<float> got(q.size(), -1.0f);
-      flash_rows(s, c, q, scale, isa, 0, s.num_rows, got);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa) << " element " << i;
+TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttentionForEveryKvDtype) {
+  // The kernels read int8/fp8/bf16 codes directly; the result must be the attention over exactly
+  // the decoded values (only the f32 arithmetic's rounding differs).
+  for (KvDtype dtype : kDtypes) {
+    uint32_t seed = 100;
+    for (const Shape& s : kShapes) {
+      const PagedCache c(s, seed += 7, dtype);
+      const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+      const auto want = dense_attention(s, c, q, scale);
+      for (Isa isa : available_isas()) {
+        std::vector<float> got(q.size(), -1.0f);
+        flash_rows(s, c, q, scale, isa, 0, s.num_rows, got);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+      }
     }
+  }
+}
+
+TEST(FlashAttention, QuantizedCachesStayCloseToTheF32Result) {
+  // The encoding error itself, measured against attention over the values before encoding:
+  // mean |error| relative to the mean |output|.
+  const struct {
+    KvDtype dtype;
+    double bound;
+  } cases[] = {{KvDtype::kBf16, 0.01}, {KvDtype::kInt8, 0.02}, {KvDtype::kFp8, 0.06}};
+  for (const auto& k : cases) {
+    uint32_t seed = 300;
+    double err = 0, mag = 0;
+    for (const Shape& s : kShapes) {
+      const PagedCache c(s, seed += 7, k.dtype);
+      const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+      const auto want = dense_attention(s, c, q, scale, /*written=*/true);
+      std::vector<float> got(q.size());
+      flash_rows(s, c, q, scale, active_isa(), 0, s.num_rows, got);
+      for (size_t i = 0; i < got.size(); ++i) err += std::fabs(got[i] - want[i]), mag += std::fabs(want[i]);
+    }
+    std::printf("%s KV: mean |error| / mean |output| = %.4f\n", kv_dtype_name(k.dtype), err / mag);
+    EXPECT_GT(err, 0.0) << kv_dtype_name(k.dtype);
+    EXPECT_LT(err / mag, k.bound) << kv_dtype_name(k.dtype);
   }
 }
 
 TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
   // A row computed alone (as in decode) equals the same row computed with all others (prefill).
-  uint32_t seed = 500;
-  for (const Shape& s : kShapes) {
-    const PagedCache c(s, seed += 7);
-    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-    for (Isa isa : available_isas()) {
-      std::vector<float> together(q.size()), alone(q.size());
-      flash_rows(s, c, q, scale, isa, 0, s.num_rows, together);
-      for (int64_t r = 0; r < s.num_rows; ++r) flash_rows(s, c, q, scale, isa, r, 1, alone);
-      ASSERT_EQ(0, std::memcmp(together.data(), alone.data(), together.size() * sizeof(float))) << describe(s, isa);
+  for (KvDtype dtype : kDtypes) {
+    uint32_t seed = 500;
+    for (const Shape& s : kShapes) {
+      const PagedCache c(s, seed += 7, dtype);
+      const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+      for (Isa isa : available_isas()) {
+        std::vector<float> together(q.size()), alone(q.size());
+        flash_rows(s, c, q, scale, isa, 0, s.num_rows, together);
+        for (int64_t r = 0; r < s.num_rows; ++r) flash_rows(s, c, q, scale, isa, r, 1, alone);
+        ASSERT_EQ(0, std::memcmp(together.data(), alone.data(), together.size() * sizeof(float)))
+            << describe(s, isa, dtype);
+      }
     }
   }
 }
@@ -180,34 +246,35 @@ TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
 TEST(FlashAttention, BlocksBeforeTheWindowAreNeverRead) {
   // Blocks wholly before the first query's window may have been freed: their table entries point
   // far outside the cache, so reading any key there would crash.
-  for (const Shape& s : {Shape{32, 2, 1, 700, 3, 16, 100}, Shape{16, 4, 2, 530, 20, 1, 300}}) {
-    PagedCache c(s, 21);
-    const int64_t first_seen = s.context - s.num_rows - s.window + 1;
-    for (int64_t b = 0; (b + 1) * s.block_size <= first_seen; ++b) c.table[static_cast<size_t>(b)] = 1 << 28;
-    const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), 22);
-    const auto want = dense_attention(s, c, q, 0.25f);
-    for (Isa isa : available_isas()) {
-      std::vector<float> got(q.size());
-      flash_rows(s, c, q, 0.25f, isa, 0, s.num_rows, got);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa) << " element " << i;
+  for (KvDtype dtype : kDtypes)
+    for (const Shape& s : {Shape{32, 2, 1, 700, 3, 16, 100}, Shape{16, 4, 2, 530, 20, 1, 300}}) {
+      PagedCache c(s, 21, dtype);
+      const int64_t first_seen = s.context - s.num_rows - s.window + 1;
+      for (int64_t b = 0; (b + 1) * s.block_size <= first_seen; ++b) c.table[static_cast<size_t>(b)] = 1 << 28;
+      const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), 22);
+      const auto want = dense_attention(s, c, q, 0.25f);
+      for (Isa isa : available_isas()) {
+        std::vector<float> got(q.size());
+        flash_rows(s, c, q, 0.25f, isa, 0, s.num_rows, got);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+      }
     }
-  }
 }
 
 TEST(FlashAttention, LargeScoresDoNotOverflow) {
   // Scores of several hundred: a softmax without the running max would overflow exp.
   const Shape s{32, 2, 1, 400, 4, 16, 0};
-  PagedCache c(s, 9);
-  for (float& x : c.keys) x *= 40.0f;
-  for (float& x : c.dense_k) x *= 40.0f;
-  const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 11, 3.0f);
-  const auto want = dense_attention(s, c, q, 1.0f);
-  for (Isa isa : available_isas()) {
-    std::vector<float> got(q.size());
-    flash_rows(s, c, q, 1.0f, isa, 0, s.num_rows, got);
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << isa_name(isa) << " element " << i;
+  for (KvDtype dtype : kDtypes) {
+    const PagedCache c(s, 9, dtype, /*key_gain=*/40.0f);
+    const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 11, 3.0f);
+    const auto want = dense_attention(s, c, q, 1.0f);
+    for (Isa isa : available_isas()) {
+      std::vector<float> got(q.size());
+      flash_rows(s, c, q, 1.0f, isa, 0, s.num_rows, got);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+    }
   }
 }
 

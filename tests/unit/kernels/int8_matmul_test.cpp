@@ -121,61 +121,6 @@ TEST(W8A8Matmul, KBeyondTheFormatGivesNaN) {
   }
 }
 
-// GGUF Q8_0 weights with codes -127..127 (what quantizers write) and a scale per block.
-testing::Weights q8_0_weights(int64_t N, int64_t K, std::mt19937& rng) {
-  testing::Weights w;
-  const int64_t blocks = N * K / kIntBlock;
-  w.bytes.resize(static_cast<size_t>(blocks) * sizeof(BlockQ8_0));
-  std::uniform_int_distribution<int> code(-127, 127);
-  for (int64_t b = 0; b < blocks; ++b) {
-    BlockQ8_0 block;
-    block.d = f32_to_f16(0.003f + 0.0007f * static_cast<float>(b % 11));
-    for (auto& q : block.qs) q = static_cast<int8_t>(code(rng));
-    std::memcpy(w.bytes.data() + b * static_cast<int64_t>(sizeof(block)), &block, sizeof(block));
-  }
-  w.view = TensorView{w.bytes.data(), DType::kQ8_0, Shape{N, K}};
-  w.dequantized.resize(static_cast<size_t>(N * K));
-  dequantize_row(DType::kQ8_0, w.bytes.data(), w.dequantized.data(), N * K);
-  return w;
-}
-
-constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
-
-TEST(Q8_0Int8Activations, EveryIsaEqualsTheReferenceBitwiseAndRowsDoNotDependOnM) {
-  std::mt19937 rng(31);
-  for (int64_t K : {32, 96, 160, 1056}) {
-    const int64_t M = 17, N = 13, x_stride = K + 5;
-    const auto x = random_floats(static_cast<size_t>(M * x_stride), rng, 3.0f);
-    const auto w = q8_0_weights(N, K, rng);
-    const auto bias = random_floats(static_cast<size_t>(N), rng);
-    std::vector<float> want(static_cast<size_t>(M * N));
-    matmul(x.data(), x_stride, M, w.view, want.data(), N, bias.data(), {Isa::kScalar, kInt8});
-    const auto ref = oracle(x, x_stride, M, w.dequantized, N, K, bias.data());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], ref.y[i], 0.02 * ref.magnitude[i] + 1e-6) << K;
-    for (Isa isa : available_isas()) {
-      SCOPED_TRACE(trace(isa, M, N, K));
-      for (int64_t rows : {1, 2, 3, 7, 17}) {  // every prefix gives the same rows
-        std::vector<float> got(static_cast<size_t>(rows * N), -1.0f);
-        matmul(x.data(), x_stride, rows, w.view, got.data(), N, bias.data(), {isa, kInt8});
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "M=" << rows;
-      }
-      std::vector<float> one(static_cast<size_t>(N));
-      matmul(x.data() + 9 * x_stride, x_stride, 1, w.view, one.data(), N, bias.data(), {isa, kInt8});
-      ASSERT_EQ(0, std::memcmp(one.data(), want.data() + 9 * N, one.size() * sizeof(float)));
-    }
-  }
-}
-
-TEST(Q8_0Int8Activations, OptInOnlyAndNamed) {
-  EXPECT_EQ(kernel_name_for(DType::kQ8_0, 64, Isa::kScalar, kInt8), "reference_q8_0_int8");
-  if (cpu_features().avx2) EXPECT_EQ(kernel_name_for(DType::kQ8_0, 64, Isa::kAvx2, kInt8), "avx2_q8_0_int8");
-  if (cpu_features().avx512) {
-    EXPECT_EQ(kernel_name_for(DType::kQ8_0, 64, Isa::kAvx512, kInt8), "avx512_vnni_q8_0_int8");
-    EXPECT_EQ(kernel_name_for(DType::kQ8_0, 64, Isa::kAvx512), "avx512_q8_0");  // the default stays f32
-  }
-  EXPECT_EQ(kernel_name_for(DType::kF32, 64, Isa::kScalar, kInt8), "reference_f32");  // falls back
-}
-
 // Asymmetric int8/int4 blocks: f32 activations, within the proven f32 bound of the float64 product.
 TEST(LemmaIntMatmul, AsymmetricBlocksEveryIsaOddShapes) {
   std::mt19937 rng(8);

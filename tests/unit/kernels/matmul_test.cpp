@@ -28,7 +28,9 @@ void check_case(Isa isa, DType type, int64_t M, int64_t N, int64_t K, bool with_
   const auto bias = random_floats(static_cast<size_t>(N), rng);
   const auto w = random_weights(type, N, K, rng);
   std::vector<float> y(static_cast<size_t>(M * y_stride), -7.0f);
-  matmul(x.data(), x_stride, M, w.view, y.data(), y_stride, with_bias ? bias.data() : nullptr, {isa});
+  // f32 activations (Q8_0/Q4_0/Q5_0 default to int8 ones from AVX2 up: int8_activations_test.cpp).
+  matmul(x.data(), x_stride, M, w.view, y.data(), y_stride, with_bias ? bias.data() : nullptr,
+         {isa, MatmulPrecision::kF32Activations});
   const auto ref = oracle(x, x_stride, M, w.dequantized, N, K, with_bias ? bias.data() : nullptr);
   int failures = 0;
   for (int64_t m = 0; m < M; ++m) {

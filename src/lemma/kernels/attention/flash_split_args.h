@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "lemma/kernels/attention/kv_dtype.h"
+
 namespace lemma::kernels {
 
 // One split of keys [key_begin, key_end) for `num_rows` query tokens x `group` query heads that
@@ -22,13 +24,18 @@ struct FlashSplitArgs {
                            // absolute multiples of 16 whatever key_begin is)
   int64_t key_end;
   float scale;             // applied to q.k (usually 1/sqrt(head_dim))
-  // Paged K/V for this KV head: key j is keys + slot(j) * token_stride, where
-  // slot(j) = block_table[j / block_size] * block_size + j % block_size.
-  const float* keys;
-  const float* values;
+  // Paged K/V for this KV head, elements of kv_dtype: key j's row starts token_stride * slot(j)
+  // elements after keys, where slot(j) = block_table[j / block_size] * block_size + j % block_size.
+  // int8/fp8 rows are scaled by key_scales[slot(j) * scale_stride] (value_scales likewise).
+  const void* keys;
+  const void* values;
   const int32_t* block_table;
   int64_t block_size;
-  int64_t token_stride;    // floats per cache slot (num_kv_heads * head_dim)
+  int64_t token_stride;    // elements per cache slot (num_kv_heads * head_dim)
+  KvDtype kv_dtype;        // kF32 when value-initialised
+  const float* key_scales;    // int8/fp8 only
+  const float* value_scales;  // int8/fp8 only
+  int64_t scale_stride;       // scales per cache slot (num_kv_heads)
   // Output, [num_rows, group, head_dim + 2]: per query (max score, sum of exp, unnormalised
   // sum of exp * v [head_dim]). A query that sees no key of the split gets (-inf, 0, zeros).
   float* partial;

@@ -85,40 +85,4 @@ void matmul_w8a8_reference(const MatmulArgs& a) {
   }
 }
 
-void matmul_q8_0_int8_reference(const MatmulArgs& a) {
-  if (a.K > kW8A8MaxK) return write_nan_outputs(a);
-  const int64_t blocks = a.K / kIntBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const float* x = a.x + m * a.x_stride;
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
-      float acc[8] = {};
-      for (int64_t b = 0; b < blocks; ++b) {
-        const float* xb = x + b * kIntBlock;
-        float amax = 0.0f;
-        for (int j = 0; j < kIntBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const float dx = f16_to_f32(f32_to_f16(d));
-        const auto block = block_at<BlockQ8_0>(row, b);
-        const float scale = f16_to_f32(block.d) * dx;
-        for (int lane = 0; lane < 8; ++lane) {
-          int32_t sum = 0;
-          for (int t = 0; t < 4; ++t) {
-            const int j = 4 * lane + t;
-            const int q = std::clamp(static_cast<int>(std::nearbyint(xb[j] * id)), -127, 127);
-            sum += q * block.qs[j];
-          }
-          acc[lane] = std::fma(scale, static_cast<float>(sum), acc[lane]);
-        }
-      }
-      float s4[4], s2[2];
-      for (int i = 0; i < 4; ++i) s4[i] = acc[i] + acc[i + 4];
-      for (int i = 0; i < 2; ++i) s2[i] = s4[i] + s4[i + 2];
-      const float y = s2[0] + s2[1];
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
-    }
-  }
-}
-
 }  // namespace lemma::kernels

@@ -20,7 +20,11 @@ void write_nan_outputs(const MatmulArgs& args);
 
 // y = W8A8 product (lemma_int_blocks.h's activation rule); K a multiple of 32, K <= kW8A8MaxK.
 void matmul_w8a8_reference(const MatmulArgs& args);
-// y = Q8_0 weights x int8 activations per 32-value block (lemma_int_blocks.h); K a multiple of 32.
+// The int8-activation oracles (int8_activations.h): the quantiser, and y = Q8_0/Q4_0/Q5_0 weights x
+// args.xq (x quantised by any of the quantisers); K a multiple of 32.
+void quantize_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_q8_0_int8_reference(const MatmulArgs& args);
+void matmul_q4_0_int8_reference(const MatmulArgs& args);
+void matmul_q5_0_int8_reference(const MatmulArgs& args);
 
 }  // namespace lemma::kernels

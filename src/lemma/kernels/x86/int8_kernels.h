@@ -5,6 +5,8 @@
 // files include this header; see x86_kernels.h on why no inline code lives here).
 #pragma once
 
+#include <cstdint>
+
 #include "lemma/kernels/matmul_args.h"
 
 namespace lemma::kernels::x86 {
@@ -14,9 +16,17 @@ void matmul_w8a8_avx2(const MatmulArgs& args);
 // AVX-512 VNNI: vpdpbusd on the +128 weight bytes, minus 128 * sum(q_x). Needs avx512_vnni.
 void matmul_w8a8_avx512vnni(const MatmulArgs& args);
 
-// GGUF Q8_0 weights with MatmulPrecision::kInt8Activations (lemma_int_blocks.h), bits equal to
-// matmul_q8_0_int8_reference. The VNNI one needs avx512_vnni.
+// Int8 activations (int8_activations.h): the quantisers (same bytes as the reference one) and the
+// GGUF Q8_0/Q4_0/Q5_0 kernels over args.xq, bits equal to the matmul_*_int8_reference oracles.
+void quantize_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+void quantize_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+// AVX2: vpmaddubsw on |q_w| and q_x with q_w's sign, vpmaddwd to int32.
 void matmul_q8_0_int8_avx2(const MatmulArgs& args);
+void matmul_q4_0_int8_avx2(const MatmulArgs& args);
+void matmul_q5_0_int8_avx2(const MatmulArgs& args);
+// AVX-512 VNNI: vpdpbusd on the +128 activation codes and signed weights. Need avx512_vnni.
 void matmul_q8_0_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q4_0_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q5_0_int8_avx512vnni(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -61,7 +61,11 @@ void matmul_bf16_avx512(const MatmulArgs& args);
 void matmul_dequant_avx2(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
 void matmul_dequant_avx512(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
 
-// bf16 weights with x rounded to bf16 and vdpbf16ps (needs CpuFeatures::avx512_bf16).
+// bf16 weights with x rounded to bf16 and vdpbf16ps (needs CpuFeatures::avx512_bf16): the packer
+// writes args.xq (bf16_activations.h) once per call; the kernel reads it, in cache blocks of
+// dpbf16_block_rows() rows of W (matmul_blocking.h), or of `block_rows` (any >= 1: tests try them).
+void pack_x_bf16_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_bf16_dpbf16_avx512(const MatmulArgs& args);
+void matmul_bf16_dpbf16_avx512_blocked(const MatmulArgs& args, int64_t block_rows);
 
 }  // namespace lemma::kernels::x86

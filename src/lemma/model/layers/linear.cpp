@@ -46,6 +46,7 @@ void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOut
     plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
     total_rows += N;
   }
+  kernels::prepare_activations(std::span(plans.data(), outputs.size()));  // int8 kernels: x once
   if (team == nullptr || team->size() == 1) {
     for (size_t i = 0; i < outputs.size(); ++i) plans[i].run_rows(0, plans[i].args.N);
     return;

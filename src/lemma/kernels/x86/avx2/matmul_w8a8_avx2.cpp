@@ -1,4 +1,4 @@
-// Int8-activation kernels with AVX2 (no VNNI). W8A8: up to 4 rows of x are quantised to int8 into a stack buffer, then each
+// W8A8 with AVX2 (no VNNI): up to 4 rows of x are quantised to int8 into a stack buffer, then each
 // 32-value weight block (q + 128 stored) is turned back into signed q, multiplied as
 // |q_x| * (q_w with q_x's sign) by vpmaddubsw (pairs stay within int16: 2 * 127 * 127 < 32768) and
 // widened by vpmaddwd into int32 lanes. Exact integer sums, so bits equal the reference's.
@@ -9,7 +9,6 @@
 
 #include "lemma/kernels/lemma_int_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
-#include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 
 namespace lemma::kernels::x86 {
@@ -79,74 +78,6 @@ void matmul_w8a8_avx2(const MatmulArgs& a) {
       const float d = _cvtsh_ss(d_bits);
       for (int64_t i = 0; i < rows; ++i) {
         const float y = static_cast<float>(hsum_epi32(acc[i])) * (sx[i] * d);
-        a.y[(m0 + i) * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
-      }
-    }
-  }
-}
-
-namespace {
-
-// One 32-value block of x -> 32 codes; returns d_x (f16-rounded d). llama.cpp's Q8_0 activation rule.
-float quantise_block_q8_0(const float* x, int8_t* q) {
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-  __m256 vmax = _mm256_setzero_ps();
-  for (int k = 0; k < 32; k += 8) vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, vmax);
-  float amax = 0.0f;
-  for (float v : lanes) amax = v > amax ? v : amax;
-  const float d = amax / 127.0f;
-  const __m256 vid = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-  for (int k = 0; k < 32; k += 8) {
-    __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + k), vid));
-    v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
-    alignas(32) int32_t ints[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(ints), v);
-    for (int j = 0; j < 8; ++j) q[k + j] = static_cast<int8_t>(ints[j]);
-  }
-  return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-}
-
-}  // namespace
-
-// Q8_0 weights x int8 activations per block: |q_x| * (q_w with q_x's sign) by vpmaddubsw, pairs
-// widened by vpmaddwd so int32 lane j holds products 4j..4j+3, then one FMA per block into 8 float
-// lanes (the reference's order, see lemma_int_blocks.h).
-void matmul_q8_0_int8_avx2(const MatmulArgs& a) {
-  if (a.K > kW8A8MaxK) return write_nan_outputs(a);
-  alignas(32) int8_t xq[kBufferBytes];
-  float dx[kBufferBytes / kIntBlock];
-  const int64_t tile = a.K * kTileRows <= kBufferBytes ? kTileRows : 1;
-  const int64_t blocks = a.K / kIntBlock;
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t m0 = 0; m0 < a.M; m0 += tile) {
-    const int64_t rows = a.M - m0 < tile ? a.M - m0 : tile;
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        dx[i * blocks + b] = quantise_block_q8_0(a.x + (m0 + i) * a.x_stride + b * kIntBlock, xq + i * a.K + b * kIntBlock);
-      }
-    }
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
-      __m256 acc[kTileRows];
-      for (int64_t i = 0; i < rows; ++i) acc[i] = _mm256_setzero_ps();
-      for (int64_t b = 0; b < blocks; ++b) {
-        const auto* block = row + b * 34;  // BlockQ8_0: f16 d + 32 int8
-        uint16_t d_bits;
-        std::memcpy(&d_bits, block, 2);
-        const float dw = _cvtsh_ss(d_bits);
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-        for (int64_t i = 0; i < rows; ++i) {
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + i * a.K + b * kIntBlock));
-          const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
-          const __m256 lanes = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
-          acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[i * blocks + b]), lanes, acc[i]);
-        }
-      }
-      for (int64_t i = 0; i < rows; ++i) {
-        const float y = reduce8(acc[i]);
         a.y[(m0 + i) * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
       }
     }

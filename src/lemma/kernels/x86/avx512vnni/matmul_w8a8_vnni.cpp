@@ -1,4 +1,4 @@
-// Int8-activation kernels with AVX-512 VNNI. W8A8: Up to 4 rows of x are quantised to int8 into a stack buffer (row stride
+// W8A8 with AVX-512 VNNI: up to 4 rows of x are quantised to int8 into a stack buffer (row stride
 // padded to 64 bytes with zeros, so the last odd block can be read as a full zmm), then every W row
 // is streamed once per tile: two 32-value blocks make one zmm of unsigned weight bytes (q + 128),
 // and vpdpbusd adds 4 products per int32 lane. sum((q_w + 128) * q_x) - 128 * sum(q_x) is the
@@ -9,7 +9,6 @@
 
 #include "lemma/kernels/lemma_int_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
-#include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 
 namespace lemma::kernels::x86 {
@@ -83,65 +82,6 @@ void matmul_w8a8_avx512vnni(const MatmulArgs& a) {
       for (int64_t i = 0; i < rows; ++i) {
         const int32_t isum = _mm512_reduce_add_epi32(acc[i]) - 128 * qr[i].sum;
         const float y = static_cast<float>(isum) * (qr[i].scale * d);
-        a.y[(m0 + i) * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
-      }
-    }
-  }
-}
-
-namespace {
-
-// One 32-value block of x -> 32 codes; returns d_x (f16-rounded d). llama.cpp's Q8_0 activation rule.
-float quantise_block_q8_0(const float* x, int8_t* q) {
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_and_ps(v1, abs_mask)));
-  const float d = amax / 127.0f;
-  const __m512 vid = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  const __m512i q0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), lo), hi);
-  const __m512i q1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)), lo), hi);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(q0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(q1));
-  return _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
-}
-
-}  // namespace
-
-// Q8_0 weights x int8 activations per block: vpdpbusd on |q_x| and the sign-applied weights gives
-// int32 lane j = products 4j..4j+3, then one FMA per block into 8 float lanes (the reference's order).
-void matmul_q8_0_int8_avx512vnni(const MatmulArgs& a) {
-  if (a.K > kW8A8MaxK) return write_nan_outputs(a);
-  alignas(64) int8_t xq[kBufferBytes];
-  float dx[kBufferBytes / kIntBlock];
-  const int64_t tile = a.K * kTileRows <= kBufferBytes ? kTileRows : 1;
-  const int64_t blocks = a.K / kIntBlock;
-  for (int64_t m0 = 0; m0 < a.M; m0 += tile) {
-    const int64_t rows = a.M - m0 < tile ? a.M - m0 : tile;
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        dx[i * blocks + b] = quantise_block_q8_0(a.x + (m0 + i) * a.x_stride + b * kIntBlock, xq + i * a.K + b * kIntBlock);
-      }
-    }
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
-      __m256 acc[kTileRows];
-      for (int64_t i = 0; i < rows; ++i) acc[i] = _mm256_setzero_ps();
-      for (int64_t b = 0; b < blocks; ++b) {
-        const auto* block = row + b * 34;  // BlockQ8_0: f16 d + 32 int8
-        uint16_t d_bits;
-        std::memcpy(&d_bits, block, 2);
-        const float dw = _cvtsh_ss(d_bits);
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-        for (int64_t i = 0; i < rows; ++i) {
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + i * a.K + b * kIntBlock));
-          const __m256i lanes =
-              _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(x), _mm256_sign_epi8(w, x));
-          acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[i * blocks + b]), _mm256_cvtepi32_ps(lanes), acc[i]);
-        }
-      }
-      for (int64_t i = 0; i < rows; ++i) {
-        const float y = reduce8(acc[i]);
         a.y[(m0 + i) * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
       }
     }

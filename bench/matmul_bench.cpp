@@ -1,0 +1,139 @@
+// matmul_bench: Google Benchmark microbenchmarks of the matmul kernels on the qwen05b shapes
+// (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for
+// M = 1 (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision
+// and ISA this machine runs. Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
+// the figure to hold against `lemma bench roofline` at M = 1). Work is split over N between the
+// threads of a ThreadTeam exactly as layers::linear does (LEMMA_BENCH_THREADS, default one per
+// CPU). Weights are random, generated once per (dtype, shape), 64-byte aligned.
+// Usage: matmul_bench [--benchmark_filter=REGEX] [--benchmark_min_time=0.5]
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <sys/mman.h>
+#include <tuple>
+#include <vector>
+
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/matmul.h"
+#include "lemma/kernels/matmul_precision.h"
+#include "lemma/model/thread_team.h"
+
+namespace {
+
+using lemma::DType;
+using lemma::Shape;
+using lemma::TensorView;
+using lemma::kernels::Isa;
+using lemma::kernels::MatmulPrecision;
+
+struct Variant {
+  const char* name;
+  DType dtype;
+  Isa isa;
+  MatmulPrecision precision;
+};
+
+// Random weights in `dtype`, kept for the whole run (the lm_head alone is 272 MB in bf16), in
+// huge pages where the kernel grants them (as the model's copied weights are).
+const TensorView& weights(DType dtype, int64_t N, int64_t K) {
+  static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
+  auto& slot = cache[{dtype, N, K}];
+  if (!slot.first) {
+    const size_t elem = dtype == DType::kF32 ? 4 : 2;
+    const size_t bytes = static_cast<size_t>(N * K) * elem;
+    constexpr size_t kAlign = size_t{2} << 20;
+    slot.first.reset(new (std::align_val_t{kAlign}) uint8_t[bytes]);
+    madvise(slot.first.get(), bytes, MADV_HUGEPAGE);
+    std::mt19937 rng(static_cast<uint32_t>(N * 31 + K));
+    std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+    for (size_t i = 0; i < static_cast<size_t>(N * K); ++i) {
+      const float v = dist(rng);
+      if (dtype == DType::kF32) {
+        reinterpret_cast<float*>(slot.first.get())[i] = v;
+      } else {
+        reinterpret_cast<uint16_t*>(slot.first.get())[i] =
+            dtype == DType::kF16 ? lemma::kernels::f32_to_f16(v) : lemma::kernels::f32_to_bf16(v);
+      }
+    }
+    slot.second = TensorView{slot.first.get(), dtype, Shape{N, K}};
+  }
+  return slot.second;
+}
+
+lemma::ThreadTeam& team() {
+  static lemma::ThreadTeam t([] {
+    const char* env = std::getenv("LEMMA_BENCH_THREADS");
+    return env != nullptr ? std::atoi(env) : 0;
+  }());
+  return t;
+}
+
+void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
+  const int64_t M = state.range(0);
+  if (v.isa > lemma::kernels::detected_isa() ||
+      (v.precision == MatmulPrecision::kBf16Activations && !lemma::kernels::cpu_features().avx512_bf16)) {
+    state.SkipWithError("this machine cannot run the variant");
+    return;
+  }
+  const TensorView& w = weights(v.dtype, N, K);
+  std::vector<float> x(static_cast<size_t>(M * K));
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& value : x) value = dist(rng);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  lemma::ThreadTeam& threads = team();
+  // layers::linear's split: whole 16-row tiles, at least ~64K multiply-adds, about 4 per thread.
+  const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
+  const int64_t per_thread = (N + 4 * threads.size() - 1) / (4 * threads.size());
+  const int64_t rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
+  for (auto _ : state) {
+    lemma::kernels::MatmulPlan plan =
+        lemma::kernels::plan_matmul(x.data(), K, M, w, y.data(), N, nullptr, {v.isa, v.precision});
+    lemma::kernels::prepare_activations(std::span(&plan, 1));
+    threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile));
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * static_cast<double>(M * N * K);
+  const double bytes = static_cast<double>(N * K) * (v.dtype == DType::kF32 ? 4 : 2);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(lemma::kernels::kernel_name_for(v.dtype, K, v.isa, v.precision)));
+}
+
+const Variant kVariants[] = {
+    {"bf16_dpbf16", DType::kBF16, Isa::kAvx512, MatmulPrecision::kBf16Activations},
+    {"bf16_f32act_avx512", DType::kBF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
+    {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
+};
+
+struct MatrixShape {
+  const char* name;
+  int64_t N, K;
+};
+const MatrixShape kShapes[] = {{"attn_896x896", 896, 896},
+                               {"gate_up_4864x896", 4864, 896},
+                               {"down_896x4864", 896, 4864},
+                               {"lm_head_151936x896", 151936, 896}};
+
+const bool kRegistered = [] {
+  for (const MatrixShape& s : kShapes) {
+    for (const Variant& v : kVariants) {
+      auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
+      b->ArgName("M")->Arg(1)->Arg(16)->Arg(32)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  }
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -11,6 +11,7 @@
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/kv_cache_option.h"
 #include "cli/model_source.h"
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
@@ -26,6 +27,7 @@ namespace {
 struct ServeOptions {
   std::string model, host = "127.0.0.1", api_key, chat_template_file, served_model_name, load = "lazy";
   std::string preemption_mode = "recompute";
+  std::string kv_cache_dtype = "auto";
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -52,8 +54,6 @@ std::string default_served_name(const std::string& path) {
   return std::filesystem::is_directory(p) ? p.filename().string() : p.stem().string();
 }
 
-int64_t kv_bytes_per_token(const ModelConfig& c) { return 2 * c.num_layers * c.num_kv_heads * c.head_dim * 4; }
-
 server::EngineServiceConfig engine_service_config(const ServeOptions& o, const Model& model, const Tokenizer& tokenizer,
                                                   int64_t max_model_len) {
   if (o.max_num_seqs < 1) fail<InvalidArgument>("--max-num-seqs must be >= 1, got {}", o.max_num_seqs);
@@ -64,11 +64,14 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
     fail<InvalidArgument>("--kv-cache-tokens and --swap-space-tokens must be >= 0");
   if (o.preemption_mode != "recompute" && o.preemption_mode != "swap")
     fail<InvalidArgument>("--preemption-mode must be recompute or swap, got '{}'", o.preemption_mode);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype);
+  const auto kv_bytes_per_token = static_cast<int64_t>(KvCache::kv_cache_bytes_per_token(
+      model.config().num_layers, model.config().num_kv_heads, model.config().head_dim, kv_dtype));
   int64_t kv_tokens = o.kv_cache_tokens;
   if (kv_tokens == 0)  // every sequence at full length, within a memory budget, but at least one
     kv_tokens = std::max(max_model_len, std::min<int64_t>(o.max_num_seqs * max_model_len,
                                                           static_cast<int64_t>(kDefaultKvBudgetBytes) /
-                                                              kv_bytes_per_token(model.config())));
+                                                              kv_bytes_per_token));
   if (kv_tokens < max_model_len)
     log().warn("--kv-cache-tokens {} is below max_model_len {}: longer requests are refused", kv_tokens, max_model_len);
 
@@ -83,6 +86,7 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
   c.engine.kv.num_device_blocks = static_cast<int32_t>((kv_tokens + o.block_size - 1) / o.block_size);
   c.engine.kv.num_host_blocks = static_cast<int32_t>((o.swap_space_tokens + o.block_size - 1) / o.block_size);
   c.engine.kv.enable_prefix_caching = !o.no_prefix_caching;
+  c.engine.kv_dtype = kv_dtype;
   c.engine.num_threads = resolve_threads(o.threads);
   c.end_of_generation_ids = tokenizer.end_of_generation_ids();
   c.max_waiting_requests = static_cast<size_t>(std::max<int64_t>(1, o.max_waiting));
@@ -129,10 +133,11 @@ int serve(const ServeOptions& o) {
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
   config.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
   std::fprintf(stderr,
-               "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens, "
+               "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens %s, "
                "max_num_seqs %d, token budget %lld, %d threads)\n",
                config.served_model_name.c_str(), o.host.c_str(), o.port, static_cast<long long>(max_model_len),
-               service_config.engine.kv.num_device_blocks, o.block_size, o.max_num_seqs,
+               service_config.engine.kv.num_device_blocks, o.block_size,
+               kernels::kv_dtype_name(service_config.engine.kv_dtype), o.max_num_seqs,
                static_cast<long long>(service_config.engine.scheduler.max_num_batched_tokens),
                service_config.engine.num_threads);
   const int rc = server::run_server(config, engine, tokenizer, std::move(chat_template));
@@ -158,6 +163,7 @@ void register_serve(CLI::App& app) {
   sub->add_option("--kv-cache-tokens", o->kv_cache_tokens,
                   "Tokens the paged KV cache holds (default: max_num_seqs x max_model_len within 4 GiB)");
   sub->add_option("--block-size", o->block_size, "Tokens per KV block")->capture_default_str();
+  add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")

@@ -3,6 +3,7 @@
 #include <random>
 #include <thread>
 
+#include "cli/kv_cache_option.h"
 #include "lemma/base/error.h"
 
 namespace lemma::cli {
@@ -26,6 +27,7 @@ void SamplingFlags::add_to(CLI::App* sub) {
   sub->add_option("--load", load, "Weights: lazy (mmap), prefault (mmap + touch every page), copy")
       ->check(CLI::IsMember({"lazy", "prefault", "copy"}))
       ->capture_default_str();
+  add_kv_cache_dtype_option(sub, kv_cache_dtype);
 }
 
 GenerationOptions SamplingFlags::to_options(int64_t vocab_size) const {
@@ -35,6 +37,7 @@ GenerationOptions SamplingFlags::to_options(int64_t vocab_size) const {
   options.max_tokens = max_tokens;
   options.num_threads = resolve_threads(threads);
   options.ignore_eos = ignore_eos;
+  options.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype);
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;
   options.sampling.top_p = top_p;

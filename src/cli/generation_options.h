@@ -1,4 +1,5 @@
-// Command-line options shared by `generate` and `chat`: sampling, length, threads.
+// Command-line options shared by `generate` and `chat`: sampling, length, threads, weights loading,
+// KV cache dtype.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -24,6 +25,7 @@ struct SamplingFlags {
   bool ignore_eos = false;
   int threads = 0;
   std::string load = "lazy";
+  std::string kv_cache_dtype = "auto";
 
   void add_to(CLI::App* sub);
   // Validated options (throws InvalidArgument naming the flag).

@@ -103,6 +103,34 @@ TEST(CliPerplexity, MatchesTheReferenceWithinOneHundredth) {
   EXPECT_NEAR(ppl, 109.6400, 0.01) << r.out;
 }
 
+// G23: --kv-cache-dtype int8 stores K/V as int8 with one scale per token and KV head; the
+// perplexity moves (the cache rounds) but stays within the 8-bit gate of 1%.
+TEST(CliPerplexity, Int8KvCacheStaysWithinOnePercent) {
+  const auto golden_path = shared_data("golden/stories260K_perplexity.json");
+  LEMMA_REQUIRE_SHARED(golden_path);
+  const auto r = lemma("perplexity --kv-cache-dtype int8 --model " + shell_quote(stories()) + " --ctx 128 --file " +
+                       shell_quote(shared_data("golden/ppl-input.txt").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("int8 KV cache"), std::string::npos) << r.err;
+  const double ppl = std::stod(r.out.substr(r.out.rfind("PPL = ") + 6));
+  EXPECT_NE(ppl, 109.6400);
+  EXPECT_NEAR(ppl, 109.6400, 0.01 * 109.6400) << r.out;
+}
+
+TEST(CliGenerate, KvCacheDtypeIsValidated) {
+  LEMMA_REQUIRE_SHARED(stories());
+  const std::string m = " --model " + shell_quote(stories()) + " --prompt-ids 1,403,407 --temperature 0 --max-tokens 4 --json";
+  for (const char* dtype : {"auto", "f32", "bf16", "int8", "fp8"}) {
+    const auto r = lemma(std::string("generate --kv-cache-dtype ") + dtype + m);
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["ids"].size(), 4u) << dtype;
+  }
+  const auto bad = lemma("generate --kv-cache-dtype int3" + m);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--kv-cache-dtype"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("int3"), std::string::npos) << bad.err;
+}
+
 TEST(CliChat, AnswersEachTurnAndHonoursReset) {
   LEMMA_REQUIRE_SHARED(stories());
   const std::string input = "Hello there\n/reset\nTell me a story\n";
@@ -129,6 +157,7 @@ TEST(CliServe, RejectsImpossibleSettingsBeforeListening) {
       {"--max-num-batched-tokens -1 --port 0", "--max-num-batched-tokens"},
       {"--port 70000", "--port"},
       {"--request-timeout 0 --port 0", "--request-timeout"},
+      {"--kv-cache-dtype fp4 --port 0", "--kv-cache-dtype"},
   };
   for (const auto& c : cases) {
     const auto r = lemma("serve" + m + " " + c.args);

@@ -11,9 +11,8 @@ namespace {
 uint64_t floats_bytes(const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); }
 }  // namespace
 
-uint64_t kv_bytes_per_token(const ModelConfig& config, uint64_t bytes_per_value) {
-  return 2 * static_cast<uint64_t>(config.num_layers) * static_cast<uint64_t>(config.num_kv_heads) *
-         static_cast<uint64_t>(config.head_dim) * bytes_per_value;
+uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
+  return KvCache::kv_cache_bytes_per_token(config.num_layers, config.num_kv_heads, config.head_dim, dtype);
 }
 
 WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights) {
@@ -35,7 +34,7 @@ WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights)
 }
 
 CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_bytes, uint64_t memory_bytes,
-                           int64_t context, int64_t block_size) {
+                           int64_t context, int64_t block_size, KvDtype dtype) {
   if (context <= 0 || block_size <= 0) {
     throw InvalidArgument("capacity: context (" + std::to_string(context) + ") and block size (" +
                           std::to_string(block_size) + ") must be positive");
@@ -43,7 +42,7 @@ CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_b
   CapacityPlan p;
   p.memory_bytes = memory_bytes;
   p.weight_bytes = resident_weight_bytes;
-  p.kv_bytes_per_token = kv_bytes_per_token(config);
+  p.kv_bytes_per_token = kv_bytes_per_token(config, dtype);
   p.context = context;
   p.block_size = block_size;
   const uint64_t blocks_per_sequence = static_cast<uint64_t>((context + block_size - 1) / block_size);

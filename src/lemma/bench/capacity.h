@@ -5,16 +5,15 @@
 
 #include <cstdint>
 
+#include "lemma/model/kv_cache.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/model_weights.h"
 
 namespace lemma::bench {
 
-// lemma's KV cache stores f32 keys and values (model/kv_cache.h).
-inline constexpr uint64_t kKvBytesPerValue = 4;
-
-// K and V of one token in every layer: 2 x layers x kv_heads x head_dim x bytes_per_value.
-uint64_t kv_bytes_per_token(const ModelConfig& config, uint64_t bytes_per_value = kKvBytesPerValue);
+// K and V of one token in every layer in a cache of `dtype` (model/kv_cache.h): 2 x layers x kv_heads
+// x (head_dim x element bytes + one f32 scale for int8/fp8).
+uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype = KvDtype::kF32);
 
 struct WeightBytes {
   uint64_t resident = 0;        // every tensor the model holds (matrices in file dtype, 1-D tensors as f32)
@@ -35,6 +34,6 @@ struct CapacityPlan {
 
 // Throws InvalidArgument for a non-positive context or block size.
 CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_bytes, uint64_t memory_bytes,
-                           int64_t context, int64_t block_size = 16);
+                           int64_t context, int64_t block_size = 16, KvDtype dtype = KvDtype::kF32);
 
 }  // namespace lemma::bench

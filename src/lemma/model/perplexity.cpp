@@ -30,7 +30,8 @@ PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t>
   const int64_t first_scored = ctx / 2;
 
   constexpr int64_t kBlockSize = 16;
-  KvCache cache = KvCache::for_model(model.config(), (ctx + kBlockSize - 1) / kBlockSize, kBlockSize);
+  KvCache cache =
+      KvCache::for_model(model.config(), (ctx + kBlockSize - 1) / kBlockSize, kBlockSize, options.kv_dtype);
   const std::vector<int32_t> table = contiguous_block_table(ctx, kBlockSize);
   ForwardWorkspace workspace(options.num_threads);
   std::vector<float> logits(static_cast<size_t>(ctx * vocab));

@@ -19,6 +19,7 @@ struct PerplexityOptions {
   int64_t context = 512;                 // tokens per chunk (llama-perplexity -c)
   std::optional<int32_t> bos_token_id;   // overwrites each chunk's first token; nullopt = keep it
   int num_threads = 1;                   // threads per forward (ForwardWorkspace)
+  KvDtype kv_dtype = KvDtype::kF32;      // KV cache element type (G23)
   // Called after each chunk with (chunk index, number of chunks, running perplexity).
   std::function<void(int64_t, int64_t, double)> on_chunk;
 };

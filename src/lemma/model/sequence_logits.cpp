@@ -5,11 +5,12 @@
 
 namespace lemma {
 
-std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads) {
+std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads,
+                                   KvDtype kv_dtype) {
   if (tokens.empty()) fail<InvalidArgument>("sequence_logits: give at least one token");
   constexpr int64_t kBlockSize = 16;
   const auto n = static_cast<int64_t>(tokens.size());
-  KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize);
+  KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype);
   ForwardWorkspace workspace(num_threads);
   const auto table = contiguous_block_table(n, kBlockSize);
   ForwardBatch batch;

@@ -11,8 +11,9 @@
 
 namespace lemma {
 
-// [tokens.size(), vocab] f32, row i = logits after reading tokens[0..i]. Throws InvalidArgument for
-// an empty sequence or ids outside the vocabulary.
-std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads = 1);
+// [tokens.size(), vocab] f32, row i = logits after reading tokens[0..i], with a KV cache of
+// `kv_dtype`. Throws InvalidArgument for an empty sequence or ids outside the vocabulary.
+std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads = 1,
+                                   KvDtype kv_dtype = KvDtype::kF32);
 
 }  // namespace lemma

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "lemma/base/error.h"
+#include "lemma/base/trace.h"
 #include "lemma/model/kv_cache.h"
 
 namespace lemma {
@@ -52,7 +53,7 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   if (options.max_tokens == 0) return result;
 
   const int64_t num_blocks = (total + kBlockSize - 1) / kBlockSize;
-  KvCache cache = KvCache::for_model(config, num_blocks, kBlockSize);
+  KvCache cache = KvCache::for_model(config, num_blocks, kBlockSize, options.kv_dtype);
   const std::vector<int32_t> block_table = contiguous_block_table(total, kBlockSize);
   ForwardWorkspace workspace(std::max(1, options.num_threads));
   std::vector<float> logits(static_cast<size_t>(config.vocab_size));
@@ -63,6 +64,7 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   int64_t num_cached = 0;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < options.max_tokens; ++step) {
+    trace::Scope t_step(step == 0 ? "prefill_step" : "decode_step", "step", "step", step);
     ForwardBatch batch;
     SequenceInput seq;
     seq.token_ids = step == 0 ? prompt : std::span<const int32_t>(next_input);
@@ -73,7 +75,9 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
     model.forward(batch, cache, workspace, logits);
     num_cached += seq.num_tokens();
 
+    trace::Scope t_sample("sampling");
     const SampleResult sampled = sampler.sample(logits, prompt, result.ids);
+    t_sample.end();
     if (sampled.token == kNoToken) fail<Error>("no finite logit at step {}: the model produced NaN/-inf everywhere", step);
     result.ids.push_back(sampled.token);
     if (step == 0) {
@@ -83,7 +87,9 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
     const bool is_eos = !options.ignore_eos && config.eos_token_id && sampled.token == *config.eos_token_id;
     const bool is_stop = std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), sampled.token) !=
                          options.stop_token_ids.end();
+    trace::Scope t_output("on_token", "output");  // the caller's detokenise-and-print
     const bool keep_going = !on_token || on_token(sampled.token);
+    t_output.end();
     if (is_eos || is_stop) {
       result.finish_reason = FinishReason::kStop;
       break;

@@ -21,6 +21,7 @@ struct GenerationOptions {
   bool ignore_eos = false;           // keep going after the model's EOS token
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation (included in the output)
   int num_threads = 1;               // threads per forward (results do not depend on it)
+  KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
 };
 
 enum class FinishReason { kLength, kStop, kCallback };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lemma/base/error.h"
+#include "lemma/base/trace.h"
 
 namespace lemma {
 
@@ -11,8 +12,9 @@ ModelRunner::ModelRunner(const Model& model, const ModelRunnerConfig& config)
   if (config.num_device_blocks <= 0 || config.block_size <= 0 || config.max_num_seqs <= 0 || config.num_host_blocks < 0)
     fail<InvalidArgument>("model runner: device blocks ({}), block size ({}) and max_num_seqs ({}) must be positive",
                           config.num_device_blocks, config.block_size, config.max_num_seqs);
-  device_ = KvCache::for_model(model.config(), config.num_device_blocks, config.block_size);
-  if (config.num_host_blocks > 0) host_ = KvCache::for_model(model.config(), config.num_host_blocks, config.block_size);
+  device_ = KvCache::for_model(model.config(), config.num_device_blocks, config.block_size, config.kv_dtype);
+  if (config.num_host_blocks > 0)
+    host_ = KvCache::for_model(model.config(), config.num_host_blocks, config.block_size, config.kv_dtype);
   logits_.resize(static_cast<size_t>(config.max_num_seqs * model.config().vocab_size));
   batch_.sequences.reserve(static_cast<size_t>(config.max_num_seqs));
 }
@@ -50,6 +52,7 @@ void ModelRunner::copy_blocks(const StepPlan& plan) {
 }
 
 RunnerOutput ModelRunner::run(const StepPlan& plan) {
+  trace::Scope t_prepare("runner_prepare", "runtime");
   apply_plan_state(plan);
   copy_blocks(plan);
   RunnerOutput out;
@@ -76,10 +79,12 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
     batch_.sequences.push_back(in);
   }
   const int64_t rows = batch_.num_logit_rows();
+  t_prepare.end();
   model_.forward(batch_, device_, workspace_,
                  std::span<float>(logits_).first(static_cast<size_t>(rows * model_.config().vocab_size)));
   out.num_sequences = static_cast<int64_t>(batch_.sequences.size());
   out.num_tokens = batch_.num_tokens();
+  trace::Scope t_sample("sampling", "kernel");
   sample(plan, out);
   return out;
 }

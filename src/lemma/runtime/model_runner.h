@@ -25,6 +25,7 @@ struct ModelRunnerConfig {
   int64_t max_num_seqs = 64;    // logits rows reserved up front
   int num_threads = 1;          // threads per forward (results do not depend on it)
   uint64_t default_seed = 0;    // for requests whose SamplingParams carry no seed
+  KvDtype kv_dtype = KvDtype::kF32;  // device and host caches (G23)
 };
 
 // What a step produced besides the tokens: per sampled token, its logprob details (parallel to

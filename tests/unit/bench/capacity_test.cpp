@@ -23,9 +23,15 @@ ModelConfig config_with(int64_t layers, int64_t heads, int64_t kv_heads, int64_t
 TEST(Capacity, KvBytesPerTokenMatchesTheCacheLayout) {
   for (const ModelConfig& c : {config_with(2, 4, 4, 8), config_with(3, 4, 2, 16), config_with(5, 8, 1, 32)}) {
     EXPECT_EQ(kv_bytes_per_token(c), uint64_t(2 * c.num_layers * c.num_kv_heads * c.head_dim * 4));
-    EXPECT_EQ(kv_bytes_per_token(c, 2), kv_bytes_per_token(c) / 2);
-    // A one-block cache of block size 1 holds exactly one token.
-    EXPECT_EQ(KvCache::for_model(c, 1, 1).bytes(), kv_bytes_per_token(c));
+    EXPECT_EQ(kv_bytes_per_token(c, KvDtype::kBf16), kv_bytes_per_token(c) / 2);
+    // int8 / fp8: one byte per value plus one f32 scale per token and KV head.
+    for (KvDtype d : {KvDtype::kInt8, KvDtype::kFp8}) {
+      EXPECT_EQ(kv_bytes_per_token(c, d), uint64_t(2 * c.num_layers * c.num_kv_heads * (c.head_dim + 4)));
+    }
+    // A one-block cache of block size 1 holds exactly one token, in every dtype.
+    for (KvDtype d : {KvDtype::kF32, KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8}) {
+      EXPECT_EQ(KvCache::for_model(c, 1, 1, d).bytes(), kv_bytes_per_token(c, d));
+    }
   }
 }
 
@@ -60,6 +66,17 @@ TEST(Capacity, WeightsLargerThanTheBudgetLeaveNoSequences) {
   EXPECT_EQ(plan_capacity(c, 10u << 20, 1u << 20, 128).max_sequences, 0);
   EXPECT_THROW(plan_capacity(c, 0, 1u << 20, 0), InvalidArgument);
   EXPECT_THROW(plan_capacity(c, 0, 1u << 20, 16, 0), InvalidArgument);
+}
+
+// G23: a quantized KV cache holds more tokens in the same memory: int8 with head_dim 64 stores
+// 64 + 4 bytes per head row instead of 256, so 256/68 = 3.76x the sequences (within block rounding).
+TEST(Capacity, QuantizedKvFitsMoreSequences) {
+  const ModelConfig c = config_with(4, 8, 2, 64);
+  const auto f32 = plan_capacity(c, 0, 1u << 30, 1024, 16, KvDtype::kF32);
+  const auto int8 = plan_capacity(c, 0, 1u << 30, 1024, 16, KvDtype::kInt8);
+  const auto bf16 = plan_capacity(c, 0, 1u << 30, 1024, 16, KvDtype::kBf16);
+  EXPECT_EQ(bf16.max_sequences, 2 * f32.max_sequences);
+  EXPECT_NEAR(static_cast<double>(int8.max_sequences) / static_cast<double>(f32.max_sequences), 256.0 / 68.0, 0.05);
 }
 
 TEST(Capacity, WeightBytesCountEveryTensor) {

@@ -1,4 +1,5 @@
-// paged_attention (block tables) against the dense reference_sdpa oracle; the oracle's masks.
+// paged_attention (block tables, every KV cache dtype) against the dense reference_sdpa oracle over
+// the values the cache holds; batch, thread and chunking invariance; the oracle's masks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +7,7 @@
 #include <random>
 
 #include "lemma/model/layers/paged_attention.h"
+#include "lemma/kernels/attention/kv_quant.h"
 #include "lemma/model/layers/reference_sdpa.h"
 
 namespace lemma::layers {
@@ -23,11 +25,37 @@ struct Case {
   int64_t num_heads, num_kv_heads, head_dim, num_cached, num_new, block_size, window;
 };
 
+constexpr KvDtype kDtypes[] = {KvDtype::kF32, KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8};
+
+// Writes token rows (kv_stride floats each) at positions 0.. of a sequence through the model's path.
+void write_tokens(const KvLayerView& view, std::span<const int32_t> table, const std::vector<float>& keys,
+                  const std::vector<float>& values, int64_t num_tokens) {
+  const int64_t stride = view.token_stride();
+  for (int64_t p = 0; p < num_tokens; ++p)
+    write_kv_slot(view, view.slot(table, p), keys.data() + p * stride, values.data() + p * stride);
+}
+
+// The f32 values the cache holds for positions 0..num_tokens-1 (K or V).
+std::vector<float> held_values(const KvLayerView& view, std::span<const int32_t> table, int64_t num_tokens, bool keys) {
+  const int64_t hd = view.head_dim, esize = kernels::kv_element_bytes(view.dtype);
+  std::vector<float> out(static_cast<size_t>(num_tokens * view.token_stride()));
+  for (int64_t p = 0; p < num_tokens; ++p)
+    for (int64_t h = 0; h < view.num_kv_heads; ++h) {
+      const int64_t row = view.slot(table, p) * view.num_kv_heads + h;
+      const float* scales = keys ? view.key_scales : view.value_scales;
+      const char* base = static_cast<const char*>(keys ? view.keys : view.values);
+      kernels::kv_decode_row(view.dtype, base + row * hd * esize, scales != nullptr ? scales[row] : 1.0f, hd,
+                             out.data() + (p * view.num_kv_heads + h) * hd);
+    }
+  return out;
+}
+
 std::vector<float> attention_scratch(std::span<const AttentionSequence> seqs, const AttentionParams& p, int64_t hd) {
   return std::vector<float>(static_cast<size_t>(paged_attention_scratch_floats(seqs, p, hd)), std::nanf(""));
 }
 
-void check_paged_matches_reference(const Case& c, uint32_t seed, bool contiguous = false) {
+void check_paged_matches_reference(const Case& c, uint32_t seed, bool contiguous = false,
+                                   KvDtype dtype = KvDtype::kF32) {
   const int64_t ctx = c.num_cached + c.num_new;
   const int64_t kv_stride = c.num_kv_heads * c.head_dim;
   const auto keys = random_values(static_cast<size_t>(ctx * kv_stride), seed);
@@ -37,37 +65,42 @@ void check_paged_matches_reference(const Case& c, uint32_t seed, bool contiguous
   // Scatter the keys/values over blocks in reverse order, with unused blocks in between (or, for a
   // contiguous cache, the table 0, 1, 2, ...).
   const int64_t needed = (ctx + c.block_size - 1) / c.block_size;
-  KvCache cache(1, 2 * needed + 1, c.block_size, c.num_kv_heads, c.head_dim);
+  KvCache cache(1, 2 * needed + 1, c.block_size, c.num_kv_heads, c.head_dim, dtype);
   KvLayerView view = cache.layer(0);
   std::vector<int32_t> table = contiguous_block_table(ctx, c.block_size);
   if (!contiguous)
     for (int64_t b = 0; b < needed; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(2 * (needed - b));
-  for (int64_t p = 0; p < ctx; ++p) {
-    std::copy_n(keys.data() + p * kv_stride, kv_stride, view.keys + view.slot_offset(table, p));
-    std::copy_n(values.data() + p * kv_stride, kv_stride, view.values + view.slot_offset(table, p));
+  write_tokens(view, table, keys, values, ctx);
+  const auto held_keys = held_values(view, table, ctx, true), held_vals = held_values(view, table, ctx, false);
+  if (dtype == KvDtype::kF32) {  // an f32 cache holds exactly what was written
+    ASSERT_EQ(held_keys, keys);
+    ASSERT_EQ(held_vals, values);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   std::vector<float> want(q.size());
   const AttentionSequence seq{0, c.num_new, ctx, table};
   const AttentionParams params{c.num_heads, scale, c.window};
   const SdpaShape shape{c.num_new, ctx, c.num_heads, c.num_kv_heads, c.head_dim};
-  reference_sdpa(q, keys, values, shape, {true, c.num_cached, c.window, {}}, scale, want);
+  reference_sdpa(q, held_keys, held_vals, shape, {true, c.num_cached, c.window, {}}, scale, want);
   for (kernels::Isa isa : kernels::available_isas()) {
     std::vector<float> got(q.size(), std::nanf(""));
     std::vector<float> scratch = attention_scratch(std::span(&seq, 1), params, c.head_dim);
     paged_attention(q, view, std::span(&seq, 1), params, scratch, got, nullptr, isa);
     for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], 2e-5) << kernels::isa_name(isa) << " heads " << c.num_heads << "/"
+      ASSERT_NEAR(got[i], want[i], 2e-5) << kernels::isa_name(isa) << " " << kernels::kv_dtype_name(dtype) << " heads " << c.num_heads << "/"
                                           << c.num_kv_heads << " hd " << c.head_dim << " cached " << c.num_cached
                                           << " new " << c.num_new << " element " << i;
   }
 }
 
 TEST(PagedAttention, MatchesReferenceSdpa) {
-  uint32_t seed = 1;
-  for (const Case& c : {Case{4, 2, 8, 0, 9, 4, 0}, Case{4, 4, 16, 5, 1, 4, 0}, Case{8, 1, 8, 7, 6, 3, 0},
-                        Case{4, 2, 8, 0, 11, 2, 3}, Case{4, 2, 8, 9, 3, 5, 1}, Case{2, 2, 4, 3, 4, 16, 4}})
-    check_paged_matches_reference(c, seed += 10);
+  for (KvDtype dtype : kDtypes) {
+    uint32_t seed = 1;
+    for (const Case& c : {Case{4, 2, 8, 0, 9, 4, 0}, Case{4, 4, 16, 5, 1, 4, 0}, Case{8, 1, 8, 7, 6, 3, 0},
+                          Case{4, 2, 8, 0, 11, 2, 3}, Case{4, 2, 8, 9, 3, 5, 1}, Case{2, 2, 4, 3, 4, 16, 4},
+                          Case{4, 2, 20, 6, 3, 4, 0}})
+      check_paged_matches_reference(c, seed += 10, false, dtype);
+  }
 }
 
 TEST(PagedAttention, MatchesReferenceSdpaAcrossSplitsAndQueryBlocks) {
@@ -79,6 +112,9 @@ TEST(PagedAttention, MatchesReferenceSdpaAcrossSplitsAndQueryBlocks) {
                         Case{4, 2, 32, 600, 17, 16, 256}, Case{4, 4, 16, 700, 1, 16, 100},
                         Case{7, 7, 16, 0, 257, 1, 64}, Case{2, 1, 80, 1000, 8, 32, 300}})
     check_paged_matches_reference(c, seed += 10);
+  for (KvDtype dtype : {KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8})
+    for (const Case& c : {Case{4, 2, 32, 300, 1, 32, 0}, Case{7, 1, 64, 0, 300, 16, 0}, Case{2, 1, 80, 1000, 8, 32, 300}})
+      check_paged_matches_reference(c, seed += 10, false, dtype);
 }
 
 TEST(PagedAttention, ContiguousCacheIsOneBlockTable) {
@@ -97,14 +133,15 @@ struct Batch {
   std::vector<float> q;
 
   // (num_cached, num_new) per sequence.
-  explicit Batch(const std::vector<std::pair<int64_t, int64_t>>& shapes, uint32_t seed) {
+  explicit Batch(const std::vector<std::pair<int64_t, int64_t>>& shapes, uint32_t seed,
+                 KvDtype dtype = KvDtype::kF32) {
     int64_t blocks = 0, tokens = 0;
     for (auto [cached, fresh] : shapes) blocks += (cached + fresh + block_size - 1) / block_size;
-    cache = KvCache(1, blocks, block_size, num_kv_heads, head_dim);
+    cache = KvCache(1, blocks, block_size, num_kv_heads, head_dim, dtype);
     KvLayerView view = cache.layer(0);
     const auto kv = random_values(static_cast<size_t>(blocks * block_size * view.token_stride()), seed);
-    std::copy(kv.begin(), kv.end(), view.keys);
-    std::copy(kv.rbegin(), kv.rend(), view.values);
+    const std::vector<float> reversed(kv.rbegin(), kv.rend());
+    write_tokens(view, contiguous_block_table(blocks * block_size, block_size), kv, reversed, blocks * block_size);
     tables.resize(shapes.size());
     int32_t next = 0;
     for (bool assigned = true; assigned;) {  // round-robin block ids over the sequences
@@ -142,8 +179,7 @@ TEST(PagedAttention, SequencesInABatchDoNotMix) {
   KvCache cache(1, 4, bs, 1, hd);
   KvLayerView view = cache.layer(0);
   const auto kv = random_values(static_cast<size_t>(4 * bs * hd), 3);
-  std::copy(kv.begin(), kv.end(), view.keys);
-  std::copy(kv.begin(), kv.end(), view.values);
+  write_tokens(view, contiguous_block_table(4 * bs, bs), kv, kv, 4 * bs);
   const auto q = random_values(static_cast<size_t>(2 * hd), 4);
   const std::vector<int32_t> t0 = {0, 1}, t1 = {2, 3};
   const AttentionSequence seqs[2] = {{0, 1, 4, t0}, {1, 1, 4, t1}};
@@ -156,7 +192,8 @@ TEST(PagedAttention, SequencesInABatchDoNotMix) {
 
 TEST(PagedAttention, OutputIsBitwiseIndependentOfTheBatch) {
   // Each sequence alone equals the same sequence inside a batch of decodes and prefills.
-  Batch b({{700, 1}, {40, 30}, {300, 5}, {0, 9}, {513, 1}}, 7);
+  for (KvDtype dtype : kDtypes) {
+  Batch b({{700, 1}, {40, 30}, {300, 5}, {0, 9}, {513, 1}}, 7, dtype);
   for (kernels::Isa isa : kernels::available_isas()) {
     const auto batched = b.run(b.seqs, b.q, nullptr, isa);
     const int64_t row_floats = b.num_heads * b.head_dim;
@@ -165,8 +202,9 @@ TEST(PagedAttention, OutputIsBitwiseIndependentOfTheBatch) {
       const auto q = std::span(b.q).subspan(static_cast<size_t>(s.token_offset * row_floats));
       const auto out = b.run(std::span(&alone, 1), q, nullptr, isa);
       ASSERT_EQ(0, std::memcmp(out.data(), batched.data() + s.token_offset * row_floats, out.size() * sizeof(float)))
-          << kernels::isa_name(isa) << " sequence at row " << s.token_offset;
+          << kernels::isa_name(isa) << " " << kernels::kv_dtype_name(dtype) << " sequence at row " << s.token_offset;
     }
+  }
   }
 }
 
@@ -186,7 +224,8 @@ TEST(PagedAttention, OutputIsBitwiseIndependentOfTheThreadCount) {
 TEST(PagedAttention, PrefillRowsEqualDecodeRowsBitwise) {
   // A 300-token prompt at once (query blocks), in chunks of 7 (split items), and token by token
   // (decode): every row must be the same bits, so chunked prefill cannot change a result.
-  Batch b({{0, 300}}, 9);
+  for (KvDtype dtype : kDtypes) {
+  Batch b({{0, 300}}, 9, dtype);
   const int64_t row_floats = b.num_heads * b.head_dim;
   for (kernels::Isa isa : kernels::available_isas()) {
     const auto whole = b.run(b.seqs, b.q, nullptr, isa);
@@ -197,9 +236,11 @@ TEST(PagedAttention, PrefillRowsEqualDecodeRowsBitwise) {
         const auto out = b.run(std::span(&part, 1), std::span(b.q).subspan(static_cast<size_t>(first * row_floats)),
                                nullptr, isa);
         ASSERT_EQ(0, std::memcmp(out.data(), whole.data() + first * row_floats, out.size() * sizeof(float)))
-            << kernels::isa_name(isa) << " chunk " << chunk << " first row " << first;
+            << kernels::isa_name(isa) << " " << kernels::kv_dtype_name(dtype) << " chunk " << chunk << " first row "
+            << first;
       }
     }
+  }
   }
 }
 

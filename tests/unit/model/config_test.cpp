@@ -124,8 +124,8 @@ TEST(ConfigFromHf, ClearFailures) {
   j["attention_bias"] = true;
   EXPECT_NE(error_of<Unsupported>(j).find("attention_bias"), std::string::npos);
   j = llama_json();
-  j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
-  EXPECT_NE(error_of<Unsupported>(j).find("gptq"), std::string::npos);
+  j["quantization_config"] = {{"quant_method", "bitsandbytes"}, {"load_in_4bit", true}};
+  EXPECT_NE(error_of<Unsupported>(j).find("bitsandbytes"), std::string::npos);
   j = llama_json();
   j["num_key_value_heads"] = 3;
   EXPECT_NE(error_of<InvalidArgument>(j).find("num_kv_heads"), std::string::npos);

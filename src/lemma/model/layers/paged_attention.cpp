@@ -76,11 +76,18 @@ kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, i
   a.key_begin = split * kFlashSplitKeys;
   a.key_end = std::min((split + 1) * kFlashSplitKeys, s.context_length);
   a.scale = job.p.scale;
-  a.keys = c.keys + kv_head * hd;
-  a.values = c.values + kv_head * hd;
+  const int64_t head_bytes = kv_head * hd * kernels::kv_element_bytes(c.dtype);
+  a.keys = static_cast<const char*>(c.keys) + head_bytes;
+  a.values = static_cast<const char*>(c.values) + head_bytes;
   a.block_table = s.block_table.data();
   a.block_size = c.block_size;
   a.token_stride = c.token_stride();
+  a.kv_dtype = c.dtype;
+  if (c.key_scales != nullptr) {
+    a.key_scales = c.key_scales + kv_head;
+    a.value_scales = c.value_scales + kv_head;
+    a.scale_stride = c.num_kv_heads;
+  }
   a.partial = partial;
   return a;
 }

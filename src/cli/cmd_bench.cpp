@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_options.h"
+#include "cli/kv_cache_option.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
 #include "lemma/bench/cost.h"
@@ -38,7 +39,7 @@ struct MachineFlags {
 };
 
 struct ModelFlags {
-  std::string model, load = "lazy";
+  std::string model, load = "lazy", kv_cache_dtype = "auto";
   int threads = 0;
   int64_t pp = 512, tg = 128, batch = 1;
   int reps = 3;
@@ -51,6 +52,7 @@ struct CapacityFlags {
   std::string model;
   double memory_gb = 0.0;  // 0 = this machine's MemTotal
   int64_t ctx = 4096, block_size = 16;
+  std::string kv_cache_dtype = "auto";
 };
 
 struct ServeFlags {
@@ -143,15 +145,17 @@ int run_model(const ModelFlags& flags) {
   const ModelWeights& w = model.weights();
   const std::string kernel(kernels::kernel_name_for(w.layers.at(0).q.dtype, c.hidden_size));
   const auto weight_bytes = bench::weight_bytes(c, w);
-  const uint64_t kv_per_token = bench::kv_bytes_per_token(c);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
+  const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
   const double bandwidth = flags.bandwidth_gbps > 0 ? flags.bandwidth_gbps : measure_bandwidth(threads, flags.buffer_mib).best_gbps;
   const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : matmul_peak_gflops(threads);
   if (!flags.json) {
     print_machine(threads);
     std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
-    std::printf("weights: %s, %.1f MiB resident, %.1f MiB read per decode step; kv: %llu bytes/token (f32)\n",
+    std::printf("weights: %s, %.1f MiB resident, %.1f MiB read per decode step; kv: %llu bytes/token (%s)\n",
                 std::string(dtype_name(w.layers.at(0).q.dtype)).c_str(), static_cast<double>(weight_bytes.resident) / (1 << 20),
-                static_cast<double>(weight_bytes.read_per_token) / (1 << 20), static_cast<unsigned long long>(kv_per_token));
+                static_cast<double>(weight_bytes.read_per_token) / (1 << 20), static_cast<unsigned long long>(kv_per_token),
+                kernels::kv_dtype_name(kv_dtype));
     std::printf("matmul kernel: %s\n", kernel.c_str());
     std::printf("roofline: %.1f GB/s read%s, %.1f GFLOP/s f32 FMA peak%s\n", bandwidth, flags.bandwidth_gbps > 0 ? " (given)" : "",
                 peak, flags.peak_gflops > 0 ? " (given)" : "");
@@ -161,6 +165,7 @@ int run_model(const ModelFlags& flags) {
     std::printf("workload: %s, %s, %d reps after a warm-up, outputs checked first\n", pp.c_str(), tg.c_str(), flags.reps);
   }
   bench::ModelBenchOptions options{flags.pp, flags.tg, flags.reps, threads, flags.batch, 42};
+  options.kv_dtype = kv_dtype;
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
   const auto results = bench::run_model_bench(model, options, progress);
   if (!flags.json) std::printf("%-8s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
@@ -188,6 +193,10 @@ int run_model(const ModelFlags& flags) {
         j["gflop_per_run"] = gflops;
         j["peak_gflops"] = peak;
       }
+      if (decode) {
+        j["step_ms"] = r.overhead.step_ms;
+        j["framework_overhead_fraction"] = r.overhead.overhead_fraction();
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("%-8s %6lld %7d %14.2f %10.2f %14.2f %8.1f%%\n", r.test.c_str(), static_cast<long long>(r.batch), threads,
@@ -196,6 +205,10 @@ int run_model(const ModelFlags& flags) {
         std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
                     r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg),
                     bytes_per_token * r.tokens_per_s.mean / 1e9);
+        std::printf("  %s: framework overhead %.2f%% of step time (step %.3f ms, %.3f ms outside kernel ranges; "
+                    "traced run, batch %lld)\n",
+                    r.test.c_str(), 100.0 * r.overhead.overhead_fraction(), r.overhead.step_ms, r.overhead.overhead_ms,
+                    static_cast<long long>(r.batch));
       } else {
         std::printf("  %s: %.1f GFLOP per run, %.1f GFLOP/s achieved (ceiling: f32 FMA peak of the active ISA)\n",
                     r.test.c_str(), gflops, gflops * r.tokens_per_s.mean / static_cast<double>(flags.pp));
@@ -211,12 +224,15 @@ int run_capacity(const CapacityFlags& flags) {
   const auto weights = bench::weight_bytes(c, model.weights());
   const double memory = flags.memory_gb > 0 ? flags.memory_gb * 1e9 : mem_total_bytes();
   if (memory <= 0) throw InvalidArgument("--memory-gb is needed (cannot read MemTotal)");
-  const auto plan = bench::plan_capacity(c, weights.resident, static_cast<uint64_t>(memory), flags.ctx, flags.block_size);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
+  const auto plan =
+      bench::plan_capacity(c, weights.resident, static_cast<uint64_t>(memory), flags.ctx, flags.block_size, kv_dtype);
   std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
-  std::printf("kv bytes per token: %llu (2 x %lld layers x %lld kv heads x %lld head dim x %llu bytes)\n",
+  std::printf("kv bytes per token: %llu (2 x %lld layers x %lld kv heads x (%lld head dim x %lld bytes%s), %s)\n",
               static_cast<unsigned long long>(plan.kv_bytes_per_token), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.num_kv_heads), static_cast<long long>(c.head_dim),
-              static_cast<unsigned long long>(bench::kKvBytesPerValue));
+              static_cast<long long>(kernels::kv_element_bytes(kv_dtype)),
+              kernels::kv_dtype_has_scales(kv_dtype) ? " + 4-byte scale" : "", kernels::kv_dtype_name(kv_dtype));
   std::printf("weight bytes: %llu (%.2f GiB)\n", static_cast<unsigned long long>(plan.weight_bytes),
               static_cast<double>(plan.weight_bytes) / kGiB);
   std::printf("memory budget: %.2f GB%s\n", memory / 1e9, flags.memory_gb > 0 ? "" : " (MemTotal)");
@@ -250,11 +266,28 @@ int run_serve(ServeFlags flags) {
   }
   return 0;
 }
+// The model test's options, on `bench` itself and on `bench model`; returns the --model option.
+CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
+  CLI::Option* model = app->add_option("--model,-m", flags.model, "HF directory or .gguf file");
+  app->add_option("--threads,-t", flags.threads, "Threads per forward (default: one per core)");
+  app->add_option("--pp,-p", flags.pp, "Prompt tokens of the prefill test (0 = skip)")->capture_default_str();
+  app->add_option("--tg,-n", flags.tg, "Decode steps of the generation test (0 = skip)")->capture_default_str();
+  app->add_option("--reps,-r", flags.reps, "Timed repetitions")->capture_default_str();
+  app->add_option("--batch,-b", flags.batch, "Sequences decoded together in tg")->capture_default_str();
+  app->add_option("--bandwidth", flags.bandwidth_gbps, "Read bandwidth in GB/s (default: measure it)");
+  app->add_option("--peak-gflops", flags.peak_gflops, "Peak GFLOP/s (default: measure it)");
+  app->add_option("--buffer-mib", flags.buffer_mib, "Bandwidth buffer size when measuring")->capture_default_str();
+  app->add_option("--load", flags.load, "lazy | prefault | copy")->capture_default_str();
+  app->add_flag("--json", flags.json, "One JSON object per test and line");
+  add_kv_cache_dtype_option(app, flags.kv_cache_dtype);
+  return model;
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks: machine roofline, model throughput, memory capacity");
-  bench->require_subcommand(1);
+  bench->require_subcommand(0, 1);
 
   auto machine = std::make_shared<MachineFlags>();
   auto* roofline = bench->add_subcommand("roofline", "Read bandwidth (best of 5 passes) and peak FLOP/s per ISA");
@@ -263,19 +296,16 @@ void register_bench(CLI::App& app) {
   roofline->add_flag("--json", machine->json, "One JSON object");
   bind(roofline, [machine] { return run_roofline(*machine); });
 
+  // `lemma bench --model M ...` (issue 5's form, like llama-bench) and `lemma bench model -m M ...`.
   auto flags = std::make_shared<ModelFlags>();
+  add_model_options(bench, *flags);
+  bind(bench, [flags] {
+    if (flags->model.empty())
+      throw InvalidArgument("bench: give --model M (prefill/decode tokens/s) or one of roofline, model, capacity, serve");
+    return run_model(*flags);
+  });
   auto* model = bench->add_subcommand("model", "llama-bench-style prefill (pp) and decode (tg) tokens/s");
-  model->add_option("--model,-m", flags->model, "HF directory or .gguf file")->required();
-  model->add_option("--threads,-t", flags->threads, "Threads per forward (default: one per core)");
-  model->add_option("--pp,-p", flags->pp, "Prompt tokens of the prefill test (0 = skip)")->capture_default_str();
-  model->add_option("--tg,-n", flags->tg, "Decode steps of the generation test (0 = skip)")->capture_default_str();
-  model->add_option("--reps,-r", flags->reps, "Timed repetitions")->capture_default_str();
-  model->add_option("--batch,-b", flags->batch, "Sequences decoded together in tg")->capture_default_str();
-  model->add_option("--bandwidth", flags->bandwidth_gbps, "Read bandwidth in GB/s (default: measure it)");
-  model->add_option("--peak-gflops", flags->peak_gflops, "Peak GFLOP/s (default: measure it)");
-  model->add_option("--buffer-mib", flags->buffer_mib, "Bandwidth buffer size when measuring")->capture_default_str();
-  model->add_option("--load", flags->load, "lazy | prefault | copy")->capture_default_str();
-  model->add_flag("--json", flags->json, "One JSON object per test and line");
+  add_model_options(model, *flags)->required();
   bind(model, [flags] { return run_model(*flags); });
 
   auto cap = std::make_shared<CapacityFlags>();
@@ -284,6 +314,7 @@ void register_bench(CLI::App& app) {
   capacity->add_option("--memory-gb", cap->memory_gb, "Memory budget in GB (default: MemTotal)");
   capacity->add_option("--ctx,-c", cap->ctx, "Tokens per sequence")->capture_default_str();
   capacity->add_option("--block-size", cap->block_size, "KV block size")->capture_default_str();
+  add_kv_cache_dtype_option(capacity, cap->kv_cache_dtype);
   bind(capacity, [cap] { return run_capacity(*cap); });
 
   auto sf = std::make_shared<ServeFlags>();

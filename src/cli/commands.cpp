@@ -14,8 +14,9 @@ std::map<CLI::App*, CommandRunner>& runners() {
 void bind(CLI::App* sub, CommandRunner runner) { runners()[sub] = std::move(runner); }
 
 int run_selected(CLI::App& app) {
+  // The deepest parsed subcommand runs: `bench model` rather than `bench`.
   for (auto& [sub, runner] : runners())
-    if (sub->parsed()) return runner();
+    if (sub->parsed() && sub->get_subcommands().empty()) return runner();
   return 1;
 }
 

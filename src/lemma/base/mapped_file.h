@@ -13,7 +13,8 @@ namespace lemma {
 enum class LoadMode {
   kLazyMmap,      // pages are read on first touch
   kPrefaultMmap,  // mmap + MAP_POPULATE/madvise so every page is resident before use
-  kCopy,          // read into an owned, 64-byte-aligned buffer; the file can change afterwards
+  kCopy,          // read into owned anonymous memory, 2 MiB aligned and advised MADV_HUGEPAGE
+                  // (transparent huge pages where enabled); the file can change afterwards
 };
 
 // Parses "lazy" | "prefault" | "copy"; throws InvalidArgument otherwise.
@@ -47,8 +48,9 @@ class MappedFile {
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  bool is_mapped_ = false;
-  std::vector<uint8_t> owned_;  // used by kCopy (over-allocated for alignment)
+  bool is_mapped_ = false;       // data_ is an mmap (of the file, or kCopy's anonymous memory)
+  size_t mapped_bytes_ = 0;      // that mapping's length
+  std::vector<uint8_t> owned_;  // used by from_bytes()
   std::string path_;
   LoadMode mode_ = LoadMode::kLazyMmap;
   double load_seconds_ = 0.0;

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "lemma/base/error.h"
+#include "lemma/base/trace.h"
 
 namespace lemma::bench {
 
@@ -43,7 +44,7 @@ class Runner {
       : model_(model), options_(options), workspace_(options.num_threads), rng_(options.seed) {
     const ModelConfig& c = model.config();
     const int64_t blocks_per_seq = std::max(blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens));
-    cache_ = KvCache::for_model(c, std::max<int64_t>(1, blocks_per_seq * options.batch), kBlockSize);
+    cache_ = KvCache::for_model(c, std::max<int64_t>(1, blocks_per_seq * options.batch), kBlockSize, options.kv_dtype);
     for (int64_t b = 0; b < options.batch; ++b) {
       std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
       for (int64_t i = 0; i < blocks_per_seq; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(b * blocks_per_seq + i);
@@ -81,6 +82,7 @@ class Runner {
         seq.token_ids = std::span(ids).subspan(static_cast<size_t>(step * options_.batch + b), 1);
         seq.num_cached = step;
       }
+      trace::Scope t_step("decode_step", "step", "step", step);
       model_.forward(batch, cache_, workspace_, logits_);
     }
     const double s = seconds_since(start);
@@ -137,6 +139,16 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
       seconds.push_back(runner.decode(options.gen_tokens, /*check=*/r + 1 == options.reps));
     }
     results.push_back(finish(test, options.batch, options.gen_tokens * options.batch, std::move(seconds)));
+    // The overhead figure: one more run with tracing on (left on if --trace already had it on).
+    note(test + " traced run (framework overhead)");
+    const bool was_tracing = trace::enabled();
+    trace::set_enabled(true);
+    // Buffer space first: allocating a chunk inside a step would count as overhead.
+    trace::reserve_this_thread(static_cast<size_t>(options.gen_tokens * (model.config().num_layers * 16 + 8)));
+    const size_t first_event = trace::thread_event_count();
+    runner.decode(options.gen_tokens, /*check=*/false);
+    trace::set_enabled(was_tracing);
+    results.back().overhead = step_overhead(trace::thread_events_since(first_event), "decode_step");
   }
   return results;
 }

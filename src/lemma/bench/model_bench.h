@@ -2,7 +2,9 @@
 // cache; "tg<N>" is N single-token decode steps from an empty cache, each step one forward of
 // `batch` sequences (one new token each, every sequence with its own block table). Token ids are
 // seeded pseudo-random, as llama-bench's. Before any timing the outputs are checked (logits finite
-// and not all equal) and each phase is warmed up once; then `reps` timed repetitions.
+// and not all equal) and each phase is warmed up once; then `reps` timed repetitions. After the
+// timed tg repetitions, one more (untimed) tg run is traced to measure the per-step framework
+// overhead (step time outside kernel ranges, see step_overhead.h).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "lemma/bench/statistics.h"
+#include "lemma/bench/step_overhead.h"
 #include "lemma/model/model.h"
 
 namespace lemma::bench {
@@ -22,6 +25,7 @@ struct ModelBenchOptions {
   int num_threads = 1;
   int64_t batch = 1;            // sequences decoded together in tg
   uint64_t seed = 42;
+  KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
 };
 
 struct PhaseResult {
@@ -30,6 +34,7 @@ struct PhaseResult {
   int64_t tokens_per_rep = 0;   // tokens processed per repetition, all sequences together
   std::vector<double> seconds;  // one per repetition
   Summary tokens_per_s;         // over repetitions
+  StepOverhead overhead;        // tg only: from the traced run ("decode_step" ranges)
 };
 
 // Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3").

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "lemma/base/error.h"
+#include "lemma/base/trace.h"
 
 namespace lemma {
 
@@ -18,6 +19,7 @@ ModelRunnerConfig runner_config(const EngineConfig& c) {
   r.max_num_seqs = c.scheduler.max_num_seqs;
   r.num_threads = c.num_threads;
   r.default_seed = c.default_seed;
+  r.kv_dtype = c.kv_dtype;
   return r;
 }
 
@@ -42,6 +44,7 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
   scheduler_.add_request(Request(id, std::move(prompt), std::move(options)));
+  request_trace_.added(id);
 }
 
 void Engine::add_choice(RequestId parent, RequestId child, RequestOptions options) {
@@ -53,6 +56,7 @@ void Engine::add_choice(RequestId parent, RequestId child, RequestOptions option
   options.sampling.validate(model_.config().vocab_size);
   const auto prompt = p->prompt_token_ids();
   pending_choices_.push_back({parent, child, {prompt.begin(), prompt.end()}, std::move(options)});
+  request_trace_.added(child);
 }
 
 // Pending choices start as forks (sharing the parent's prompt blocks) once the parent has computed
@@ -80,11 +84,13 @@ std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
     out.status = status;
     out.num_prompt_tokens = static_cast<int64_t>(it->prompt.size());
     pending_choices_.erase(it);
+    request_trace_.finished(id);
     return wrap(std::move(out));
   }
   auto out = scheduler_.abort(id, status);
   if (!out) return std::nullopt;
   runner_.forget(id);
+  request_trace_.finished(id);
   return wrap(std::move(*out));
 }
 
@@ -92,6 +98,7 @@ std::vector<EngineOutput> Engine::abort_expired(double now) {
   std::vector<EngineOutput> outs;
   for (auto& o : scheduler_.abort_expired(now)) {
     runner_.forget(o.id);
+    request_trace_.finished(o.id);
     outs.push_back(wrap(std::move(o)));
   }
   return outs;
@@ -101,14 +108,19 @@ void Engine::fail_step(const StepPlan& plan, const std::string& message, StepRep
   for (const auto& s : plan.scheduled)
     if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) {
       runner_.forget(s.id);
+      request_trace_.finished(s.id);
       report.outputs.push_back(wrap(std::move(*out), message));
     }
 }
 
 StepReport Engine::step() {
+  trace::Scope t_step("engine_step", "step");
   start_pending_choices();
   StepReport report;
+  trace::Scope t_schedule("schedule", "engine");
   const StepPlan plan = scheduler_.schedule();
+  t_schedule.end();
+  for (const auto& s : plan.scheduled) request_trace_.scheduled(s.id);
   for (const auto& n : plan.new_requests) {
     const Request* r = scheduler_.find(n.id);
     if (r != nullptr && r->num_preemptions() == 0 && r->num_output_tokens() == 0) report.first_scheduled.push_back(n.id);
@@ -124,7 +136,9 @@ StepReport Engine::step() {
   report.num_tokens = ran.num_tokens;
   std::unordered_map<RequestId, std::vector<SampleResult>> details;
   for (auto& d : ran.details) details.emplace(d.id, std::move(d.samples));
+  trace::Scope t_update("update", "engine");
   for (auto& out : scheduler_.update(plan, ran.result)) {
+    request_trace_.produced(out);
     EngineOutput e = wrap(std::move(out));
     if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())
       e.samples = std::move(it->second);

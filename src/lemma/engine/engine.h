@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/engine/request_trace.h"
 #include "lemma/model/model.h"
 #include "lemma/runtime/model_runner.h"
 #include "lemma/sched/scheduler.h"
@@ -20,6 +21,7 @@ namespace lemma {
 struct EngineConfig {
   SchedulerConfig scheduler;
   KvManagerConfig kv;            // num_device_blocks, block_size, host blocks, watermark, prefix caching
+  KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
   int num_threads = 1;           // threads per forward
   uint64_t default_seed = 0;     // for requests whose SamplingParams carry no seed
   bool keep_logits = false;      // ModelRunner::last_logits (tests)
@@ -79,6 +81,7 @@ class Engine {
   Scheduler scheduler_;
   ModelRunner runner_;
   std::vector<PendingChoice> pending_choices_;
+  RequestTrace request_trace_;  // request phases for --trace
 };
 
 }  // namespace lemma

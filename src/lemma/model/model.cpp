@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lemma/base/error.h"
+#include "lemma/base/trace.h"
 #include "lemma/kernels/ops.h"
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
@@ -73,13 +74,19 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
+  trace::Scope t_norm("attn_norm");
   layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
+  t_norm.end();
+  trace::Scope t_qkv("qkv");
   const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
   layers::linear_group(ws.normed, T, qkv, team);
+  t_qkv.end();
   if (c.qk_norm) {
+    trace::Scope t_qk_norm("qk_norm");
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
     layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
   }
+  trace::Scope t_rope("rope_kv_write");
   for (size_t s = 0; s < st.slices.size(); ++s) {
     const auto& sl = st.slices[s];
     const auto positions = std::span<const int64_t>(ws.positions).subspan(static_cast<size_t>(sl.token_offset));
@@ -89,19 +96,24 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
                        hd, positions, *st.rope[s], c.rope.layout);
     for (int64_t i = 0; i < sl.num_tokens; ++i) {  // keys are cached after RoPE
       const int64_t r = sl.token_offset + i;
-      const int64_t slot = kv.slot_offset(sl.block_table, ws.positions[static_cast<size_t>(r)]);
-      std::copy_n(ws.k.data() + r * nkv * hd, nkv * hd, kv.keys + slot);
-      std::copy_n(ws.v.data() + r * nkv * hd, nkv * hd, kv.values + slot);
+      write_kv_slot(kv, kv.slot(sl.block_table, ws.positions[static_cast<size_t>(r)]), ws.k.data() + r * nkv * hd,
+                    ws.v.data() + r * nkv * hd);  // encoded in the cache's dtype (G23)
     }
   }
+  t_rope.end();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const layers::AttentionParams attention{nh, scale, c.layer_sliding_window(layer)};
   const int64_t scratch = layers::paged_attention_scratch_floats(st.slices, attention, hd);
   // Grows geometrically (the split count grows with the context), so decode steps rarely allocate.
   if (static_cast<int64_t>(ws.scores.size()) < scratch)
     ws.scores.resize(static_cast<size_t>(std::max<int64_t>(scratch, 2 * static_cast<int64_t>(ws.scores.size()))));
+  trace::Scope t_attention("attention");
   layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
+  t_attention.end();
+  trace::Scope t_o("o_proj");
   layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
+  t_o.end();
+  trace::Scope t_add("residual_add");
   const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
   kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
 }
@@ -112,12 +124,21 @@ void mlp_block(const StepState& st, const LayerWeights& w) {
   ForwardWorkspace& ws = st.ws;
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
+  trace::Scope t_norm("ffn_norm");
   layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
+  t_norm.end();
+  trace::Scope t_gate_up("gate_up");
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
   layers::linear_group(ws.normed, T, gate_up, team);
+  t_gate_up.end();
+  trace::Scope t_silu("silu_mul");
   const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
   kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
+  t_silu.end();
+  trace::Scope t_down("down");
   layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
+  t_down.end();
+  trace::Scope t_add("residual_add");
   const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
   kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
 }
@@ -125,6 +146,7 @@ void mlp_block(const StepState& st, const LayerWeights& w) {
 }  // namespace
 
 void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
+  trace::Scope t_forward("forward", "step", "tokens", batch.num_tokens());
   validate(batch, cache, logits);
   const ModelConfig& c = config_;
   const int64_t T = batch.num_tokens();
@@ -159,6 +181,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
 
   const StepState state{c, ws, slices, rope, T};
   for (int64_t l = 0; l < c.num_layers; ++l) {
+    trace::Scope t_layer("layer", "layer", "layer", l);
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     attention_block(state, w, l, cache.layer(l));
     mlp_block(state, w);
@@ -175,7 +198,10 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     out_rows += count;
   }
   if (out_rows == 0) return;
+  trace::Scope t_norm("final_norm");
   layers::rms_norm(ws.head_input, out_rows, H, weights_.final_norm, c.rms_norm_eps, ws.head_input);
+  t_norm.end();
+  trace::Scope t_head("lm_head");
   layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, ws.team.get());
 }
 

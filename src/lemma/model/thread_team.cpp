@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lemma/base/trace.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define LEMMA_CPU_RELAX() _mm_pause()
@@ -91,6 +93,7 @@ ThreadTeam::~ThreadTeam() {
 }
 
 void ThreadTeam::worker_loop(int /*index*/, int cpu) {
+  trace::name_this_thread("forward worker");
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -110,7 +113,9 @@ void ThreadTeam::worker_loop(int /*index*/, int cpu) {
     }
     if (stopping_.load(std::memory_order_acquire)) return;
     seen = g;
-    run_tiles(g);
+    const uint64_t start_ns = trace::enabled() ? trace::now_ns() : 0;
+    const int tiles = run_tiles(g);
+    if (start_ns != 0 && tiles > 0) trace::record("tiles", "worker", start_ns, trace::now_ns(), "tiles", tiles);
   }
 }
 
@@ -127,10 +132,11 @@ void ThreadTeam::run_tile(int64_t t) {
   }
 }
 
-void ThreadTeam::run_tiles(uint32_t generation) {
+int ThreadTeam::run_tiles(uint32_t generation) {
   uint64_t c = claim_.load(std::memory_order_acquire);
+  int ran = 0;
   for (;;) {
-    if (static_cast<uint32_t>(c >> 32) != generation) return;  // a newer job (or none) is out
+    if (static_cast<uint32_t>(c >> 32) != generation) return ran;  // a newer job (or none) is out
     // Read after seeing this job's generation in claim_ (published with release after the fields);
     // the fields cannot change before every tile of this job is claimed and done.
     // job_tiles_ may already hold the next job's count when this job is exhausted; the caller
@@ -138,9 +144,10 @@ void ThreadTeam::run_tiles(uint32_t generation) {
     // count read after that point fails its compare-exchange (all three are seq_cst).
     const auto tiles = static_cast<uint32_t>(job_tiles_.load(std::memory_order_seq_cst));
     const auto t = static_cast<uint32_t>(c);
-    if (t >= tiles) return;
+    if (t >= tiles) return ran;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
     run_tile(t);
+    ++ran;
     const uint32_t done = tiles_done_.fetch_add(1, std::memory_order_seq_cst) + 1;
     if (done == tiles && caller_parked_.load(std::memory_order_seq_cst) != 0) futex_wake(&tiles_done_, 1);
     c = claim_.load(std::memory_order_acquire);

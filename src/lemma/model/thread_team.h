@@ -62,7 +62,7 @@ class ThreadTeam {
 
  private:
   void worker_loop(int index, int cpu);
-  void run_tiles(uint32_t generation);
+  int run_tiles(uint32_t generation);  // returns the number of tiles this thread ran
   void run_tile(int64_t t);
 
   std::vector<std::thread> workers_;

@@ -29,8 +29,13 @@ TEST(ModelBench, ReportsPrefillAndDecodePhases) {
     EXPECT_GT(r.tokens_per_s.mean, 0.0);
   }
   const std::vector<std::string> expected = {"pp8 warm-up", "pp8 rep 1/2", "pp8 rep 2/2",
-                                             "tg5 warm-up", "tg5 rep 1/2", "tg5 rep 2/2"};
+                                             "tg5 warm-up", "tg5 rep 1/2", "tg5 rep 2/2",
+                                             "tg5 traced run (framework overhead)"};
   EXPECT_EQ(notes, expected);
+  // The decode phase's overhead figure comes from the traced run: 5 steps, each with kernel ranges.
+  EXPECT_GT(results[1].overhead.step_ms, 0.0);
+  EXPECT_GE(results[1].overhead.overhead_fraction(), 0.0);
+  EXPECT_LT(results[1].overhead.overhead_fraction(), 1.0);
 }
 
 TEST(ModelBench, SkipsPhasesSetToZero) {

@@ -10,9 +10,11 @@
 
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/quantize_calibration.h"
 #include "lemma/base/error.h"
 #include "lemma/io/file_write.h"
 #include "lemma/quant/gguf_quantizer.h"
+#include "lemma/quant/hf_quant_packer.h"
 #include "lemma/quant/quantized_gguf.h"
 #include "lemma/quant/weight_quantizer.h"
 
@@ -28,6 +30,10 @@ struct QuantizeCliOptions {
   int64_t group_size = -1;
   bool asym = false;
   bool all_matrices = false;
+  std::string calibrate;        // SmoothQuant calibration text (w8a8)
+  float smooth_alpha = 0.5f;
+  int64_t calibrate_tokens = 4096;
+  int threads = 2;
 };
 
 void print_tensor_line(size_t i, size_t n, const std::string& name, std::string_view from, std::string_view to,
@@ -68,23 +74,45 @@ int quantize_to_gguf(const QuantizeCliOptions& opts, const ModelSource& source, 
   return 0;
 }
 
+// The closing lines of every safetensors/HF output: tensor bytes before and after, and file sizes.
+void print_size_summary(const ModelSource& source, uint64_t before, uint64_t after, const std::string& out_file) {
+  std::printf("tensor bytes: %llu -> %llu (%.2fx smaller)\n", static_cast<unsigned long long>(before),
+              static_cast<unsigned long long>(after),
+              after ? static_cast<double>(before) / static_cast<double>(after) : 0.0);
+  std::printf("model bytes: %llu -> %llu (%s)\n", static_cast<unsigned long long>(source_bytes(source)),
+              static_cast<unsigned long long>(fs::file_size(out_file)), out_file.c_str());
+}
+
 // config.json of the quantized HF directory: the source's, plus a quantization_config.
-std::string quantized_config(const std::string& config_json, const quant::WeightQuantSpec& spec) {
+std::string config_with(const std::string& config_json, const nlohmann::ordered_json& quantization_config) {
   auto config = nlohmann::ordered_json::parse(config_json);
-  config["quantization_config"] = {{"quant_method", "lemma"},
-                                   {"format", "lemma-weight-v1"},
-                                   {"bits", spec.bits},
-                                   {"group_size", spec.group_size == 0 ? -1 : spec.group_size},
-                                   {"sym", spec.symmetric}};
-  if (spec.int8_activations) config["quantization_config"]["activations"] = "int8-per-token";
+  config["quantization_config"] = quantization_config;
   return config.dump(2) + "\n";
 }
 
-int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& source, quant::WeightQuantSpec spec) {
-  if (opts.group_size >= 0) spec.group_size = opts.group_size;
-  if (opts.asym) spec.symmetric = false;
-  quant::validate(spec);
-  if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
+std::string quantized_config(const std::string& config_json, const quant::WeightQuantSpec& spec) {
+  nlohmann::ordered_json q = {{"quant_method", "lemma"},
+                              {"format", "lemma-weight-v1"},
+                              {"bits", spec.bits},
+                              {"group_size", spec.group_size == 0 ? -1 : spec.group_size},
+                              {"sym", spec.symmetric}};
+  if (spec.int8_activations) q["activations"] = "int8-per-token";
+  return config_with(config_json, q);
+}
+
+// An HF directory's config.json and tokenizer files, for a directory output.
+void write_hf_directory_files(const QuantizeCliOptions& opts, const std::string& config) {
+  fs::create_directories(opts.out);
+  write_file_atomically((fs::path(opts.out) / "config.json").string(),
+                        {reinterpret_cast<const uint8_t*>(config.data()), config.size()});
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
+                           "generation_config.json", "chat_template.jinja"}) {
+    const fs::path from = fs::path(opts.model) / name;
+    if (fs::exists(from)) fs::copy_file(from, fs::path(opts.out) / name, fs::copy_options::overwrite_existing);
+  }
+}
+
+std::vector<quant::NamedTensor> source_tensors(const QuantizeCliOptions& opts, const ModelSource& source) {
   std::vector<quant::NamedTensor> tensors;
   if (source.gguf) {
     for (const auto& t : source.gguf->tensors()) tensors.push_back({t.name, t.view});
@@ -92,6 +120,66 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
     for (const auto* t : source.safetensors->tensors()) tensors.push_back({t->name, t->view});
   } else {
     fail<InvalidArgument>("{} has no weights to quantize", opts.model);
+  }
+  return tensors;
+}
+
+// GPTQ / AWQ / FP8: an HF directory (config.json quantization_config + model.safetensors) from an HF
+// directory, or (from a GGUF) a GGUF container keeping the source's metadata and tokenizer.
+int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& source, const quant::HfQuantConfig& config) {
+  if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
+  if (!opts.calibrate.empty()) fail<InvalidArgument>("--calibrate (SmoothQuant) applies to --type w8a8, not {}", opts.type);
+  const auto tensors = source_tensors(opts, source);
+  const bool to_gguf = opts.out.ends_with(".gguf");
+  if (to_gguf != static_cast<bool>(source.gguf)) {
+    fail<InvalidArgument>("--out {}: --type {} writes an HF directory from an HF directory, or a .gguf from a .gguf",
+                          opts.out, opts.type);
+  }
+  uint64_t before = 0, after = 0;
+  const auto result = quant::pack_hf_checkpoint(tensors, config, opts.keep, [&](size_t i, size_t n, const quant::WeightTensorPlan& p) {
+    before += p.bytes_before;
+    after += p.bytes_after;
+    print_tensor_line(i, n, p.name, dtype_name(tensors[i].view.dtype), p.quantized ? config.to_string() : "kept",
+                      p.bytes_before, p.bytes_after, p.reason);
+  });
+  std::string out_file = opts.out;
+  if (to_gguf) {
+    GgufWriter writer;
+    for (const auto& [key, value] : source.gguf->metadata()) writer.set(value);
+    writer.set_string(std::string(quant::kHfQuantConfigKey), quant::to_json(config).dump());
+    for (const auto& t : result.tensors) {
+      TensorView view = t.view;
+      if (view.dtype == DType::kF8E4M3) view.dtype = DType::kI8;  // GGUF has no fp8 type: same bytes
+      writer.add_tensor(t.name, view);
+    }
+    writer.write(out_file);
+  } else {
+    write_hf_directory_files(opts, config_with(source.hf_config_json, quant::to_json(config)));
+    out_file = (fs::path(opts.out) / "model.safetensors").string();
+    write_safetensors(out_file, result.tensors, {{"format", "pt"}});
+  }
+  print_size_summary(source, before, after, out_file);
+  return 0;
+}
+
+int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& source, quant::WeightQuantSpec spec) {
+  if (opts.group_size >= 0) spec.group_size = opts.group_size;
+  if (opts.asym) spec.symmetric = false;
+  quant::validate(spec);
+  if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
+  auto tensors = source_tensors(opts, source);
+  cli::SmoothedTensors smoothed;
+  if (!opts.calibrate.empty()) {
+    if (!spec.int8_activations) fail<InvalidArgument>("--calibrate (SmoothQuant) applies to --type w8a8, not {}", opts.type);
+    const auto tokens_all = load_tokenizer(source).encode(read_text_file(opts.calibrate), true, false);
+    const std::vector<int32_t> tokens(tokens_all.begin(),
+                                      tokens_all.begin() + std::min<int64_t>(opts.calibrate_tokens, tokens_all.size()));
+    const auto ranges = calibrate_norm_outputs(source, tokens, 128, opts.threads);
+    smoothed = smooth_tensors(source, tensors, ranges, opts.smooth_alpha);
+    tensors = smoothed.tensors;
+    std::fprintf(stderr, "SmoothQuant: %lld calibration tokens from %s, alpha %.2f, factors %.4g .. %.4g\n",
+                 static_cast<long long>(ranges.tokens), opts.calibrate.c_str(), opts.smooth_alpha,
+                 smoothed.factor_range[0], smoothed.factor_range[1]);
   }
   const bool to_gguf = opts.out.ends_with(".gguf");
   const bool to_file = to_gguf || opts.out.ends_with(".safetensors");
@@ -115,27 +203,15 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
   });
   std::string out_file = opts.out;
   if (!to_file) {
-    fs::create_directories(opts.out);
     out_file = (fs::path(opts.out) / "model.safetensors").string();
-    const std::string config = quantized_config(source.hf_config_json, spec);
-    write_file_atomically((fs::path(opts.out) / "config.json").string(),
-                          {reinterpret_cast<const uint8_t*>(config.data()), config.size()});
-    for (const char* name : {"tokenizer.json", "tokenizer_config.json", "tokenizer.model", "special_tokens_map.json",
-                             "generation_config.json", "chat_template.jinja"}) {
-      const fs::path from = fs::path(opts.model) / name;
-      if (fs::exists(from)) fs::copy_file(from, fs::path(opts.out) / name, fs::copy_options::overwrite_existing);
-    }
+    write_hf_directory_files(opts, quantized_config(source.hf_config_json, spec));
   }
   if (to_gguf) {
     quant::quantized_gguf(*source.gguf, result).write(out_file);
   } else {
     write_safetensors(out_file, result.tensors, result.metadata);
   }
-  std::printf("tensor bytes: %llu -> %llu (%.2fx smaller)\n", static_cast<unsigned long long>(before),
-              static_cast<unsigned long long>(after),
-              after ? static_cast<double>(before) / static_cast<double>(after) : 0.0);
-  std::printf("model bytes: %llu -> %llu (%s)\n", static_cast<unsigned long long>(source_bytes(source)),
-              static_cast<unsigned long long>(fs::file_size(out_file)), out_file.c_str());
+  print_size_summary(source, before, after, out_file);
   return 0;
 }
 
@@ -149,11 +225,18 @@ void register_quantize(CLI::App& app) {
                   "Output .gguf, .safetensors, or HF directory (int/w8a8 types: .gguf only from a .gguf input)")
       ->required();
   sub->add_option("--type,-t", opts->type,
-                  "q8_0 | q4_0 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] | w8a8 (lemma)")
+                  "q8_0 | q4_0 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] | w8a8 (lemma) | "
+                  "gptq|gptq8 [-g32|-g64|-g128|-channel][-sym|-asym][-act] | awq [-g32|-g64|-g128] | fp8 | fp8-block128 "
+                  "(HF checkpoints)")
       ->required();
   sub->add_option("--group-size", opts->group_size, "int8/int4 group: 32, 64, 128 or 0 (per channel)");
   sub->add_flag("--asym", opts->asym, "int8/int4 with a zero point per group");
   sub->add_flag("--all-matrices", opts->all_matrices, "int8/int4: quantize the embedding and output matrix too");
+  sub->add_option("--calibrate", opts->calibrate,
+                  "w8a8: text FILE to record activation ranges on; folds SmoothQuant factors into the norms and q/k/v/gate/up");
+  sub->add_option("--smooth-alpha", opts->smooth_alpha, "SmoothQuant migration strength alpha in [0, 1] (default 0.5)");
+  sub->add_option("--calibrate-tokens", opts->calibrate_tokens, "calibration tokens used, at most (default 4096)");
+  sub->add_option("--threads", opts->threads, "threads for the calibration forwards (default 2)");
   sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, f32) for GGUF outputs; repeatable");
   sub->add_option("--keep", opts->keep, "REGEX: leave matching tensors unquantized (GGUF: f32); repeatable");
   bind(sub, [opts] {
@@ -162,7 +245,9 @@ void register_quantize(CLI::App& app) {
     if (opts->type == "q8_0") return quantize_to_gguf(*opts, source, DType::kQ8_0);
     if (opts->type == "q4_0") return quantize_to_gguf(*opts, source, DType::kQ4_0);
     if (const auto spec = quant::parse_weight_quant_spec(opts->type)) return quantize_to_safetensors(*opts, source, *spec);
-    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, int8, int4 (e.g. int4-g64-asym) or w8a8",
+    if (const auto hf = quant::parse_hf_quant_type(opts->type)) return quantize_to_hf_format(*opts, source, *hf);
+    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, int8, int4 (e.g. int4-g64-asym), w8a8, gptq (e.g. "
+                        "gptq-g32-asym-act, gptq8), awq (e.g. awq-g64), fp8 or fp8-block128",
                         opts->type);
   });
 }

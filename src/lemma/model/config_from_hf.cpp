@@ -95,9 +95,12 @@ ModelConfig config_from_hf_json(const nlohmann::json& j) {
   if (auto act = hf::get_string(j, "hidden_act"); act && *act != "silu" && *act != "swish")
     fail<Unsupported>("config.json: hidden_act \"{}\" is not supported (silu)", *act);
   // lemma's own int8/int4/W8A8 files describe themselves in the safetensors metadata (Model::open
-  // serves them through quant::RunnableWeights); other quantized checkpoints are not supported yet.
-  if (auto q = j.find("quantization_config");
-      q != j.end() && !q->is_null() && !(q->is_object() && q->value("quant_method", "") == "lemma"))
+  // serves them through quant::RunnableWeights); GPTQ/AWQ/FP8 ones through quant::HfQuantizedWeights.
+  const auto is_served = [](const nlohmann::json& q) {
+    const std::string m = q.is_object() ? q.value("quant_method", "") : "";
+    return m == "lemma" || m == "gptq" || m == "awq" || m == "fp8";
+  };
+  if (auto q = j.find("quantization_config"); q != j.end() && !q->is_null() && !is_served(*q))
     fail<Unsupported>("config.json: quantized HF checkpoints (quantization_config {}) are not supported",
                       q->is_object() && q->contains("quant_method") ? (*q)["quant_method"].dump() : q->dump());
   if (auto partial = hf::get_float(j, "partial_rotary_factor"); partial && *partial != 1.0)

@@ -11,6 +11,7 @@
 #include "lemma/model/config_from_gguf.h"
 #include "lemma/model/config_from_hf.h"
 #include "lemma/model/model.h"
+#include "lemma/quant/hf_quantized_weights.h"
 #include "lemma/quant/quantized_safetensors.h"
 #include "lemma/quant/runnable_weights.h"
 
@@ -30,11 +31,26 @@ Model open_lemma_quantized(ModelConfig config, WeightFormat format, const std::f
   return Model::from_tensors(std::move(config), format, lookup, std::move(runnable));
 }
 
+// GPTQ/AWQ/FP8 (an HF directory's config.json quantization_config, or lemma's GGUF container of them).
+Model open_hf_quantized(ModelConfig config, WeightFormat format, const std::filesystem::path& weights,
+                        const std::optional<quant::HfQuantConfig>& quant_config, LoadMode mode) {
+  auto hf = std::make_shared<const quant::HfQuantizedWeights>(
+      quant::HfQuantizedWeights::open(weights.string(), quant_config, mode));
+  log().info("{}: {} weights: {} converted{}", weights.string(), hf->config().to_string(), hf->converted().size(),
+             hf->widened().empty() ? "" : fmt::format(" ({} in f32: groups not whole 32-value blocks)", hf->widened().size()));
+  const quant::HfQuantizedWeights* r = hf.get();
+  TensorLookup lookup = [r](const std::string& name) { return r->find(name); };
+  return Model::from_tensors(std::move(config), format, lookup, std::move(hf));
+}
+
 Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
   auto file = std::make_shared<GgufFile>(GgufFile::open(path.string(), mode));
   ModelConfig config = config_from_gguf(*file);
   if (file->get_string(std::string(quant::kQuantFormatKey))) {
     return open_lemma_quantized(std::move(config), WeightFormat::kGguf, path, mode);
+  }
+  if (file->get_string(std::string(quant::kHfQuantConfigKey))) {
+    return open_hf_quantized(std::move(config), WeightFormat::kGguf, path, std::nullopt, mode);
   }
   const GgufFile* f = file.get();
   TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {
@@ -47,6 +63,9 @@ Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
 
 Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode) {
   ModelConfig config = config_from_hf_file(dir / "config.json");
+  if (auto q = quant::hf_quant_config_of_file(dir / "config.json")) {
+    return open_hf_quantized(std::move(config), WeightFormat::kHf, weights, q, mode);
+  }
   const auto single = weights.extension() == ".safetensors" ? weights : weights / "model.safetensors";
   if (std::filesystem::is_regular_file(single) && quant::is_lemma_quantized_file(single.string())) {
     return open_lemma_quantized(std::move(config), WeightFormat::kHf, single, mode);

@@ -60,9 +60,10 @@ struct QuantizedWeight {
 
 // Quantizes a row-major [rows, cols] f32 matrix. Per group: int8 symmetric scale = max|x| / 127;
 // int4 symmetric scale = m / -8 with m the value of largest magnitude (sign kept, so all 16 codes
-// are used, as GGUF Q4_0 does); asymmetric scale = (max(x, 0) - min(x, 0)) / (255 or 15) and
-// zero = round(-min(x, 0) / scale). Scales are rounded to f16 first and the codes computed with
-// the rounded scale (round half to even, clamped). Throws InvalidArgument when
+// are used, as GGUF Q4_0 does); asymmetric: for the range [t min(x, 0), t max(x, 0)] with
+// t = 1, 0.98, ..., 0.70, scale = range / (255 or 15) and zero = round(-t min(x, 0) / scale), keeping
+// the t with the smallest squared error of the group (the first on ties). Scales are rounded to f16
+// first and the codes computed with the rounded scale (round half to even, clamped). Throws InvalidArgument when
 // !fits(spec, cols) or a scale overflows f16.
 QuantizedWeight quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
                                 const WeightQuantSpec& spec);

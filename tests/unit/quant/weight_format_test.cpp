@@ -1,5 +1,6 @@
 // lemma's int8/int4 weight formats: spec parsing, round-trip error bounds for every combination of
 // bits x symmetry x group, code layout, and the rows that cannot take a format.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -73,13 +74,31 @@ TEST_P(WeightRoundTrip, ErrorWithinTheGroupStep) {
       // side opposite its largest value, and asymmetric adds the rounding of the integer zero
       // point: a full step there.
       const bool half = c.symmetric && c.bits == 8;
-      const float bound = step * ((half ? 0.5f : 1.0f) + static_cast<float>(spec.max_code() + 1) / 2048.0f);
+      float bound = step * ((half ? 0.5f : 1.0f) + static_cast<float>(spec.max_code() + 1) / 2048.0f);
+      // Asymmetric groups search the range [t lo, t hi], t >= 0.70, for the least squared error:
+      // values beyond it are clipped by at most 0.3 of the larger extreme.
+      if (!c.symmetric) bound += 0.3f * amax;
+      // ... and never do worse than the plain min/max range (f16 scale, integer zero point) in the
+      // error it minimises: squared errors weighted by rms(group) + |x|.
+      double group_err = 0, minmax_err = 0, group_sq = 0;
+      for (int64_t i = 0; i < group; ++i) group_sq += double(x[r * cols + g * group + i]) * x[r * cols + g * group + i];
+      const double rms = std::sqrt(group_sq / static_cast<double>(group));
+      const float minmax_scale = kernels::f16_to_f32(kernels::f32_to_f16((hi - lo) / static_cast<float>(spec.max_code())));
+      const int minmax_zero =
+          minmax_scale == 0 ? 0 : std::clamp(static_cast<int>(std::nearbyint(-lo / minmax_scale)), 0, spec.max_code());
       for (int64_t i = 0; i < group; ++i) {
         const size_t k = static_cast<size_t>(r * cols + g * group + i);
         ASSERT_LE(std::fabs(x[k] - y[k]), bound * 1.0001f) << spec.to_string() << " row " << r << " col " << g * group + i;
         sum_sq += double(x[k]) * x[k];
         sum_err += double(x[k] - y[k]) * (x[k] - y[k]);
+        group_err += (rms + std::fabs(x[k])) * double(x[k] - y[k]) * (x[k] - y[k]);
+        if (minmax_scale != 0) {
+          const int q = std::clamp(static_cast<int>(std::nearbyint(x[k] / minmax_scale)) + minmax_zero, 0, spec.max_code());
+          const double e = double(minmax_scale * static_cast<float>(q - minmax_zero)) - x[k];
+          minmax_err += (rms + std::fabs(x[k])) * e * e;
+        }
       }
+      if (!c.symmetric) EXPECT_LE(group_err, minmax_err * (1 + 1e-6)) << spec.to_string() << " row " << r << " group " << g;
     }
   }
   const double rel_rms = std::sqrt(sum_err / sum_sq);

@@ -1,0 +1,35 @@
+// Packs a checkpoint's matrices into a Hugging Face GPTQ / AWQ / FP8 checkpoint's tensors
+// (gptq_packing.h, awq_packing.h, fp8_weight.h), with round-to-nearest weights (no GPTQ error
+// compensation and no AWQ scale search: the layouts are the published ones, the rounding is plain).
+// Which matrices: "*weight" 2-D tensors other than the token embedding and output matrix (as
+// GPTQ/AWQ checkpoints leave lm_head), not matched by a keep pattern, whose shape the format
+// packs (GPTQ: N and K multiples of 32 / bits; AWQ: N of 8, K of the group; FP8: any); the rest are
+// stored as they were (GGUF block types widened to f32). GPTQ act-order (desc_act) orders the
+// input channels by decreasing max |W[:, k]| (a weight-only stand-in for the Hessian diagonal
+// GPTQ sorts by) and writes that g_idx. Not thread-safe (the result owns the bytes its views
+// point into).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lemma/quant/hf_quant_config.h"
+#include "lemma/quant/weight_quantizer.h"
+
+namespace lemma::quant {
+
+struct HfQuantizedCheckpoint {
+  std::vector<SafetensorsTensor> tensors;
+  std::vector<std::vector<uint8_t>> buffers;  // the views' bytes
+  std::vector<WeightTensorPlan> plans;
+
+  HfQuantizedCheckpoint() = default;
+  HfQuantizedCheckpoint(HfQuantizedCheckpoint&&) = default;
+  HfQuantizedCheckpoint& operator=(HfQuantizedCheckpoint&&) = default;
+};
+
+HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors, const HfQuantConfig& config,
+                                         const std::vector<std::string>& keep_patterns,
+                                         const WeightQuantizeProgress& progress = {});
+
+}  // namespace lemma::quant

@@ -23,6 +23,7 @@
 #include "lemma/bench/serving/arrival.h"
 #include "lemma/bench/serving/load_runner.h"
 #include "lemma/kernels/isa.h"
+#include "lemma/kernels/matmul_precision.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/model/model.h"
 #include "lemma/tensor/dtype.h"
@@ -127,11 +128,19 @@ int run_roofline(const MachineFlags& flags) {
   return 0;
 }
 
-// The compute ceiling of the model's matmuls: they widen weights to f32 and use f32 FMAs of the
-// active ISA (AMX and AVX-512 machines run the AVX-512 path today), so that probe's peak.
-double matmul_peak_gflops(int threads) {
+// The probe whose peak is the compute ceiling of the model's matmuls: the bf16 dot where bf16 weights
+// run with bf16 activations (kernels/matmul_precision.h), else the active ISA's f32 FMA (the f32 and
+// dequantising kernels use it; the int8-activation kernels' integer dots have no probe of their own,
+// so their fraction is of the f32 FMA peak).
+std::string matmul_peak_probe(DType weights) {
+  const auto isa = kernels::active_isa();
+  if (kernels::default_matmul_precision(weights, isa) == kernels::MatmulPrecision::kBf16Activations)
+    return "bf16_dot_avx512bf16";
+  return isa >= kernels::Isa::kAvx512 ? "f32_fma_avx512" : "f32_fma_avx2";
+}
+
+double matmul_peak_gflops(int threads, const std::string& wanted) {
   const auto probes = bench::measure_peak_flops({threads});
-  const char* wanted = kernels::active_isa() >= kernels::Isa::kAvx512 ? "f32_fma_avx512" : "f32_fma_avx2";
   for (const auto& p : probes) {
     if (p.name == wanted) return p.gflops;
   }
@@ -148,7 +157,8 @@ int run_model(const ModelFlags& flags) {
   const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
   const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
   const double bandwidth = flags.bandwidth_gbps > 0 ? flags.bandwidth_gbps : measure_bandwidth(threads, flags.buffer_mib).best_gbps;
-  const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : matmul_peak_gflops(threads);
+  const std::string peak_probe = matmul_peak_probe(w.layers.at(0).q.dtype);
+  const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : matmul_peak_gflops(threads, peak_probe);
   if (!flags.json) {
     print_machine(threads);
     std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
@@ -157,8 +167,8 @@ int run_model(const ModelFlags& flags) {
                 static_cast<double>(weight_bytes.read_per_token) / (1 << 20), static_cast<unsigned long long>(kv_per_token),
                 kernels::kv_dtype_name(kv_dtype));
     std::printf("matmul kernel: %s\n", kernel.c_str());
-    std::printf("roofline: %.1f GB/s read%s, %.1f GFLOP/s f32 FMA peak%s\n", bandwidth, flags.bandwidth_gbps > 0 ? " (given)" : "",
-                peak, flags.peak_gflops > 0 ? " (given)" : "");
+    std::printf("roofline: %.1f GB/s read%s, %.1f GFLOP/s %s peak%s\n", bandwidth, flags.bandwidth_gbps > 0 ? " (given)" : "",
+                peak, peak_probe.c_str(), flags.peak_gflops > 0 ? " (given)" : "");
     const std::string pp = flags.pp > 0 ? "pp" + std::to_string(flags.pp) : "no prefill test";
     const std::string tg = flags.tg > 0 ? "tg" + std::to_string(flags.tg) + ", batch " + std::to_string(flags.batch)
                                         : "no decode test";
@@ -192,6 +202,7 @@ int run_model(const ModelFlags& flags) {
       } else {
         j["gflop_per_run"] = gflops;
         j["peak_gflops"] = peak;
+        j["peak_probe"] = peak_probe;
       }
       if (decode) {
         j["step_ms"] = r.overhead.step_ms;
@@ -210,8 +221,9 @@ int run_model(const ModelFlags& flags) {
                     r.test.c_str(), 100.0 * r.overhead.overhead_fraction(), r.overhead.step_ms, r.overhead.overhead_ms,
                     static_cast<long long>(r.batch));
       } else {
-        std::printf("  %s: %.1f GFLOP per run, %.1f GFLOP/s achieved (ceiling: f32 FMA peak of the active ISA)\n",
-                    r.test.c_str(), gflops, gflops * r.tokens_per_s.mean / static_cast<double>(flags.pp));
+        std::printf("  %s: %.1f GFLOP per run, %.1f GFLOP/s achieved (ceiling: the %s peak)\n",
+                    r.test.c_str(), gflops, gflops * r.tokens_per_s.mean / static_cast<double>(flags.pp),
+                    peak_probe.c_str());
       }
     }
   }

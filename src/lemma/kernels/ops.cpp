@@ -12,6 +12,7 @@ namespace {
 
 struct RowOps {
   void (*rmsnorm)(const float*, const float*, float, float*, int64_t);
+  void (*add_rmsnorm)(float*, const float*, const float*, float, float*, int64_t);
   void (*silu_mul)(const float*, const float*, float*, int64_t);
   void (*softmax)(const float*, float*, int64_t);
   void (*add)(const float*, const float*, float*, int64_t);
@@ -20,10 +21,10 @@ struct RowOps {
 
 // Indexed by Isa; AMX has no row-op instructions of its own and uses AVX-512.
 constexpr RowOps kByIsa[] = {
-    {rmsnorm_reference, silu_mul_reference, softmax_reference, add_reference, exp_reference},
-    {x86::rmsnorm_avx2, x86::silu_mul_avx2, x86::softmax_avx2, x86::add_avx2, x86::exp_avx2},
-    {x86::rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
-    {x86::rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
+    {rmsnorm_reference, add_rmsnorm_reference, silu_mul_reference, softmax_reference, add_reference, exp_reference},
+    {x86::rmsnorm_avx2, x86::add_rmsnorm_avx2, x86::silu_mul_avx2, x86::softmax_avx2, x86::add_avx2, x86::exp_avx2},
+    {x86::rmsnorm_avx512, x86::add_rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
+    {x86::rmsnorm_avx512, x86::add_rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
 };
 
 const RowOps& ops_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }
@@ -34,6 +35,12 @@ int64_t size(std::span<const float> s) { return static_cast<int64_t>(s.size()); 
 void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y, Isa isa) {
   assert(x.size() == weight.size() && x.size() == y.size());
   ops_for(isa).rmsnorm(x.data(), weight.data(), eps, y.data(), size(x));
+}
+
+void add_rmsnorm(std::span<float> residual, std::span<const float> delta, std::span<const float> weight, float eps,
+                 std::span<float> y, Isa isa) {
+  assert(residual.size() == delta.size() && residual.size() == weight.size() && residual.size() == y.size());
+  ops_for(isa).add_rmsnorm(residual.data(), delta.data(), weight.data(), eps, y.data(), size(residual));
 }
 
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out, Isa isa) {
@@ -58,6 +65,10 @@ void exp_row(std::span<const float> x, std::span<float> y, Isa isa) {
 
 void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y) {
   rmsnorm(x, weight, eps, y, active_isa());
+}
+void add_rmsnorm(std::span<float> residual, std::span<const float> delta, std::span<const float> weight, float eps,
+                 std::span<float> y) {
+  add_rmsnorm(residual, delta, weight, eps, y, active_isa());
 }
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out) {
   silu_mul(gate, up, out, active_isa());

@@ -16,6 +16,14 @@ namespace lemma::kernels {
 void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y);
 void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y, Isa isa);
 
+// The residual add followed by the next RMSNorm, in two passes over the row instead of three:
+// residual[i] += delta[i], then y = rmsnorm(residual, weight, eps). Bitwise the same as add()
+// then rmsnorm() on the same ISA (same lanes, same order). y may alias delta, not residual.
+void add_rmsnorm(std::span<float> residual, std::span<const float> delta, std::span<const float> weight, float eps,
+                 std::span<float> y);
+void add_rmsnorm(std::span<float> residual, std::span<const float> delta, std::span<const float> weight, float eps,
+                 std::span<float> y, Isa isa);
+
 // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g))  (SwiGLU's gating).
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out);
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out, Isa isa);

@@ -67,6 +67,48 @@ TEST(Ops, RmsnormInPlaceAndZeros) {
   }
 }
 
+// The fused residual add + RMSNorm must be the unfused pair's bits on each ISA (the forward's
+// results do not change with fusion), with y aliasing delta as the forward uses it.
+TEST(Ops, AddRmsnormIsAddThenRmsnormBitwise) {
+  for (Isa isa : available_isas()) {
+    for (int64_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 255, 897, 1000}) {
+      const auto size = static_cast<size_t>(n);
+      const auto residual = random_row(size, 4.0f, 11), delta = random_row(size, 1.0f, 12), w = random_row(size, 2.0f, 13);
+      std::vector<float> want_residual(size), want_y(size);
+      add(residual, delta, want_residual, isa);
+      rmsnorm(want_residual, w, 1e-6f, want_y, isa);
+
+      std::vector<float> got_residual = residual, got_y(size + 1, 99.0f);
+      add_rmsnorm(got_residual, delta, w, 1e-6f, std::span<float>(got_y.data(), size), isa);
+      EXPECT_EQ(got_y.back(), 99.0f) << isa_name(isa) << " n=" << n;  // nothing written past n
+      got_y.pop_back();
+      EXPECT_EQ(0, std::memcmp(got_residual.data(), want_residual.data(), size * 4)) << isa_name(isa) << " n=" << n;
+      EXPECT_EQ(0, std::memcmp(got_y.data(), want_y.data(), size * 4)) << isa_name(isa) << " n=" << n;
+
+      std::vector<float> aliased_residual = residual, aliased = delta;  // y over delta
+      add_rmsnorm(aliased_residual, aliased, w, 1e-6f, aliased, isa);
+      EXPECT_EQ(0, std::memcmp(aliased.data(), want_y.data(), size * 4)) << isa_name(isa) << " n=" << n;
+      EXPECT_EQ(0, std::memcmp(aliased_residual.data(), want_residual.data(), size * 4)) << isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+TEST(Ops, AddRmsnormEveryIsaMatchesReference) {
+  for (Isa isa : available_isas()) {
+    for (int64_t n : {1, 5, 13, 17, 63, 65, 129, 897}) {
+      const auto size = static_cast<size_t>(n);
+      const auto delta = random_row(size, 2.0f, 21), w = random_row(size, 1.5f, 22);
+      std::vector<float> ref_residual = random_row(size, 3.0f, 23), got_residual = ref_residual;
+      std::vector<float> ref_y(size), got_y(size);
+      add_rmsnorm(ref_residual, delta, w, 1e-5f, ref_y, Isa::kScalar);
+      add_rmsnorm(got_residual, delta, w, 1e-5f, got_y, isa);
+      EXPECT_EQ(got_residual, ref_residual) << isa_name(isa) << " n=" << n;  // one rounding either way
+      for (size_t i = 0; i < size; ++i)
+        expect_close(got_y[i], ref_y[i], 4e-7, 1e-30, std::string(isa_name(isa)) + " n=" + std::to_string(n));
+    }
+  }
+}
+
 TEST(Ops, ExpEveryIsaWithinTwoUlp) {
   std::vector<float> x;
   for (float v = -110.0f; v < 95.0f; v += 0.0137f) x.push_back(v);

@@ -5,12 +5,29 @@
 
 namespace lemma::kernels {
 
-void rmsnorm_reference(const float* x, const float* weight, float eps, float* y, int64_t n) {
-  double sum_squares = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum_squares += static_cast<double>(x[i]) * x[i];
+namespace {
+// y = (x * r) * weight with r from the sum of x's squares.
+void rms_scale(const float* x, double sum_squares, const float* weight, float eps, float* y, int64_t n) {
   const double mean = n == 0 ? 0.0 : sum_squares / static_cast<double>(n);
   const auto r = static_cast<float>(1.0 / std::sqrt(mean + static_cast<double>(eps)));
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * weight[i];
+}
+}  // namespace
+
+void rmsnorm_reference(const float* x, const float* weight, float eps, float* y, int64_t n) {
+  double sum_squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_squares += static_cast<double>(x[i]) * x[i];
+  rms_scale(x, sum_squares, weight, eps, y, n);
+}
+
+void add_rmsnorm_reference(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n) {
+  double sum_squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float sum = residual[i] + delta[i];
+    residual[i] = sum;
+    sum_squares += static_cast<double>(sum) * sum;
+  }
+  rms_scale(residual, sum_squares, weight, eps, y, n);
 }
 
 void silu_mul_reference(const float* gate, const float* up, float* out, int64_t n) {

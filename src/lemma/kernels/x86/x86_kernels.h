@@ -38,11 +38,13 @@ void decode_q6_k_avx512(const void* src, float* dst, int64_t n);
 
 // Row ops (see ops.h), n values each.
 void rmsnorm_avx2(const float* x, const float* weight, float eps, float* y, int64_t n);
+void add_rmsnorm_avx2(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n);
 void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
 void softmax_avx2(const float* x, float* y, int64_t n);
 void add_avx2(const float* a, const float* b, float* out, int64_t n);
 void exp_avx2(const float* x, float* y, int64_t n);
 void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n);
+void add_rmsnorm_avx512(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n);
 void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
 void softmax_avx512(const float* x, float* y, int64_t n);
 void add_avx512(const float* a, const float* b, float* out, int64_t n);

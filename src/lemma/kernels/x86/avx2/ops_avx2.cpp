@@ -90,17 +90,36 @@ void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+namespace {
+// y = (x * r) * weight, r from the sum of squares accumulated in (lo, hi).
+void rms_scale(const float* x, __m256d lo, __m256d hi, const float* weight, float eps, float* y, int64_t n) {
+  const double mean = n == 0 ? 0.0 : reduce_double(lo, hi) / static_cast<double>(n);
+  const __m256 r = _mm256_set1_ps(static_cast<float>(1.0 / __builtin_sqrt(mean + static_cast<double>(eps))));
+  for (int64_t i = 0; i < n; i += 8) {
+    store(y, i, n, _mm256_mul_ps(_mm256_mul_ps(load(x, i, n, 0.0f), r), load(weight, i, n, 0.0f)));
+  }
+}
+}  // namespace
+
 void rmsnorm_avx2(const float* x, const float* weight, float eps, float* y, int64_t n) {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   for (int64_t i = 0; i < n; i += 8) {
     const __m256 v = load(x, i, n, 0.0f);
     accumulate_double(_mm256_mul_ps(v, v), lo, hi);
   }
-  const double mean = n == 0 ? 0.0 : reduce_double(lo, hi) / static_cast<double>(n);
-  const __m256 r = _mm256_set1_ps(static_cast<float>(1.0 / __builtin_sqrt(mean + static_cast<double>(eps))));
+  rms_scale(x, lo, hi, weight, eps, y, n);
+}
+
+// add_avx2 then rmsnorm_avx2 in two passes instead of three: the sums are stored and squared in
+// the same lanes and order (zero padding in the tail), so the bits are theirs.
+void add_rmsnorm_avx2(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n) {
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   for (int64_t i = 0; i < n; i += 8) {
-    store(y, i, n, _mm256_mul_ps(_mm256_mul_ps(load(x, i, n, 0.0f), r), load(weight, i, n, 0.0f)));
+    const __m256 v = _mm256_add_ps(load(residual, i, n, 0.0f), load(delta, i, n, 0.0f));
+    store(residual, i, n, v);
+    accumulate_double(_mm256_mul_ps(v, v), lo, hi);
   }
+  rms_scale(residual, lo, hi, weight, eps, y, n);
 }
 
 void softmax_avx2(const float* x, float* y, int64_t n) {

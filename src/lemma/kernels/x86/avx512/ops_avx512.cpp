@@ -71,14 +71,11 @@ void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) 
   }
 }
 
-void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n) {
-  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
-    accumulate_double(_mm512_mul_ps(v, v), lo, hi);
-  }
-  // Squares are formed in float here (the reference squares in double): a relative difference
-  // of at most 2^-24 per term.
+namespace {
+// y = (x * r) * weight, r from the sum of squares accumulated in (lo, hi).
+void rms_scale(const float* x, __m512d lo, __m512d hi, const float* weight, float eps, float* y, int64_t n) {
+  // Squares are formed in float (the reference squares in double): a relative difference of at
+  // most 2^-24 per term.
   const double mean = n == 0 ? 0.0 : reduce_double(lo, hi) / static_cast<double>(n);
   const __m512 r = _mm512_set1_ps(static_cast<float>(1.0 / __builtin_sqrt(mean + static_cast<double>(eps))));
   for (int64_t i = 0; i < n; i += 16) {
@@ -86,6 +83,29 @@ void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, in
     const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), r);
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
   }
+}
+}  // namespace
+
+void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+    accumulate_double(_mm512_mul_ps(v, v), lo, hi);
+  }
+  rms_scale(x, lo, hi, weight, eps, y, n);
+}
+
+// add_avx512 then rmsnorm_avx512 in two passes instead of three: the sums are stored and squared
+// in the same lanes and order, so the bits are theirs.
+void add_rmsnorm_avx512(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, residual + i), _mm512_maskz_loadu_ps(m, delta + i));
+    _mm512_mask_storeu_ps(residual + i, m, v);
+    accumulate_double(_mm512_mul_ps(v, v), lo, hi);
+  }
+  rms_scale(residual, lo, hi, weight, eps, y, n);
 }
 
 void softmax_avx512(const float* x, float* y, int64_t n) {

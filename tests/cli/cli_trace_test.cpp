@@ -43,7 +43,7 @@ TEST(CliTrace, GenerateWritesNestedForwardLayerAndKernelRanges) {
   std::filesystem::remove(path);
   const auto names = range_names(ranges);
   for (const char* n : {"prefill_step", "decode_step", "forward", "layer", "attn_norm", "qkv", "rope_kv_write", "attention",
-                        "o_proj", "ffn_norm", "gate_up", "silu_mul", "down", "final_norm", "lm_head", "sampling"})
+                        "o_proj", "add_ffn_norm", "gate_up", "silu_mul", "down", "add_attn_norm", "add_final_norm", "lm_head", "sampling"})
     EXPECT_TRUE(names.contains(n)) << n;
   int layers = 0, forwards = 0;
   for (const auto& x : ranges) {

@@ -67,16 +67,14 @@ struct StepState {
   int64_t num_tokens;
 };
 
-// residual += o_proj(attention(rms_norm(residual))), writing this layer's new K/V into the cache.
+// residual += o_proj(attention(normed)), writing this layer's new K/V into the cache; then
+// normed = ffn_norm(residual), fused with that add (G20). On entry normed = attn_norm(residual).
 void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, KvLayerView kv) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
-  trace::Scope t_norm("attn_norm");
-  layers::rms_norm(ws.residual, T, H, w.attn_norm, c.rms_norm_eps, ws.normed);
-  t_norm.end();
   trace::Scope t_qkv("qkv");
   const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
   layers::linear_group(ws.normed, T, qkv, team);
@@ -113,20 +111,18 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   trace::Scope t_o("o_proj");
   layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
   t_o.end();
-  trace::Scope t_add("residual_add");
-  const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
-  kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
+  trace::Scope t_add_norm("add_ffn_norm");
+  layers::add_rms_norm(ws.residual, ws.normed, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
 }
 
-// residual += down(silu(gate(h)) * up(h)), h = rms_norm(residual).
-void mlp_block(const StepState& st, const LayerWeights& w) {
+// residual += down(silu(gate(normed)) * up(normed)); then normed = next_norm(residual), fused with
+// that add: the next layer's attn_norm, or the final norm after the last layer. On entry
+// normed = ffn_norm(residual).
+void mlp_block(const StepState& st, const LayerWeights& w, std::span<const float> next_norm, const char* next_name) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
-  trace::Scope t_norm("ffn_norm");
-  layers::rms_norm(ws.residual, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
-  t_norm.end();
   trace::Scope t_gate_up("gate_up");
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
   layers::linear_group(ws.normed, T, gate_up, team);
@@ -138,9 +134,8 @@ void mlp_block(const StepState& st, const LayerWeights& w) {
   trace::Scope t_down("down");
   layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
   t_down.end();
-  trace::Scope t_add("residual_add");
-  const auto residual = std::span(ws.residual).first(static_cast<size_t>(T * H));
-  kernels::add(residual, std::span(ws.normed).first(residual.size()), residual);
+  trace::Scope t_add_norm(next_name);
+  layers::add_rms_norm(ws.residual, ws.normed, T, H, next_norm, c.rms_norm_eps, ws.normed);
 }
 
 }  // namespace
@@ -180,27 +175,31 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   }
 
   const StepState state{c, ws, slices, rope, T};
+  // Only the first norm runs alone; each later one is fused with the residual add before it.
+  trace::Scope t_norm("attn_norm");
+  layers::rms_norm(ws.residual, T, H, weights_.layers.front().attn_norm, c.rms_norm_eps, ws.normed);
+  t_norm.end();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     trace::Scope t_layer("layer", "layer", "layer", l);
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     attention_block(state, w, l, cache.layer(l));
-    mlp_block(state, w);
+    const bool last = l + 1 == c.num_layers;
+    mlp_block(state, w, last ? weights_.final_norm : weights_.layers[static_cast<size_t>(l + 1)].attn_norm,
+              last ? "add_final_norm" : "add_attn_norm");
   }
 
-  // Gather the rows that want logits, normalise, project.
+  // Gather the normalised rows that want logits, project. (Every row went through the final norm
+  // with the last residual add; a row's norm does not depend on the others.)
   int64_t out_rows = 0;
   for (size_t s = 0; s < slices.size(); ++s) {
     const auto& sl = slices[s];
     const int64_t count = batch.sequences[s].num_logit_rows();
     if (count == 0) continue;
     const int64_t first = sl.num_tokens - count;  // kAll: every row; kLast: the last one
-    std::copy_n(ws.residual.data() + (sl.token_offset + first) * H, count * H, ws.head_input.data() + out_rows * H);
+    std::copy_n(ws.normed.data() + (sl.token_offset + first) * H, count * H, ws.head_input.data() + out_rows * H);
     out_rows += count;
   }
   if (out_rows == 0) return;
-  trace::Scope t_norm("final_norm");
-  layers::rms_norm(ws.head_input, out_rows, H, weights_.final_norm, c.rms_norm_eps, ws.head_input);
-  t_norm.end();
   trace::Scope t_head("lm_head");
   layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, ws.team.get());
 }

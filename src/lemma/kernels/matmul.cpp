@@ -5,26 +5,9 @@
 #include <memory>
 
 #include "lemma/base/error.h"
-#include "lemma/kernels/bf16_activations.h"
-#include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/matmul_precision.h"
 
 namespace lemma::kernels {
-
-namespace {
-
-// Bytes of the prepared x (MatmulArgs::xq) a kernel of this precision reads: the precision names
-// the activation format.
-size_t prepared_x_bytes(MatmulPrecision precision, int64_t M, int64_t K) {
-  switch (precision) {
-    case MatmulPrecision::kInt8Activations: return int8_activation_bytes(M, K);
-    case MatmulPrecision::kBf16Activations: return bf16_activation_bytes(M, K);
-    case MatmulPrecision::kF32Activations: break;
-  }
-  return 0;
-}
-
-}  // namespace
 
 MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
                        int64_t y_stride, const float* bias, const MatmulOptions& options) {
@@ -51,7 +34,7 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   if (y == nullptr) fail<InvalidArgument>("matmul: null y");
   plan.fn = kernel->fn;
   plan.quantize_x = kernel->quantize_x;
-  plan.xq_bytes = kernel->quantize_x != nullptr ? prepared_x_bytes(kernel->precision, M, K) : 0;
+  plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
   MatmulArgs& args = plan.args;
   args.x = x;
   args.x_stride = x_stride;

@@ -38,7 +38,7 @@ struct MatmulPlan {
   MatmulArgs args;        // for all N rows of W
   // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
   QuantizeActivationsFn quantize_x = nullptr;
-  size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, bf16_activations.h)
+  size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, q8k_activations.h, bf16_activations.h)
 
   // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N. Thread-safe; no allocation.
   void run_rows(int64_t n0, int64_t n1) const;

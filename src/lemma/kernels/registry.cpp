@@ -3,8 +3,11 @@
 #include <atomic>
 
 #include "lemma/base/logging.h"
+#include "lemma/kernels/bf16_activations.h"
 #include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
 #include "lemma/kernels/x86/int8_kernels.h"
@@ -98,7 +101,7 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q2_k", DType::kQ2_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx512>},
     {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512,
-     x86::pack_x_bf16_avx512},
+     x86::pack_x_bf16_avx512, bf16_activation_bytes},
     // lemma int formats (lemma_int_blocks.h). W8A8 rows quantise x to int8 themselves: the dtype,
     // not MatmulPrecision, selects int8 activations.
     {"reference_i8z32", DType::kI8Z32, Isa::kScalar, kF32, false, reference<DType::kI8Z32>},
@@ -112,21 +115,35 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_vnni_w8a8", DType::kW8A8, Isa::kAvx512, kF32, false, w8a8_avx512},
     // GGUF Q8_0/Q4_0/Q5_0 with x quantised to int8 per 32-value block (llama.cpp's Q8_0 dot;
     // int8_activations.h); the default from AVX2 up (matmul_precision.h).
-    {"reference_q8_0_int8", DType::kQ8_0, Isa::kScalar, kInt8, false, matmul_q8_0_int8_reference, quantize_activations_reference},
-    {"reference_q4_0_int8", DType::kQ4_0, Isa::kScalar, kInt8, false, matmul_q4_0_int8_reference, quantize_activations_reference},
-    {"reference_q5_0_int8", DType::kQ5_0, Isa::kScalar, kInt8, false, matmul_q5_0_int8_reference, quantize_activations_reference},
-    {"avx2_q8_0_int8", DType::kQ8_0, Isa::kAvx2, kInt8, false, x86::matmul_q8_0_int8_avx2, x86::quantize_activations_avx2},
-    {"avx2_q4_0_int8", DType::kQ4_0, Isa::kAvx2, kInt8, false, x86::matmul_q4_0_int8_avx2, x86::quantize_activations_avx2},
-    {"avx2_q5_0_int8", DType::kQ5_0, Isa::kAvx2, kInt8, false, x86::matmul_q5_0_int8_avx2, x86::quantize_activations_avx2},
+    {"reference_q8_0_int8", DType::kQ8_0, Isa::kScalar, kInt8, false, matmul_q8_0_int8_reference, quantize_activations_reference, int8_activation_bytes},
+    {"reference_q4_0_int8", DType::kQ4_0, Isa::kScalar, kInt8, false, matmul_q4_0_int8_reference, quantize_activations_reference, int8_activation_bytes},
+    {"reference_q5_0_int8", DType::kQ5_0, Isa::kScalar, kInt8, false, matmul_q5_0_int8_reference, quantize_activations_reference, int8_activation_bytes},
+    {"avx2_q8_0_int8", DType::kQ8_0, Isa::kAvx2, kInt8, false, x86::matmul_q8_0_int8_avx2, x86::quantize_activations_avx2, int8_activation_bytes},
+    {"avx2_q4_0_int8", DType::kQ4_0, Isa::kAvx2, kInt8, false, x86::matmul_q4_0_int8_avx2, x86::quantize_activations_avx2, int8_activation_bytes},
+    {"avx2_q5_0_int8", DType::kQ5_0, Isa::kAvx2, kInt8, false, x86::matmul_q5_0_int8_avx2, x86::quantize_activations_avx2, int8_activation_bytes},
     {"avx512_vnni_q8_0_int8", DType::kQ8_0, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_q8_0_int8_avx512vnni, x86::matmul_q8_0_int8_avx2>, x86::quantize_activations_avx512},
+     int8_avx512<x86::matmul_q8_0_int8_avx512vnni, x86::matmul_q8_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
     {"avx512_vnni_q4_0_int8", DType::kQ4_0, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_q4_0_int8_avx512vnni, x86::matmul_q4_0_int8_avx2>, x86::quantize_activations_avx512},
+     int8_avx512<x86::matmul_q4_0_int8_avx512vnni, x86::matmul_q4_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
     {"avx512_vnni_q5_0_int8", DType::kQ5_0, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_q5_0_int8_avx512vnni, x86::matmul_q5_0_int8_avx2>, x86::quantize_activations_avx512},
+     int8_avx512<x86::matmul_q5_0_int8_avx512vnni, x86::matmul_q5_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
+    // GGUF Q4_K/Q5_K/Q6_K with x quantised to int8 per 256-value block plus 16-value code sums
+    // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
+    {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
+    {"reference_q5_k_int8", DType::kQ5_K, Isa::kScalar, kInt8, false, matmul_q5_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
+    {"reference_q6_k_int8", DType::kQ6_K, Isa::kScalar, kInt8, false, matmul_q6_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
+    {"avx2_q4_k_int8", DType::kQ4_K, Isa::kAvx2, kInt8, false, x86::matmul_q4_k_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx2_q5_k_int8", DType::kQ5_K, Isa::kAvx2, kInt8, false, x86::matmul_q5_k_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx2_q6_k_int8", DType::kQ6_K, Isa::kAvx2, kInt8, false, x86::matmul_q6_k_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx512_vnni_q4_k_int8", DType::kQ4_K, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q4_k_int8_avx512vnni, x86::matmul_q4_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+    {"avx512_vnni_q5_k_int8", DType::kQ5_K, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q5_k_int8_avx512vnni, x86::matmul_q5_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+    {"avx512_vnni_q6_k_int8", DType::kQ6_K, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q6_k_int8_avx512vnni, x86::matmul_q6_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
-static_assert(kKernelCount <= 64, "the logged-once mask below has 64 bits");
+static_assert(kKernelCount <= 128, "the logged-once mask below has 128 bits");
 
 const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision precision) {
   const auto block = static_cast<int64_t>(dtype_info(weight).block_elements);
@@ -142,8 +159,10 @@ const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision
 
 // Logs each kernel's first use at debug level (choices are per call, so log only news).
 void log_choice(const MatmulKernel& kernel, Isa isa) {
-  static std::atomic<uint64_t> logged{0};
-  const uint64_t bit = uint64_t{1} << static_cast<size_t>(&kernel - kKernels);
+  static std::atomic<uint64_t> logged_words[2] = {0, 0};
+  const auto index = static_cast<size_t>(&kernel - kKernels);
+  std::atomic<uint64_t>& logged = logged_words[index / 64];
+  const uint64_t bit = uint64_t{1} << (index % 64);
   // A plain load first: matmul runs this on every call from every thread, and an unconditional
   // read-modify-write would bounce the cache line between cores.
   if ((logged.load(std::memory_order_relaxed) & bit) == 0 &&

@@ -18,12 +18,15 @@ enum class MatmulPrecision : uint8_t {
   kF32Activations,   // default: x stays f32, weights widened to f32, f32 FMA accumulation
   kBf16Activations,  // opt-in: x rounded to bf16 (vdpbf16ps); only bf16 weights with AVX512_BF16,
                      // otherwise falls back to kF32Activations
-  kInt8Activations,  // x quantised to int8 per 32-value block as llama.cpp's Q8_0 dot does
-                     // (int8_activations.h); Q8_0/Q4_0/Q5_0 weights (the default for them from AVX2
-                     // up, see matmul_precision.h), otherwise falls back to kF32Activations
+  kInt8Activations,  // x quantised to int8 as llama.cpp's vec_dot_type does: per 32-value block
+                     // for Q8_0/Q4_0/Q5_0 weights (int8_activations.h), per 256-value block with
+                     // code sums for Q4_K/Q5_K/Q6_K (q8k_activations.h); the default for them from
+                     // AVX2 up (matmul_precision.h), otherwise falls back to kF32Activations
 };
 
 using MatmulFn = void (*)(const MatmulArgs& args);
+// Bytes of the prepared x (MatmulArgs::xq) for M rows of K values, in a kernel's activation format.
+using ActivationBytesFn = size_t (*)(int64_t M, int64_t K);
 
 struct MatmulKernel {
   std::string_view name;  // e.g. "avx512_f32", "reference_q4_k"
@@ -34,6 +37,7 @@ struct MatmulKernel {
   MatmulFn fn;
   // Set for kernels that read x quantised (MatmulArgs::xq): writes that buffer, once per call.
   QuantizeActivationsFn quantize_x = nullptr;
+  ActivationBytesFn xq_bytes = nullptr;  // that buffer's size; set with quantize_x
 };
 
 // Every registered kernel, for `inspect` and tests.

@@ -26,7 +26,9 @@ namespace lemma::kernels {
 namespace {
 
 using testing::oracle;
+using testing::run_matmul;
 using testing::random_floats;
+using testing::same_bits;
 
 constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
 constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0};
@@ -57,24 +59,6 @@ testing::Weights weights(DType type, int64_t N, int64_t K, std::mt19937& rng, in
   const auto row_bytes = static_cast<int64_t>(*dtype_bytes(type, static_cast<uint64_t>(K)));
   for (int64_t n = 0; n < N; ++n) dequantize_row(type, w.bytes.data() + n * row_bytes, w.dequantized.data() + n * K, K);
   return w;
-}
-
-std::vector<float> run(const std::vector<float>& x, int64_t x_stride, int64_t M, const TensorView& w,
-                       const float* bias, MatmulOptions options) {
-  std::vector<float> y(static_cast<size_t>(M * w.shape[0]), -1.0f);
-  matmul(x.data(), x_stride, M, w, y.data(), w.shape[0], bias, options);
-  return y;
-}
-
-// Bit-equal, except that any NaN equals any NaN (which NaN an add returns depends on operand order,
-// which the compiler may swap in scalar code).
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
-  }
-  return true;
 }
 
 // The quantiser of every ISA (the registry rows name them) writes the reference's bytes.
@@ -112,7 +96,8 @@ TEST(Int8Activations, EveryQuantiserWritesTheReferenceBytes) {
   EXPECT_EQ(int8_codes(aligned(want), K, 1)[64 + 9], 128 - 127);  // the lone value is the block's max
   int checked = 0;
   for (const MatmulKernel& k : matmul_kernels()) {
-    if (k.precision != MatmulPrecision::kInt8Activations || k.isa > detected_isa()) continue;  // bf16 packers: bf16_matmul_test.cpp
+    // Same format only (bf16 packers: bf16_matmul_test.cpp; K-quants' Q8_K: q8k_activations_test.cpp).
+    if (k.quantize_x == nullptr || k.xq_bytes != reference->xq_bytes || k.isa > detected_isa()) continue;
     std::fill(got.begin(), got.end(), 0xAB);
     k.quantize_x(x.data(), stride, M, K, aligned(got));
     ASSERT_EQ(0, std::memcmp(aligned(got), aligned(want), bytes)) << k.name;
@@ -134,7 +119,7 @@ TEST(Int8Activations, EveryKernelEqualsTheReferenceBitwiseOnOddShapes) {
           for (int64_t k = 0; k < 32; ++k) x[static_cast<size_t>(k)] = 0.0f;  // a zero activation block
           const auto w = weights(type, N, K, rng, 3);
           const auto bias = random_floats(static_cast<size_t>(N), rng);
-          const auto want = run(x, x_stride, M, w.view, bias.data(), {Isa::kScalar, kInt8});
+          const auto want = run_matmul(x, x_stride, M, w.view, bias.data(), {Isa::kScalar, kInt8});
           const auto ref = oracle(x, x_stride, M, w.dequantized, N, K, bias.data());
           for (int64_t m = 0; m < M; ++m) {
             for (int64_t n = 0; n < N; ++n) {
@@ -153,7 +138,7 @@ TEST(Int8Activations, EveryKernelEqualsTheReferenceBitwiseOnOddShapes) {
           }
           for (Isa isa : available_isas()) {
             if (isa == Isa::kScalar) continue;
-            ASSERT_TRUE(same_bits(run(x, x_stride, M, w.view, bias.data(), {isa, kInt8}), want)) << trace(type, isa, M, N, K);
+            ASSERT_TRUE(same_bits(run_matmul(x, x_stride, M, w.view, bias.data(), {isa, kInt8}), want)) << trace(type, isa, M, N, K);
           }
         }
       }
@@ -183,12 +168,12 @@ TEST(Int8Activations, ExtremeValuesMatchTheReference) {
     for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(5 * K + k)] *= 1e4f;  // d_x overflows f16: inf
     x[static_cast<size_t>(2 * K + 40)] = std::numeric_limits<float>::quiet_NaN();  // row 2, block 1
     for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(4 * K + k)] = 1e-40f;    // a subnormal row
-    const auto want = run(x, K, M, w.view, nullptr, {Isa::kScalar, kInt8});
+    const auto want = run_matmul(x, K, M, w.view, nullptr, {Isa::kScalar, kInt8});
     for (int64_t n = 0; n < N; ++n) EXPECT_TRUE(std::isnan(want[static_cast<size_t>(2 * N + n)])) << n;
     for (int64_t n = 0; n < N; ++n) EXPECT_FALSE(std::isnan(want[static_cast<size_t>(3 * N + n)])) << n;
     for (Isa isa : available_isas()) {
       if (isa == Isa::kScalar) continue;
-      EXPECT_TRUE(same_bits(run(x, K, M, w.view, nullptr, {isa, kInt8}), want)) << trace(type, isa, M, N, K);
+      EXPECT_TRUE(same_bits(run_matmul(x, K, M, w.view, nullptr, {isa, kInt8}), want)) << trace(type, isa, M, N, K);
     }
   }
 }
@@ -204,14 +189,14 @@ TEST(Int8Activations, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
     for (Isa isa : available_isas()) {
       SCOPED_TRACE(trace(type, isa, M, N, K));
       const MatmulOptions options{isa, kInt8};
-      const auto batch = run(x, K, M, w.view, nullptr, options);
+      const auto batch = run_matmul(x, K, M, w.view, nullptr, options);
       for (int64_t m = 0; m < M; ++m) {
         const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
-        const auto one = run(row, K, 1, w.view, nullptr, options);
+        const auto one = run_matmul(row, K, 1, w.view, nullptr, options);
         ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + m * N, N * sizeof(float))) << "row " << m;
       }
       for (int64_t prefix : {2, 3, 4, 5, 16, 32}) {
-        const auto part = run(x, K, prefix, w.view, nullptr, options);
+        const auto part = run_matmul(x, K, prefix, w.view, nullptr, options);
         ASSERT_EQ(0, std::memcmp(part.data(), batch.data(), part.size() * sizeof(float))) << "M=" << prefix;
       }
       std::vector<float> tiled(batch.size(), -1.0f);
@@ -264,7 +249,7 @@ TEST(Int8Activations, PlansOverOneXShareItsQuantisedCopy) {
     EXPECT_EQ(plans[0].args.xq, plans[1].args.xq);
     EXPECT_NE(plans[0].args.xq, plans[2].args.xq);
     for (auto& p : plans) p.run_rows(0, N);
-    const auto alone = run(x2, K, M, w.view, nullptr, options);
+    const auto alone = run_matmul(x2, K, M, w.view, nullptr, options);
     EXPECT_EQ(0, std::memcmp(alone.data(), y.data() + 2 * M * N, alone.size() * sizeof(float))) << isa_name(isa);
     MatmulPlan unprepared = plan_matmul(x.data(), K, M, w.view, y.data(), N, nullptr, options);
     EXPECT_THROW(unprepared.run_rows(0, N), InvalidArgument);

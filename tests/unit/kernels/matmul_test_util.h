@@ -9,6 +9,7 @@
 
 #include "lemma/kernels/dequantize.h"
 #include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/matmul.h"
 #include "lemma/tensor/tensor_view.h"
 
 namespace lemma::kernels::testing {
@@ -100,6 +101,25 @@ inline Oracle oracle(const std::vector<float>& x, int64_t x_stride, int64_t M, c
 // A proven bound for f32 sums of K+1 terms in any order: (K + 2) * 2^-24 * sum |terms| (+ slack).
 inline double tolerance(double magnitude, int64_t K) {
   return static_cast<double>(K + 2) * 0x1p-24 * magnitude * 1.01 + 1e-30;
+}
+
+// y = x . W^T (+ bias) through matmul() with these options; y starts at -1 so unwritten outputs show.
+inline std::vector<float> run_matmul(const std::vector<float>& x, int64_t x_stride, int64_t M, const TensorView& w,
+                                     const float* bias, const MatmulOptions& options) {
+  std::vector<float> y(static_cast<size_t>(M * w.shape[0]), -1.0f);
+  matmul(x.data(), x_stride, M, w, y.data(), w.shape[0], bias, options);
+  return y;
+}
+
+// Bit-equal, except that any NaN equals any NaN (which NaN an add returns depends on operand order,
+// which the compiler may swap in scalar code).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace lemma::kernels::testing

@@ -1,0 +1,161 @@
+// Scalar oracles for the K-quant int8-activation matmul (q8k_activations.h): the quantiser and the
+// Q4_K/Q5_K/Q6_K block dot products, written as the plain loops the layout comment describes. The
+// SIMD kernels must give these bits.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/quant_blocks.h"
+#include "lemma/kernels/reference/lemma_int.h"
+#include "lemma/tensor/dtype.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+constexpr int kBlock = static_cast<int>(kQ8KBlock);
+
+// One weight super-block as the rule reads it: unsigned codes, integer group scales, f32 d/dmin.
+struct KBlock {
+  float d = 0.0f;
+  float dmin = 0.0f;  // Q4_K/Q5_K
+  int u[kBlock];
+  int sc[16];  // Q4_K/Q5_K: 8 scales of 32 values; Q6_K: 16 of 16
+  int mn[8];   // Q4_K/Q5_K mins
+};
+
+template <DType T>
+KBlock weight_block(const uint8_t* row, int64_t b) {
+  KBlock w;
+  if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
+    using Block = std::conditional_t<T == DType::kQ4_K, BlockQ4_K, BlockQ5_K>;
+    Block block;
+    std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(block)), sizeof(block));
+    w.d = f16_to_f32(block.d);
+    w.dmin = f16_to_f32(block.dmin);
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(block.scales, sc, mn);
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = sc[j];
+      w.mn[j] = mn[j];
+    }
+    for (int k = 0; k < 4; ++k) {  // 32 bytes of qs: values 64k + i (low nibble), 64k + 32 + i (high)
+      for (int i = 0; i < 32; ++i) {
+        int lo = block.qs[32 * k + i] & 0x0F, hi = block.qs[32 * k + i] >> 4;
+        if constexpr (T == DType::kQ5_K) {
+          lo |= ((block.qh[i] >> (2 * k)) & 1) << 4;
+          hi |= ((block.qh[i] >> (2 * k + 1)) & 1) << 4;
+        }
+        w.u[64 * k + i] = lo;
+        w.u[64 * k + 32 + i] = hi;
+      }
+    }
+  } else {
+    static_assert(T == DType::kQ6_K);
+    BlockQ6_K block;
+    std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(block)), sizeof(block));
+    w.d = f16_to_f32(block.d);
+    for (int g = 0; g < 16; ++g) w.sc[g] = block.scales[g];
+    for (int h = 0; h < 2; ++h) {  // halves of 128: byte l feeds values l, l + 32, l + 64, l + 96
+      const uint8_t* ql = block.ql + 64 * h;
+      const uint8_t* qh = block.qh + 32 * h;
+      int* u = w.u + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        u[l] = (ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4);
+        u[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
+        u[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+        u[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+      }
+    }
+  }
+  return w;
+}
+
+template <DType T>
+void matmul_q8k(const MatmulArgs& a) {
+  const int64_t blocks = a.K / kBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const int8_t* codes = q8k_codes(a.xq, a.K, m);
+    const float* scales = q8k_scales(a.xq, a.M, a.K, m);
+    const int16_t* sums = q8k_sums(a.xq, a.M, a.K, m);
+    for (int64_t n = 0; n < a.N; ++n) {
+      const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
+      float acc[8] = {};
+      for (int64_t b = 0; b < blocks; ++b) {
+        const KBlock w = weight_block<T>(row, b);
+        const int8_t* q = codes + b * kBlock;
+        const int16_t* s = sums + b * (kBlock / kQ8KGroup);
+        const float scale = w.d * scales[b];
+        for (int l = 0; l < 8; ++l) {
+          int32_t S = 0;
+          for (int c = 0; c < 8; ++c) {  // the 32-value chunks
+            int32_t dot = 0;
+            for (int t = 32 * c + 4 * l; t < 32 * c + 4 * l + 4; ++t) dot += (w.u[t] - (T == DType::kQ6_K ? 32 : 0)) * q[t];
+            S += (T == DType::kQ6_K ? w.sc[2 * c + l / 4] : w.sc[c]) * dot;
+          }
+          if constexpr (T == DType::kQ6_K) {
+            acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
+          } else {
+            const int32_t N = w.mn[l] * (s[2 * l] + s[2 * l + 1]);
+            acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
+            acc[l] = std::fma(-(w.dmin * scales[b]), static_cast<float>(N), acc[l]);
+          }
+        }
+      }
+      float s4[4], s2[2];
+      for (int i = 0; i < 4; ++i) s4[i] = acc[i] + acc[i + 4];
+      for (int i = 0; i < 2; ++i) s2[i] = s4[i] + s4[i + 2];
+      const float y = s2[0] + s2[1];
+      a.y[m * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
+  const int64_t blocks = K / kBlock;
+  auto* base = static_cast<uint8_t*>(out);
+  for (int64_t m = 0; m < M; ++m) {
+    const float* row = x + m * x_stride;
+    auto* codes = reinterpret_cast<int8_t*>(base + m * q8k_codes_stride(K));
+    auto* scales = const_cast<float*>(q8k_scales(out, M, K, m));
+    auto* sums = const_cast<int16_t*>(q8k_sums(out, M, K, m));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = row + b * kBlock;
+      float amax = 0.0f;
+      bool has_nan = false;
+      for (int j = 0; j < kBlock; ++j) {
+        amax = std::max(amax, std::fabs(xb[j]));  // ignores NaN (std::max keeps its first argument)
+        has_nan = has_nan || std::isnan(xb[j]);
+      }
+      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // inf for a subnormal amax
+      int8_t* q = codes + b * kBlock;
+      for (int j = 0; j < kBlock; ++j) {
+        float v = xb[j] * id;
+        if (std::isnan(v)) v = 0.0f;
+        v = std::min(std::max(v, -127.0f), 127.0f);
+        q[j] = static_cast<int8_t>(std::nearbyint(v));
+      }
+      for (int g = 0; g < kBlock / kQ8KGroup; ++g) {
+        int sum = 0;
+        for (int j = 0; j < kQ8KGroup; ++j) sum += q[kQ8KGroup * g + j];
+        sums[b * (kBlock / kQ8KGroup) + g] = static_cast<int16_t>(sum);
+      }
+      // A NaN anywhere in the block makes its scale NaN, so every output that reads it is NaN.
+      scales[b] = has_nan ? std::numeric_limits<float>::quiet_NaN() : amax != 0.0f ? 1.0f / id : 0.0f;
+    }
+    std::memset(codes + K, 0, static_cast<size_t>(q8k_codes_stride(K) - K));
+    std::fill(scales + blocks, scales + q8k_scales_stride(K), 0.0f);
+    std::fill(sums + K / kQ8KGroup, sums + q8k_sums_stride(K), int16_t{0});
+  }
+}
+
+void matmul_q4_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ4_K>(a); }
+void matmul_q5_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ5_K>(a); }
+void matmul_q6_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ6_K>(a); }
+
+}  // namespace lemma::kernels

@@ -1,0 +1,171 @@
+// GGUF Q4_K/Q5_K/Q6_K weights x Q8_K-style int8 activations (q8k_activations.h) with AVX2.
+// Register tile of up to 2 rows of x by 2 rows of W. Per 256-value block each W row's group scales
+// are unpacked once; per 32-value chunk its unsigned codes are decoded once and every x row meets
+// them: vpmaddubsw(u, q_x) gives exact int16 pair sums (2 * 63 * 127 < 32768; Q6_K then takes off
+// 32 * its x pair sums), vpmaddwd by the chunk's int16 scales widens lane l to sc * (sum of values
+// 4l..4l+3): the reference's S_l after 8 chunks. Q4_K/Q5_K's min term is one vpmaddwd of x's 16
+// code sums by the mins; then the block's one or two FMAs into 8 f32 lanes, reduced as reduce8 does.
+#include <immintrin.h>
+
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/x86/horizontal_sum.h"
+#include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/kquant_int8_parts.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int kMaxRows = 2;
+constexpr int kMaxCols = 2;
+
+__m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Q4_K (Q5 = false) and Q5_K: 8 chunks of 32 values, chunk c has scale sc_c and min mn_c.
+template <bool Q5>
+struct Q45K {
+  static constexpr int64_t kBytes = Q5 ? 176 : 144;
+  static constexpr int kQs = Q5 ? 48 : 16;  // offset of qs (after d, dmin, scales[12] and qh[32])
+  static constexpr bool kOffset32 = false;
+  struct Prep {
+    const uint8_t* qs;
+    __m256i qh;
+    __m256i sc;  // int16 sc_0..sc_7 in both 128-bit lanes
+    K4Scales k;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    p.k = k4_scales(block);
+    p.sc = _mm256_broadcastsi128_si256(p.k.sc);
+    p.qs = block + kQs;
+    if constexpr (Q5) p.qh = load256(block + 16);
+    return p;
+  }
+  static __m256i codes(const Prep& p, int c) {
+    const __m256i q = load256(p.qs + 32 * (c / 2));
+    __m256i u = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(q, 4) : q, _mm256_set1_epi8(0x0F));
+    if constexpr (Q5) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(p.qh, bit), bit);
+      u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+    }
+    return u;
+  }
+  static __m256i scales(const Prep& p, int c) {
+    return _mm256_shuffle_epi8(p.sc, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * c)));
+  }
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    return k4_accumulate(p.k, S, sums, dx, acc);
+  }
+};
+
+// Q6_K: chunk c of 32 values holds groups 2c and 2c + 1 (int8 scales); codes 0..63 stand for u - 32.
+struct Q6K {
+  static constexpr int64_t kBytes = 210;
+  static constexpr bool kOffset32 = true;
+  struct Prep {
+    const uint8_t* ql;
+    const uint8_t* qh;
+    __m256i sc_lo, sc_hi;  // int16 sc_0..7 / sc_8..15 in both 128-bit lanes
+    float d;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    p.ql = block;
+    p.qh = block + 128;
+    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
+    p.sc_lo = _mm256_permute2x128_si256(sc, sc, 0x00);
+    p.sc_hi = _mm256_permute2x128_si256(sc, sc, 0x11);
+    p.d = f16_at(block + 208);
+    return p;
+  }
+  static __m256i codes(const Prep& p, int c) {
+    const int h = c / 4, part = c % 4;  // values 128h + 32 part: ql byte half part % 2, nibble part / 2
+    const __m256i ql = load256(p.ql + 64 * h + 32 * (part % 2));
+    const __m256i low = _mm256_and_si256(part / 2 ? _mm256_srli_epi16(ql, 4) : ql, _mm256_set1_epi8(0x0F));
+    const __m256i qh = load256(p.qh + 32 * h);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), _mm256_set1_epi8(3));
+    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+  }
+  static __m256i scales(const Prep& p, int c) {
+    const int part = c % 4;  // groups 2c, 2c + 1 are int16 4 part.. of sc_lo (c < 4) or sc_hi
+    const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 + 0x0404 * part)),
+                                           _mm_set1_epi16(static_cast<short>(0x0302 + 0x0404 * part)));
+    return _mm256_shuffle_epi8(c < 4 ? p.sc_lo : p.sc_hi, pick);
+  }
+  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return k6_accumulate(p.d, S, dx, acc); }
+};
+
+template <class W, int R, int C>
+void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+  const int64_t blocks = a.K / kQ8KBlock;
+  const uint8_t* w[C];
+  for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
+  const int8_t* xc[R];
+  const float* xs[R];
+  const int16_t* xsum[R];
+  for (int r = 0; r < R; ++r) {
+    xc[r] = q8k_codes(a.xq, a.K, m0 + r);
+    xs[r] = q8k_scales(a.xq, a.M, a.K, m0 + r);
+    xsum[r] = q8k_sums(a.xq, a.M, a.K, m0 + r);
+  }
+  __m256 acc[R][C];
+  for (auto& row : acc)
+    for (auto& v : row) v = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    typename W::Prep p[C];
+    for (int c = 0; c < C; ++c) p[c] = W::prepare(w[c] + b * W::kBytes);
+    __m256i S[R][C];
+    for (auto& row : S)
+      for (auto& v : row) v = _mm256_setzero_si256();
+    for (int chunk = 0; chunk < 8; ++chunk) {
+      __m256i u[C], sc[C];
+      for (int c = 0; c < C; ++c) {
+        u[c] = W::codes(p[c], chunk);
+        sc[c] = W::scales(p[c], chunk);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m256i x = load256(xc[r] + b * kQ8KBlock + 32 * chunk);
+        // Q6_K: 32 * (pair sums of x), taken off each (u, x) pair sum: (u - 32) q stays exact in int16.
+        const __m256i offset = W::kOffset32 ? _mm256_maddubs_epi16(_mm256_set1_epi8(32), x) : _mm256_setzero_si256();
+        for (int c = 0; c < C; ++c) {
+          __m256i pairs = _mm256_maddubs_epi16(u[c], x);
+          if constexpr (W::kOffset32) pairs = _mm256_sub_epi16(pairs, offset);
+          S[r][c] = _mm256_add_epi32(S[r][c], _mm256_madd_epi16(pairs, sc[c]));
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256i sums = load256(xsum[r] + b * 16);
+      for (int c = 0; c < C; ++c) acc[r][c] = W::finish(p[c], S[r][c], sums, xs[r][b], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      const float y = reduce8(acc[r][c]);
+      a.y[(m0 + r) * a.y_stride + n0 + c] = a.bias != nullptr ? y + a.bias[n0 + c] : y;
+    }
+  }
+}
+
+template <class W, int C>
+void row_tiles(const MatmulArgs& a, int64_t n0) {
+  int64_t m0 = 0;
+  for (; m0 + kMaxRows <= a.M; m0 += kMaxRows) tile<W, kMaxRows, C>(a, m0, n0);
+  if (m0 < a.M) tile<W, 1, C>(a, m0, n0);
+}
+
+template <class W>
+void run(const MatmulArgs& a) {
+  int64_t n0 = 0;
+  for (; n0 + kMaxCols <= a.N; n0 += kMaxCols) row_tiles<W, kMaxCols>(a, n0);
+  if (n0 < a.N) row_tiles<W, 1>(a, n0);
+}
+
+}  // namespace
+
+void matmul_q4_k_int8_avx2(const MatmulArgs& a) { run<Q45K<false>>(a); }
+void matmul_q5_k_int8_avx2(const MatmulArgs& a) { run<Q45K<true>>(a); }
+void matmul_q6_k_int8_avx2(const MatmulArgs& a) { run<Q6K>(a); }
+
+}  // namespace lemma::kernels::x86

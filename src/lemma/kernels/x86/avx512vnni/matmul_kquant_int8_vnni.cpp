@@ -1,0 +1,185 @@
+// GGUF Q4_K/Q5_K/Q6_K weights x Q8_K-style int8 activations (q8k_activations.h) with AVX-512 VNNI.
+// Register tile of up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each W row is
+// decoded once to 64 unsigned codes and the chunks' int16 scales; per x row one zmm of codes:
+// vpmaddubsw gives exact int16 pair sums (Q6_K less 32 * x's) and vpdpwssd multiplies them by the
+// scales and adds them to 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15). At the block's end the two halves add
+// (exact) to the reference's S_l, and the f32 part runs on 8 lanes exactly as the AVX2 kernel does.
+#include <immintrin.h>
+
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/x86/horizontal_sum.h"
+#include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/kquant_int8_parts.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int kMaxRows = 4;
+constexpr int kMaxCols = 2;
+
+__m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// int16 index vector [i0 x8, i1 x8, i2 x8, i3 x8] for vpermw.
+__m512i pick4(int i0, int i1, int i2, int i3) {
+  const __m256i lo = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(i0)), _mm_set1_epi16(static_cast<short>(i1)));
+  const __m256i hi = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(i2)), _mm_set1_epi16(static_cast<short>(i3)));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// Q4_K (Q5 = false) and Q5_K: pair p is chunks 2p (low nibbles of qs[32p..]) and 2p + 1 (high).
+template <bool Q5>
+struct Q45K {
+  static constexpr int64_t kBytes = Q5 ? 176 : 144;
+  static constexpr int kQs = Q5 ? 48 : 16;
+  static constexpr bool kOffset32 = false;
+  struct Prep {
+    const uint8_t* qs;
+    uint32_t qh[8];  // qh bit c of the 32 bytes, as a 32-bit mask per chunk c
+    K4Scales k;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    p.k = k4_scales(block);
+    p.qs = block + kQs;
+    if constexpr (Q5) {
+      const __m256i qh = load256(block + 16);
+      for (int c = 0; c < 8; ++c) p.qh[c] = _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(1 << c)));
+    }
+    return p;
+  }
+  static __m512i codes(const Prep& p, int pair) {
+    const __m256i q = load256(p.qs + 32 * pair);
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+    __m512i u = _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
+    if constexpr (Q5) {
+      const __mmask64 high = static_cast<__mmask64>(p.qh[2 * pair]) | (static_cast<__mmask64>(p.qh[2 * pair + 1]) << 32);
+      u = _mm512_mask_add_epi8(u, high, u, _mm512_set1_epi8(16));
+    }
+    return u;
+  }
+  static __m512i scales(const Prep& p, int pair) {
+    return _mm512_permutexvar_epi16(pick4(2 * pair, 2 * pair, 2 * pair + 1, 2 * pair + 1), _mm512_castsi128_si512(p.k.sc));
+  }
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    return k4_accumulate(p.k, S, sums, dx, acc);
+  }
+};
+
+// Q6_K: pair p of half h = p / 2 is chunks 4h + 2(p % 2) and + 1: ql[64h..64h+63]'s low (p even)
+// or high nibbles, with qh[32h..] bits 4(p % 2) + {0, 1} and + {2, 3}.
+struct Q6K {
+  static constexpr int64_t kBytes = 210;
+  static constexpr bool kOffset32 = true;
+  struct Prep {
+    const uint8_t* ql;
+    const uint8_t* qh;
+    __m256i sc;  // int16 sc_0..sc_15
+    float d;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    p.ql = block;
+    p.qh = block + 128;
+    p.sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
+    p.d = f16_at(block + 208);
+    return p;
+  }
+  static __m512i codes(const Prep& p, int pair) {
+    const int h = pair / 2, odd = pair % 2;
+    const __m512i ql = _mm512_loadu_si512(p.ql + 64 * h);
+    const __m512i low = _mm512_and_si512(odd ? _mm512_srli_epi16(ql, 4) : ql, _mm512_set1_epi8(0x0F));
+    const __m512i qh = _mm512_broadcast_i64x4(load256(p.qh + 32 * h));
+    const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * odd)),
+                                             _mm256_set1_epi16(static_cast<short>(4 * odd + 2)), 1);
+    const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(3));
+    return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+  }
+  static __m512i scales(const Prep& p, int pair) {
+    return _mm512_permutexvar_epi16(pick4(4 * pair, 4 * pair + 1, 4 * pair + 2, 4 * pair + 3), _mm512_castsi256_si512(p.sc));
+  }
+  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return k6_accumulate(p.d, S, dx, acc); }
+};
+
+template <class W, int R, int C>
+void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+  const int64_t blocks = a.K / kQ8KBlock;
+  const uint8_t* w[C];
+  for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
+  const int8_t* xc[R];
+  const float* xs[R];
+  const int16_t* xsum[R];
+  for (int r = 0; r < R; ++r) {
+    xc[r] = q8k_codes(a.xq, a.K, m0 + r);
+    xs[r] = q8k_scales(a.xq, a.M, a.K, m0 + r);
+    xsum[r] = q8k_sums(a.xq, a.M, a.K, m0 + r);
+  }
+  __m256 acc[R][C];
+  for (auto& row : acc)
+    for (auto& v : row) v = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    typename W::Prep p[C];
+    for (int c = 0; c < C; ++c) p[c] = W::prepare(w[c] + b * W::kBytes);
+    __m512i S[R][C];
+    for (auto& row : S)
+      for (auto& v : row) v = _mm512_setzero_si512();
+    for (int pair = 0; pair < 4; ++pair) {
+      __m512i u[C], sc[C];
+      for (int c = 0; c < C; ++c) {
+        u[c] = W::codes(p[c], pair);
+        sc[c] = W::scales(p[c], pair);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512i x = _mm512_load_si512(xc[r] + b * kQ8KBlock + 64 * pair);
+        // Q6_K: 32 * (pair sums of x), taken off each (u, x) pair sum: (u - 32) q stays exact in int16.
+        const __m512i offset = W::kOffset32 ? _mm512_maddubs_epi16(_mm512_set1_epi8(32), x) : _mm512_setzero_si512();
+        for (int c = 0; c < C; ++c) {
+          __m512i pairs = _mm512_maddubs_epi16(u[c], x);
+          if constexpr (W::kOffset32) pairs = _mm512_sub_epi16(pairs, offset);
+          S[r][c] = _mm512_dpwssd_epi32(S[r][c], pairs, sc[c]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256i sums = load256(xsum[r] + b * 16);
+      for (int c = 0; c < C; ++c) {
+        const __m256i folded = _mm256_add_epi32(_mm512_castsi512_si256(S[r][c]), _mm512_extracti64x4_epi64(S[r][c], 1));
+        acc[r][c] = W::finish(p[c], folded, sums, xs[r][b], acc[r][c]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) {
+      const float y = reduce8(acc[r][c]);
+      a.y[(m0 + r) * a.y_stride + n0 + c] = a.bias != nullptr ? y + a.bias[n0 + c] : y;
+    }
+  }
+}
+
+template <class W, int C>
+void row_tiles(const MatmulArgs& a, int64_t n0) {
+  int64_t m0 = 0;
+  for (; m0 + kMaxRows <= a.M; m0 += kMaxRows) tile<W, kMaxRows, C>(a, m0, n0);
+  switch (a.M - m0) {
+    case 3: tile<W, 3, C>(a, m0, n0); break;
+    case 2: tile<W, 2, C>(a, m0, n0); break;
+    case 1: tile<W, 1, C>(a, m0, n0); break;
+    default: break;
+  }
+}
+
+// Columns outer, rows inner: a tile's W rows stay in L1 while every row of x passes them.
+template <class W>
+void run(const MatmulArgs& a) {
+  int64_t n0 = 0;
+  for (; n0 + kMaxCols <= a.N; n0 += kMaxCols) row_tiles<W, kMaxCols>(a, n0);
+  if (n0 < a.N) row_tiles<W, 1>(a, n0);
+}
+
+}  // namespace
+
+void matmul_q4_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<false>>(a); }
+void matmul_q5_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<true>>(a); }
+void matmul_q6_k_int8_avx512vnni(const MatmulArgs& a) { run<Q6K>(a); }
+
+}  // namespace lemma::kernels::x86

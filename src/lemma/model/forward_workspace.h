@@ -1,12 +1,14 @@
 // ForwardWorkspace: the activation buffers of a forward, allocated once and reused across steps
-// (grown only when a batch needs more tokens or context than any before), and the ThreadTeam the
-// forward splits its matmuls and attention heads over. One per concurrent forward; not thread-safe.
+// (grown only when a batch needs more tokens or context than any before), the ThreadTeam the
+// forward splits its matmuls and attention heads over, and the captured decode plans over those
+// buffers (decode_plans.h). One per concurrent forward; not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "lemma/model/decode_plans.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/rope_scaling.h"
@@ -38,6 +40,7 @@ struct ForwardWorkspace {
   std::vector<const RopeFrequencies*> rope;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   std::unique_ptr<ThreadTeam> team;
+  DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
 };
 
 }  // namespace lemma

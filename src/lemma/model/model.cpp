@@ -1,6 +1,7 @@
 #include "lemma/model/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "lemma/base/error.h"
@@ -22,6 +23,8 @@ Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorL
   m.config_ = std::move(config);
   m.format_ = format;
   m.owner_ = std::move(owner);
+  static std::atomic<uint64_t> next_id{1};
+  m.id_ = next_id.fetch_add(1, std::memory_order_relaxed);
   return m;
 }
 
@@ -58,6 +61,9 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
 
 namespace {
 
+// The forward's matmul groups, in the order of DecodePlanCache slots: four per layer, then the head.
+enum MatmulSlot : size_t { kQkv, kO, kGateUp, kDown, kSlotsPerLayer };
+
 // Everything one forward shares between its layers.
 struct StepState {
   const ModelConfig& config;
@@ -65,6 +71,14 @@ struct StepState {
   std::span<const layers::AttentionSequence> slices;
   std::span<const RopeFrequencies* const> rope;  // per sequence
   int64_t num_tokens;
+  DecodePlanCache::Step& plans;
+
+  // y = x . W^T for each output (layers::linear_group), with the captured plan when there is one.
+  void linear(int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
+              std::span<const layers::LinearOutput> outputs) const {
+    ThreadTeam* team = ws.team.get();
+    layers::run_linear_group(plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team), team);
+  }
 };
 
 // residual += o_proj(attention(normed)), writing this layer's new K/V into the cache; then
@@ -77,7 +91,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
 
   trace::Scope t_qkv("qkv");
   const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
-  layers::linear_group(ws.normed, T, qkv, team);
+  st.linear(layer, kQkv, ws.normed, T, qkv);
   t_qkv.end();
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
@@ -109,7 +123,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
   t_attention.end();
   trace::Scope t_o("o_proj");
-  layers::linear(ws.attn_out, T, w.o, {}, ws.normed, team);
+  const layers::LinearOutput o{&w.o, {}, ws.normed};
+  st.linear(layer, kO, ws.attn_out, T, std::span(&o, 1));
   t_o.end();
   trace::Scope t_add_norm("add_ffn_norm");
   layers::add_rms_norm(ws.residual, ws.normed, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
@@ -118,21 +133,22 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
 // residual += down(silu(gate(normed)) * up(normed)); then normed = next_norm(residual), fused with
 // that add: the next layer's attn_norm, or the final norm after the last layer. On entry
 // normed = ffn_norm(residual).
-void mlp_block(const StepState& st, const LayerWeights& w, std::span<const float> next_norm, const char* next_name) {
+void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer, std::span<const float> next_norm,
+               const char* next_name) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
-  ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
   trace::Scope t_gate_up("gate_up");
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
-  layers::linear_group(ws.normed, T, gate_up, team);
+  st.linear(layer, kGateUp, ws.normed, T, gate_up);
   t_gate_up.end();
   trace::Scope t_silu("silu_mul");
   const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
   kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
   t_silu.end();
   trace::Scope t_down("down");
-  layers::linear(ws.gate, T, w.down, {}, ws.normed, team);
+  const layers::LinearOutput down{&w.down, {}, ws.normed};
+  st.linear(layer, kDown, ws.gate, T, std::span(&down, 1));
   t_down.end();
   trace::Scope t_add_norm(next_name);
   layers::add_rms_norm(ws.residual, ws.normed, T, H, next_norm, c.rms_norm_eps, ws.normed);
@@ -174,7 +190,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     }
   }
 
-  const StepState state{c, ws, slices, rope, T};
+  // Captured plans for this row count over these buffers, or planned now (and captured).
+  const DecodePlanCache::Key key{id_, ws.team.get(), T, batch.num_logit_rows(),
+                                 {ws.normed.data(), ws.q.data(), ws.k.data(), ws.v.data(), ws.attn_out.data(),
+                                  ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
+  DecodePlanCache::Step plans = ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1);
+  const StepState state{c, ws, slices, rope, T, plans};
   // Only the first norm runs alone; each later one is fused with the residual add before it.
   trace::Scope t_norm("attn_norm");
   layers::rms_norm(ws.residual, T, H, weights_.layers.front().attn_norm, c.rms_norm_eps, ws.normed);
@@ -184,7 +205,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     attention_block(state, w, l, cache.layer(l));
     const bool last = l + 1 == c.num_layers;
-    mlp_block(state, w, last ? weights_.final_norm : weights_.layers[static_cast<size_t>(l + 1)].attn_norm,
+    mlp_block(state, w, l, last ? weights_.final_norm : weights_.layers[static_cast<size_t>(l + 1)].attn_norm,
               last ? "add_final_norm" : "add_attn_norm");
   }
 
@@ -199,9 +220,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     std::copy_n(ws.normed.data() + (sl.token_offset + first) * H, count * H, ws.head_input.data() + out_rows * H);
     out_rows += count;
   }
-  if (out_rows == 0) return;
-  trace::Scope t_head("lm_head");
-  layers::linear(ws.head_input, out_rows, weights_.lm_head, {}, logits, ws.team.get());
+  if (out_rows > 0) {
+    trace::Scope t_head("lm_head");
+    const layers::LinearOutput head{&weights_.lm_head, {}, logits};
+    state.linear(c.num_layers, kQkv, ws.head_input, out_rows, std::span(&head, 1));  // the slot after the layers'
+  }
+  plans.commit();
 }
 
 }  // namespace lemma

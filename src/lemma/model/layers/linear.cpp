@@ -6,7 +6,6 @@
 
 #include "lemma/base/error.h"
 #include "lemma/kernels/dequantize.h"
-#include "lemma/kernels/matmul.h"
 
 namespace lemma::layers {
 
@@ -31,44 +30,55 @@ void read_all_f32(const TensorView& tensor, std::span<float> out) {
   for (int64_t r = 0; r < rows; ++r) read_row(tensor, r, out.subspan(static_cast<size_t>(r * k)));
 }
 
-void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {
+LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,
+                                  const ThreadTeam* team) {
   assert(outputs.size() <= kMaxLinearGroup);
   // Validated and resolved once per matrix; tiles then only pick row ranges of W (the matmul is
   // invariant to that split, so neither the thread count nor which thread runs a tile changes any
   // output).
-  std::array<kernels::MatmulPlan, kMaxLinearGroup> plans;
+  LinearGroupPlan g;
+  g.count = outputs.size();
   int64_t total_rows = 0, K = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const LinearOutput& o = outputs[i];
     const int64_t N = o.weight->shape[0];
     K = o.weight->shape[1];
     assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(o.y.size()) >= M * N);
-    plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
+    g.plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
     total_rows += N;
   }
-  kernels::prepare_activations(std::span(plans.data(), outputs.size()));  // int8 kernels: x once
-  if (team == nullptr || team->size() == 1) {
-    for (size_t i = 0; i < outputs.size(); ++i) plans[i].run_rows(0, plans[i].args.N);
-    return;
-  }
+  if (team == nullptr || team->size() == 1) return g;
   // Tiles of whole 16-row groups (the kernels' 4-row register tiles never straddle a tile edge),
   // at least ~64K multiply-adds each so small matmuls stay on few threads, and about four per
   // thread so a thread that the OS delays leaves its remaining tiles to the others.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
   const int64_t per_thread = (total_rows + 4 * team->size() - 1) / (4 * team->size());
-  const int64_t rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
-  std::array<int64_t, kMaxLinearGroup + 1> first_tile{};  // tile index where each matrix starts
+  g.rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
   for (size_t i = 0; i < outputs.size(); ++i)
-    first_tile[i + 1] = first_tile[i] + (plans[i].args.N + rows_per_tile - 1) / rows_per_tile;
-  const size_t count = outputs.size();
-  team->parallel_tiles(first_tile[count], 1, [&](int64_t t0, int64_t t1) {
+    g.first_tile[i + 1] = g.first_tile[i] + (g.plans[i].args.N + g.rows_per_tile - 1) / g.rows_per_tile;
+  return g;
+}
+
+void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
+  kernels::prepare_activations(std::span(g.plans.data(), g.count));  // int8/bf16 kernels: x once
+  if (g.rows_per_tile == 0) {
+    for (size_t i = 0; i < g.count; ++i) g.plans[i].run_rows(0, g.plans[i].args.N);
+    return;
+  }
+  assert(team != nullptr);
+  team->parallel_tiles(g.first_tile[g.count], 1, [&g](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       size_t i = 0;
-      while (t >= first_tile[i + 1]) ++i;
-      const int64_t n0 = (t - first_tile[i]) * rows_per_tile;
-      plans[i].run_rows(n0, std::min(plans[i].args.N, n0 + rows_per_tile));
+      while (t >= g.first_tile[i + 1]) ++i;
+      const int64_t n0 = (t - g.first_tile[i]) * g.rows_per_tile;
+      g.plans[i].run_rows(n0, std::min(g.plans[i].args.N, n0 + g.rows_per_tile));
     }
   });
+}
+
+void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {
+  LinearGroupPlan plan = plan_linear_group(x, M, outputs, team);
+  run_linear_group(plan, team);
 }
 
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,

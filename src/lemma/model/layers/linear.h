@@ -5,9 +5,11 @@
 // thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
+#include "lemma/kernels/matmul.h"
 #include "lemma/model/thread_team.h"
 #include "lemma/tensor/tensor_view.h"
 
@@ -33,6 +35,24 @@ struct LinearOutput {
 // one per matrix. Each output's bits are those of linear() (the same kernels, split over N only).
 inline constexpr size_t kMaxLinearGroup = 4;
 void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team);
+
+// linear_group() in two halves, so a plan can be kept and run again (captured decode plans, G15):
+// the matmul plans (arguments checked, kernels resolved) and the tiling over a team of a given
+// size. A plan holds the addresses of x, the weights, biases and outputs: it may run again, any
+// number of times, while those buffers stay where they were (their contents may change).
+struct LinearGroupPlan {
+  std::array<kernels::MatmulPlan, kMaxLinearGroup> plans;
+  size_t count = 0;
+  int64_t rows_per_tile = 0;                           // 0: run inline (no team, or one thread)
+  std::array<int64_t, kMaxLinearGroup + 1> first_tile{};  // tile index where each matrix starts
+};
+// Throws as kernels::plan_matmul() does. `team` only sets the tiling (its size).
+LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,
+                                  const ThreadTeam* team);
+// Runs the plan on `team` (of the size it was planned for, or null when planned without one);
+// quantises x first where the kernels need it (kernels::prepare_activations, which updates the
+// plan's pointer to that scratch).
+void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
 
 // Row `row` of a [N, K] weight as f32: out has K elements.
 void read_row(const TensorView& weight, int64_t row, std::span<float> out);

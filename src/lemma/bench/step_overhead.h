@@ -1,7 +1,8 @@
 // Per-step framework overhead from trace ranges (issue 5's goal: under 3% of step time at batch 1):
 // for each range named `step_name` on a thread, the time not covered by that thread's outermost
 // "kernel" ranges inside it (matmuls, attention, norms, RoPE, lm_head, ...): validation, batch and
-// slice building, embedding lookup, buffer checks and the glue between kernels. Pure; thread-safe.
+// slice building, embedding lookup, buffer checks, matmul planning (none when a captured decode
+// plan is replayed, G15) and the glue between kernels. Pure; thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -74,10 +74,13 @@ struct StepState {
   DecodePlanCache::Step& plans;
 
   // y = x . W^T for each output (layers::linear_group), with the captured plan when there is one.
-  void linear(int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
+  // The kernel range `name` covers the run only: planning is the framework's time.
+  void linear(const char* name, int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
               std::span<const layers::LinearOutput> outputs) const {
     ThreadTeam* team = ws.team.get();
-    layers::run_linear_group(plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team), team);
+    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team);
+    trace::Scope t_run(name);
+    layers::run_linear_group(plan, team);
   }
 };
 
@@ -89,10 +92,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
-  trace::Scope t_qkv("qkv");
   const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
-  st.linear(layer, kQkv, ws.normed, T, qkv);
-  t_qkv.end();
+  st.linear("qkv", layer, kQkv, ws.normed, T, qkv);
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
@@ -122,10 +123,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   trace::Scope t_attention("attention");
   layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
   t_attention.end();
-  trace::Scope t_o("o_proj");
   const layers::LinearOutput o{&w.o, {}, ws.normed};
-  st.linear(layer, kO, ws.attn_out, T, std::span(&o, 1));
-  t_o.end();
+  st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
   trace::Scope t_add_norm("add_ffn_norm");
   layers::add_rms_norm(ws.residual, ws.normed, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
 }
@@ -138,18 +137,14 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer, std::s
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
   const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
-  trace::Scope t_gate_up("gate_up");
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
-  st.linear(layer, kGateUp, ws.normed, T, gate_up);
-  t_gate_up.end();
+  st.linear("gate_up", layer, kGateUp, ws.normed, T, gate_up);
   trace::Scope t_silu("silu_mul");
   const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
   kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
   t_silu.end();
-  trace::Scope t_down("down");
   const layers::LinearOutput down{&w.down, {}, ws.normed};
-  st.linear(layer, kDown, ws.gate, T, std::span(&down, 1));
-  t_down.end();
+  st.linear("down", layer, kDown, ws.gate, T, std::span(&down, 1));
   trace::Scope t_add_norm(next_name);
   layers::add_rms_norm(ws.residual, ws.normed, T, H, next_norm, c.rms_norm_eps, ws.normed);
 }
@@ -221,9 +216,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     out_rows += count;
   }
   if (out_rows > 0) {
-    trace::Scope t_head("lm_head");
     const layers::LinearOutput head{&weights_.lm_head, {}, logits};
-    state.linear(c.num_layers, kQkv, ws.head_input, out_rows, std::span(&head, 1));  // the slot after the layers'
+    state.linear("lm_head", c.num_layers, kQkv, ws.head_input, out_rows, std::span(&head, 1));  // the slot after the layers'
   }
   plans.commit();
 }

@@ -1,9 +1,10 @@
 // Quantized GGUF files (golden/quant/), checked with golden/README.md's "Recommended test
-// tolerances" for the kind of engine lemma is on this machine for each file: Q8_0/Q4_0 files run with
-// int8 activations from AVX2 up (kernels/int8_activations.h, llama.cpp's Q8_0 dot), so they are
-// compared with llama.cpp's own logits, greedy tokens and perplexity; the K-quant files (and every
-// file under LEMMA_ISA=scalar or LEMMA_MATMUL_PRECISION=f32) dequantize and multiply in f32, so they
-// are compared with the float64 dequantized-weights reference at the f32 tolerance.
+// tolerances" for the kind of engine lemma is on this machine for each file: from AVX2 up every file
+// runs with int8 activations (Q8_0/Q4_0: kernels/int8_activations.h, llama.cpp's Q8_0 dot; the
+// K-quants: kernels/q8k_activations.h, its Q8_K dot), so they are compared with llama.cpp's own
+// logits, greedy tokens and perplexity; under LEMMA_ISA=scalar or LEMMA_MATMUL_PRECISION=f32 they
+// dequantize and multiply in f32, so they are compared with the float64 dequantized-weights
+// reference at the f32 tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,10 +33,15 @@ std::string name_of(const ::testing::TestParamInfo<std::string>& info) {
   return n;
 }
 
-// True when this file's quantized matrices run with int8 activations here (the Q8_0/Q4_0 files;
-// their f32 tensors stay f32, as in llama.cpp).
+// True when this file's quantized matrices run with int8 activations here (every file here: Q8_0/
+// Q4_0 with llama.cpp's Q8_0 rule, Q4_K/Q5_K/Q6_K and Q4_K_M's Q4_K + Q6_K with its Q8_K rule; their
+// f32 tensors stay f32, as in llama.cpp). Each file's main type decides.
 bool int8_activations(const std::string& name) {
-  const DType type = name.ends_with("Q8_0") ? DType::kQ8_0 : name.ends_with("Q4_0") ? DType::kQ4_0 : DType::kQ4_K;
+  const DType type = name.ends_with("Q8_0")   ? DType::kQ8_0
+                     : name.ends_with("Q4_0") ? DType::kQ4_0
+                     : name.ends_with("Q5_K") ? DType::kQ5_K
+                     : name.ends_with("Q6_K") ? DType::kQ6_K
+                                              : DType::kQ4_K;
   return kernels::default_matmul_precision(type, kernels::active_isa()) == kernels::MatmulPrecision::kInt8Activations;
 }
 

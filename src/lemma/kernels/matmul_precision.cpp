@@ -34,6 +34,10 @@ MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ5_0:
+    // For these it is Q8_K: int8 blocks of 256 with 16-value code sums (q8k_activations.h).
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
       return isa >= Isa::kAvx2 ? MatmulPrecision::kInt8Activations : MatmulPrecision::kF32Activations;
     // llama.cpp also rounds x to bf16 for bf16 weights; vdpbf16ps then does two products per lane.
     case DType::kBF16:

@@ -225,7 +225,7 @@ TEST(Int8Activations, DefaultFromAvx2UpAndNamed) {
       EXPECT_EQ(kernel_name_for(type, 64, Isa::kAvx512), "avx512_" + lower);  // f32 when asked for it
     }
   }
-  for (DType other : {DType::kF32, DType::kQ4_1, DType::kQ4_K, DType::kW8A8}) {  // bf16: bf16_matmul_test.cpp
+  for (DType other : {DType::kF32, DType::kQ4_1, DType::kQ2_K, DType::kQ3_K, DType::kW8A8}) {  // bf16: bf16_matmul_test.cpp
     for (Isa isa : available_isas()) EXPECT_EQ(default_matmul_precision(other, isa), MatmulPrecision::kF32Activations);
   }
   EXPECT_EQ(kernel_name_for(DType::kF32, 64, Isa::kScalar, kInt8), "reference_f32");  // falls back
@@ -267,7 +267,9 @@ TEST_F(PrecisionEnv, F32ForcesTheF32ActivationKernels) {
       {
         setenv("LEMMA_MATMUL_PRECISION", "f32", 1);
         const bool ok = default_matmul_precision(DType::kQ8_0, Isa::kAvx2) == MatmulPrecision::kF32Activations &&
-                        default_matmul_precision(DType::kQ4_0, detected_isa()) == MatmulPrecision::kF32Activations;
+                        default_matmul_precision(DType::kQ4_0, detected_isa()) == MatmulPrecision::kF32Activations &&
+                        default_matmul_precision(DType::kQ4_K, detected_isa()) == MatmulPrecision::kF32Activations &&
+                        default_matmul_precision(DType::kQ6_K, Isa::kAvx2) == MatmulPrecision::kF32Activations;
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");

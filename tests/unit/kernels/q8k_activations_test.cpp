@@ -296,8 +296,14 @@ TEST(Q8KActivations, PlansShareACopyOnlyInTheSameFormat) {
   }
 }
 
-TEST(Q8KActivations, KernelsAreNamedPerIsa) {
+TEST(Q8KActivations, DefaultFromAvx2UpAndNamedPerIsa) {
   for (DType type : kTypes) {
+    EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), MatmulPrecision::kF32Activations);
+    for (Isa isa : available_isas()) {
+      if (isa >= Isa::kAvx2) {
+        EXPECT_EQ(default_matmul_precision(type, isa), kInt8) << isa_name(isa);
+      }
+    }
     std::string lower(dtype_name(type));
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + lower + "_int8");

@@ -23,6 +23,8 @@ void ForwardWorkspace::reserve(const ModelConfig& c, int64_t num_tokens, int64_t
   // tokens, not at every step (steady-state decode allocates nothing).
   grow(scores, (max_context + 1023) / 1024 * 1024 * c.num_heads);
   grow(positions, num_tokens);
+  grow(rope_cos, num_tokens * (c.rope.rotary_dim / 2));
+  grow(rope_sin, num_tokens * (c.rope.rotary_dim / 2));
 }
 
 }  // namespace lemma

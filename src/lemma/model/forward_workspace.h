@@ -35,9 +35,10 @@ struct ForwardWorkspace {
   std::vector<float> head_input;  // [logit rows, hidden]
   std::vector<float> scores;      // attention scratch (flash partials); the forward grows it to paged_attention_scratch_floats()
   std::vector<int64_t> positions;  // [tokens]
+  std::vector<float> rope_cos;     // [tokens, rotary_dim / 2]: each token's RoPE angles, for every layer
+  std::vector<float> rope_sin;     // [tokens, rotary_dim / 2]
   // Per-sequence lists the forward rebuilds each step (cleared, never shrunk).
   std::vector<layers::AttentionSequence> slices;
-  std::vector<const RopeFrequencies*> rope;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   std::unique_ptr<ThreadTeam> team;
   DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)

@@ -69,7 +69,6 @@ struct StepState {
   const ModelConfig& config;
   ForwardWorkspace& ws;
   std::span<const layers::AttentionSequence> slices;
-  std::span<const RopeFrequencies* const> rope;  // per sequence
   int64_t num_tokens;
   DecodePlanCache::Step& plans;
 
@@ -99,18 +98,19 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
     layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
   }
+  // One pass per token (G20): RoPE on its q and k heads with the angles the forward computed once
+  // for every layer, then its key (after RoPE) and value into the cache, encoded in the cache's
+  // dtype (G23; int8/fp8 rows need the whole rotated row for their scale, so k is rotated first).
   trace::Scope t_rope("rope_kv_write");
-  for (size_t s = 0; s < st.slices.size(); ++s) {
-    const auto& sl = st.slices[s];
-    const auto positions = std::span<const int64_t>(ws.positions).subspan(static_cast<size_t>(sl.token_offset));
-    layers::apply_rope(std::span(ws.q).subspan(static_cast<size_t>(sl.token_offset * nh * hd)), sl.num_tokens, nh, hd,
-                       positions, *st.rope[s], c.rope.layout);
-    layers::apply_rope(std::span(ws.k).subspan(static_cast<size_t>(sl.token_offset * nkv * hd)), sl.num_tokens, nkv,
-                       hd, positions, *st.rope[s], c.rope.layout);
-    for (int64_t i = 0; i < sl.num_tokens; ++i) {  // keys are cached after RoPE
-      const int64_t r = sl.token_offset + i;
+  const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
+  for (const layers::AttentionSequence& sl : st.slices) {
+    for (int64_t r = sl.token_offset; r < sl.token_offset + sl.num_tokens; ++r) {
+      const float* cos = ws.rope_cos.data() + static_cast<size_t>(r) * half;
+      const float* sin = ws.rope_sin.data() + static_cast<size_t>(r) * half;
+      layers::rotate_heads(ws.q.data() + r * nh * hd, nh, hd, cos, sin, half, c.rope.layout);
+      layers::rotate_heads(ws.k.data() + r * nkv * hd, nkv, hd, cos, sin, half, c.rope.layout);
       write_kv_slot(kv, kv.slot(sl.block_table, ws.positions[static_cast<size_t>(r)]), ws.k.data() + r * nkv * hd,
-                    ws.v.data() + r * nkv * hd);  // encoded in the cache's dtype (G23)
+                    ws.v.data() + r * nkv * hd);
     }
   }
   t_rope.end();
@@ -160,29 +160,31 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
   if (T == 0) return;
 
-  // Embedding lookup and positions; one attention slice and one RoPE table per sequence, in the
-  // workspace's lists (cleared, so their capacity is reused and a steady-state step allocates
-  // nothing; dynamic-NTK RoPE still computes a table per sequence and step).
+  // Embedding lookup, positions and RoPE angles (cos/sin per row, shared by every layer); one
+  // attention slice per sequence, in the workspace's lists (cleared, so their capacity is reused
+  // and a steady-state step allocates nothing; dynamic-NTK RoPE still computes a table per
+  // sequence and step).
   std::vector<layers::AttentionSequence>& slices = ws.slices;
-  std::vector<const RopeFrequencies*>& rope = ws.rope;
   std::vector<RopeFrequencies>& dynamic_tables = ws.dynamic_rope;
   slices.clear();
-  rope.clear();
   dynamic_tables.clear();
   slices.reserve(batch.sequences.size());
-  rope.reserve(batch.sequences.size());
   const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
   if (dynamic_rope) dynamic_tables.reserve(batch.sequences.size());
+  const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
   int64_t row = 0;
   for (const SequenceInput& seq : batch.sequences) {
     slices.push_back({row, seq.num_tokens(), seq.context_length(), seq.block_table});
-    if (dynamic_rope) dynamic_tables.push_back(compute_rope_frequencies(c.rope, seq.context_length()));
-    rope.push_back(dynamic_rope ? &dynamic_tables.back() : &rope_);
+    const RopeFrequencies& freqs =
+        dynamic_rope ? dynamic_tables.emplace_back(compute_rope_frequencies(c.rope, seq.context_length())) : rope_;
+    const auto first = static_cast<size_t>(row);
     for (int64_t i = 0; i < seq.num_tokens(); ++i, ++row) {
       layers::read_row(weights_.token_embedding, seq.token_ids[static_cast<size_t>(i)],
                        std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
       ws.positions[static_cast<size_t>(row)] = seq.num_cached + i;
     }
+    layers::rope_angles(std::span<const int64_t>(ws.positions).subspan(first, static_cast<size_t>(seq.num_tokens())),
+                        freqs, std::span(ws.rope_cos).subspan(first * half), std::span(ws.rope_sin).subspan(first * half));
   }
 
   // Captured plans for this row count over these buffers, or planned now (and captured).
@@ -190,7 +192,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
                                  {ws.normed.data(), ws.q.data(), ws.k.data(), ws.v.data(), ws.attn_out.data(),
                                   ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
   DecodePlanCache::Step plans = ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1);
-  const StepState state{c, ws, slices, rope, T, plans};
+  const StepState state{c, ws, slices, T, plans};
   // Only the first norm runs alone; each later one is fused with the residual add before it.
   trace::Scope t_norm("attn_norm");
   layers::rms_norm(ws.residual, T, H, weights_.layers.front().attn_norm, c.rms_norm_eps, ws.normed);

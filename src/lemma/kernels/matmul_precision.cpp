@@ -38,6 +38,8 @@ MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       return isa >= Isa::kAvx2 ? MatmulPrecision::kInt8Activations : MatmulPrecision::kF32Activations;
     // llama.cpp also rounds x to bf16 for bf16 weights; vdpbf16ps then does two products per lane.
     case DType::kBF16:

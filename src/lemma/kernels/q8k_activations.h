@@ -1,9 +1,9 @@
 // x quantised once per matmul call for the K-quant int8-activation kernels (MatmulPrecision::
-// kInt8Activations with Q4_K/Q5_K/Q6_K weights: llama.cpp's vec_dot_type Q8_K). The rule, per
+// kInt8Activations with Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights: llama.cpp's vec_dot_type Q8_K). The rule, per
 // 256-value block of a row of x: amax = max|x| (NaN ignored), id = amax != 0 ? 127 / amax : 0,
 // q = clamp(round_half_even(x * id), -127, 127) (f32 arithmetic; a NaN product -> 0), d_x = amax != 0
 // ? 1 / id : 0 (f32, not rounded to f16); a block holding a NaN gets d_x = NaN. Per 16 values g the
-// exact sum s_g of their codes (Q4_K/Q5_K's min terms need only these). ggml's quantize_row_q8_K
+// exact sum s_g of their codes (the min terms need only these). ggml's quantize_row_q8_K
 // divides by the signed value of largest magnitude instead, so its codes and d are ours negated when
 // that value is positive: d_x * q is the same float either way (round half to even is symmetric).
 //
@@ -15,18 +15,18 @@
 // All three strides are multiples of 64 bytes (the buffer must be 64-byte aligned).
 //
 // The dot product every kernel computes (the reference defines the bits; SIMD kernels match them).
-// Per output (m, n), 8 f32 lanes start at +0. Per 256-value block, with the weight's unsigned codes
-// u_i (Q4_K 4-bit, Q5_K 5-bit, Q6_K 6-bit), lane l (0..7) collects the values i with (i % 32) / 4 == l
-// as exact int32 sums:
-//   Q4_K, Q5_K (8 groups of 32, 6-bit scale sc_j and min mn_j):
-//     S_l = sum_j sc_j * sum_{t<4} u_{32j+4l+t} q_{32j+4l+t},   N_l = mn_l * (s_{2l} + s_{2l+1});
-//     acc_l = fma(f32(d_w) * d_x, float(S_l), acc_l); acc_l = fma(-(f32(dmin_w) * d_x), float(N_l), acc_l)
-//   Q6_K (16 groups of 16, int8 scale sc_g; value = d (u - 32) sc_g):
-//     S_l = sum_c sc_{2c + l/4} * sum_{t<4} (u_{32c+4l+t} - 32) q_{32c+4l+t};  acc_l = fma(f32(d_w) * d_x, float(S_l), acc_l)
-//     (the -32 stays inside each lane: moved to another lane, as the 16-value sums would put it,
-//     lanes of 32 times the value's size would cancel in f32)
-// then y = reduce8(acc) (lane i + lane i+4, then i + i+2, then 0 + 1) (+ bias). No step depends on M
-// or on other rows, so a row's bits never depend on the batch.
+// Every K-quant block is read as 16 groups g of 16 values with unsigned codes u_i, an integer scale
+// sc_g, an offset o and, for Q4_K/Q5_K/Q2_K, an integer min mn_g (a per-32 scale or min counts for
+// both its halves): value = d_w sc_g (u - o) - dmin_w mn_g. Q4_K: 4-bit u, 6-bit sc/mn; Q5_K: 5-bit u;
+// Q6_K: 6-bit u, int8 sc, o = 32; Q2_K: 2-bit u, 4-bit sc/mn; Q3_K: 3-bit u, 6-bit sc - 32, o = 4.
+// Per output (m, n), 8 f32 lanes start at +0. Per 256-value block, lane l (0..7) takes the values i
+// with (i % 32) / 4 == l, as exact int32 sums over the 32-value chunks c:
+//   S_l = sum_c sc_{2c + l/4} * sum_{t<4} (u_{32c+4l+t} - o) q_{32c+4l+t},  N_l = mn_{2l} s_{2l} + mn_{2l+1} s_{2l+1};
+//   acc_l = fma(f32(d_w) * d_x, float(S_l), acc_l), then with mins acc_l = fma(-(f32(dmin_w) * d_x), float(N_l), acc_l)
+// then y = reduce8(acc) (lane i + lane i+4, then i + i+2, then 0 + 1) (+ bias). The offset stays
+// inside each lane (moved to the lanes the 16-value sums would put it in, lanes of o times the
+// value's size would cancel in f32). No step depends on M or on other rows, so a row's bits never
+// depend on the batch.
 // Plain declarations and `static` helpers (internal linkage; see int8_activations.h on why).
 #pragma once
 
@@ -56,18 +56,6 @@ static inline const float* q8k_scales(const void* xq, int64_t M, int64_t K, int6
 static inline const int16_t* q8k_sums(const void* xq, int64_t M, int64_t K, int64_t m) {
   return reinterpret_cast<const int16_t*>(static_cast<const uint8_t*>(xq) + M * (q8k_codes_stride(K) + 4 * q8k_scales_stride(K))) +
          m * q8k_sums_stride(K);
-}
-
-// Q4_K/Q5_K's packed 6-bit scales and mins (12 bytes) -> sc[0..7], mn[0..7] as bytes (ggml's
-// layout: bytes 0-3 scales 0-3, 4-7 mins 0-3, 8-11 low nibbles of scale/min 4-7 whose top 2 bits
-// sit in bits 6-7 of bytes 0-3 / 4-7).
-static inline void unpack_k4_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
-  for (int j = 0; j < 4; ++j) {
-    sc[j] = packed[j] & 63;
-    mn[j] = packed[j + 4] & 63;
-    sc[j + 4] = static_cast<uint8_t>((packed[j + 8] & 0x0F) | ((packed[j] >> 6) << 4));
-    mn[j + 4] = static_cast<uint8_t>((packed[j + 8] >> 4) | ((packed[j + 4] >> 6) << 4));
-  }
 }
 
 }  // namespace lemma::kernels

@@ -1,6 +1,7 @@
 // Byte layouts of the GGUF (ggml) block-quantized formats lemma reads. Each struct is one block;
 // scales are IEEE f16 bit patterns. Sizes are checked against dtype_info() in dequantize.cpp.
-// Plain data; thread-safe.
+// Plain data plus `static` unpackers of the packed K-quant scales (internal linkage: ISA files
+// include this header too); thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -39,5 +40,25 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ2_K) == 84 &&
               sizeof(BlockQ3_K) == 110);
+
+// Q4_K/Q5_K's packed 6-bit scales and mins (12 bytes) -> sc[0..7], mn[0..7] as bytes (ggml's
+// layout: bytes 0-3 scales 0-3, 4-7 mins 0-3, 8-11 low nibbles of scale/min 4-7 whose top 2 bits
+// sit in bits 6-7 of bytes 0-3 / 4-7).
+static inline void unpack_k4_scales(const uint8_t* packed, uint8_t sc[8], uint8_t mn[8]) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = packed[j] & 63;
+    mn[j] = packed[j + 4] & 63;
+    sc[j + 4] = static_cast<uint8_t>((packed[j + 8] & 0x0F) | ((packed[j] >> 6) << 4));
+    mn[j + 4] = static_cast<uint8_t>((packed[j + 8] >> 4) | ((packed[j + 4] >> 6) << 4));
+  }
+}
+
+// Q3_K's packed scale j (0..15) with its -32: the low 4 bits are the low (j < 8) or high nibble of
+// byte j % 8, the top 2 bits are bits 2 (j / 4) of byte 8 + j % 4.
+static inline int unpack_k3_scale(const uint8_t* packed, int j) {
+  const int low = j < 8 ? packed[j] & 0x0F : packed[j - 8] >> 4;
+  const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
 
 }  // namespace lemma::kernels

@@ -127,7 +127,7 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q4_0_int8_avx512vnni, x86::matmul_q4_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
     {"avx512_vnni_q5_0_int8", DType::kQ5_0, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q5_0_int8_avx512vnni, x86::matmul_q5_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
-    // GGUF Q4_K/Q5_K/Q6_K with x quantised to int8 per 256-value block plus 16-value code sums
+    // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K with x quantised to int8 per 256-value block plus 16-value code sums
     // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
     {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
     {"reference_q5_k_int8", DType::kQ5_K, Isa::kScalar, kInt8, false, matmul_q5_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
@@ -141,6 +141,14 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q5_k_int8_avx512vnni, x86::matmul_q5_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q6_k_int8", DType::kQ6_K, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q6_k_int8_avx512vnni, x86::matmul_q6_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+    {"reference_q2_k_int8", DType::kQ2_K, Isa::kScalar, kInt8, false, matmul_q2_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
+    {"reference_q3_k_int8", DType::kQ3_K, Isa::kScalar, kInt8, false, matmul_q3_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
+    {"avx2_q2_k_int8", DType::kQ2_K, Isa::kAvx2, kInt8, false, x86::matmul_q2_k_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx2_q3_k_int8", DType::kQ3_K, Isa::kAvx2, kInt8, false, x86::matmul_q3_k_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx512_vnni_q2_k_int8", DType::kQ2_K, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q2_k_int8_avx512vnni, x86::matmul_q2_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+    {"avx512_vnni_q3_k_int8", DType::kQ3_K, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q3_k_int8_avx512vnni, x86::matmul_q3_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
 static_assert(kKernelCount <= 128, "the logged-once mask below has 128 bits");

@@ -20,8 +20,8 @@ enum class MatmulPrecision : uint8_t {
                      // otherwise falls back to kF32Activations
   kInt8Activations,  // x quantised to int8 as llama.cpp's vec_dot_type does: per 32-value block
                      // for Q8_0/Q4_0/Q5_0 weights (int8_activations.h), per 256-value block with
-                     // code sums for Q4_K/Q5_K/Q6_K (q8k_activations.h); the default for them from
-                     // AVX2 up (matmul_precision.h), otherwise falls back to kF32Activations
+                     // code sums for the K-quants Q2_K..Q6_K (q8k_activations.h); the default for
+                     // them from AVX2 up (matmul_precision.h), otherwise falls back to kF32Activations
 };
 
 using MatmulFn = void (*)(const MatmulArgs& args);

@@ -225,7 +225,7 @@ TEST(Int8Activations, DefaultFromAvx2UpAndNamed) {
       EXPECT_EQ(kernel_name_for(type, 64, Isa::kAvx512), "avx512_" + lower);  // f32 when asked for it
     }
   }
-  for (DType other : {DType::kF32, DType::kQ4_1, DType::kQ2_K, DType::kQ3_K, DType::kW8A8}) {  // bf16: bf16_matmul_test.cpp
+  for (DType other : {DType::kF32, DType::kQ4_1, DType::kQ5_1, DType::kW8A8}) {  // bf16: bf16_matmul_test.cpp
     for (Isa isa : available_isas()) EXPECT_EQ(default_matmul_precision(other, isa), MatmulPrecision::kF32Activations);
   }
   EXPECT_EQ(kernel_name_for(DType::kF32, 64, Isa::kScalar, kInt8), "reference_f32");  // falls back

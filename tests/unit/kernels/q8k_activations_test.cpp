@@ -1,4 +1,4 @@
-// Int8 activations for GGUF Q4_K/Q5_K/Q6_K weights (q8k_activations.h, llama.cpp's Q8_K dot): the
+// Int8 activations for GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights (q8k_activations.h, llama.cpp's Q8_K dot): the
 // quantisers of every ISA write the reference's bytes and the values ggml's rule gives, every
 // kernel gives the reference kernel's bits on random and odd shapes and extreme values, results stay
 // within the quantisation error bound of the exact product, and no row depends on M, on the other
@@ -28,7 +28,7 @@ using testing::random_floats;
 using testing::same_bits;
 
 constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
-constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+constexpr DType kTypes[] = {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ2_K, DType::kQ3_K};
 
 std::string trace(DType type, Isa isa, int64_t M, int64_t N, int64_t K) {
   return std::string(dtype_name(type)) + " " + std::string(isa_name(isa)) + " M=" + std::to_string(M) +
@@ -44,18 +44,24 @@ void redequantize(testing::Weights& w, DType type, int64_t N, int64_t K) {
   }
 }
 
-// Random blocks (sane f16 scales, every code and 6-bit scale/min pattern); every `zero_every`-th
-// block gets all-zero codes (and, for Q6_K, codes 32: value 0).
+// Random blocks (sane f16 scales, every code and scale/min pattern); every `zero_every`-th block
+// gets the codes of value 0 (Q6_K u = 32, Q3_K u = 4, else u = 0: only the mins remain).
 testing::Weights weights(DType type, int64_t N, int64_t K, std::mt19937& rng, int zero_every = 0) {
   testing::Weights w = testing::random_weights(type, N, K, rng);
   const auto bytes = static_cast<int64_t>(dtype_info(type).block_bytes);
   for (int64_t b = 0; zero_every > 0 && b < N * K / kQ8KBlock; b += zero_every) {
     uint8_t* block = w.bytes.data() + b * bytes;
-    if (type == DType::kQ6_K) {
-      std::memset(block, 0x00, 128);        // low nibbles 0
-      std::memset(block + 128, 0xAA, 64);   // high bits 2: u = 32
-    } else {
-      std::memset(block + 16, 0, static_cast<size_t>(bytes - 16));  // Q5_K: qh and qs
+    switch (type) {
+      case DType::kQ6_K:
+        std::memset(block, 0x00, 128);       // low nibbles 0
+        std::memset(block + 128, 0xAA, 64);  // high bits 2: u = 32
+        break;
+      case DType::kQ3_K:
+        std::memset(block, 0xFF, 32);       // hmask: bit 2 set
+        std::memset(block + 32, 0x00, 64);  // low bits 0: u = 4
+        break;
+      case DType::kQ2_K: std::memset(block + 16, 0, 64); break;
+      default: std::memset(block + 16, 0, static_cast<size_t>(bytes - 16)); break;  // Q5_K: qh and qs
     }
   }
   redequantize(w, type, N, K);
@@ -211,14 +217,29 @@ TEST(Q8KActivations, ExtremeValuesMatchTheReference) {
       uint8_t* block = w.bytes.data() + b * bytes;
       if (b % 2 != 0) continue;
       const uint16_t big = f32_to_f16(b % 4 == 0 ? 60000.0f : -3.0f);
-      if (type == DType::kQ6_K) {
-        std::memset(block, 0xFF, 192);  // u = 63
-        std::memset(block + 192, b % 4 == 0 ? 0x80 : 0x7F, 16);
-        std::memcpy(block + 208, &big, 2);
-      } else {
-        std::memcpy(block, &big, 2);
-        std::memcpy(block + 2, &big, 2);
-        std::memset(block + 4, 0xFF, static_cast<size_t>(bytes - 4));  // scales, mins 63; codes 15 / 31
+      const uint8_t scale_byte = b % 4 == 0 ? 0x00 : 0xFF;  // Q3_K scales -32 or 31
+      switch (type) {
+        case DType::kQ6_K:
+          std::memset(block, 0xFF, 192);  // u = 63
+          std::memset(block + 192, b % 4 == 0 ? 0x80 : 0x7F, 16);
+          std::memcpy(block + 208, &big, 2);
+          break;
+        case DType::kQ3_K:
+          std::memset(block, 0x00, 32);    // u = 3: value -1
+          std::memset(block + 32, 0xFF, 64);
+          std::memset(block + 96, scale_byte, 12);
+          std::memcpy(block + 108, &big, 2);
+          break;
+        case DType::kQ2_K:
+          std::memset(block, 0xFF, 80);  // scales and mins 15, u = 3
+          std::memcpy(block + 80, &big, 2);
+          std::memcpy(block + 82, &big, 2);
+          break;
+        default:
+          std::memcpy(block, &big, 2);
+          std::memcpy(block + 2, &big, 2);
+          std::memset(block + 4, 0xFF, static_cast<size_t>(bytes - 4));  // scales, mins 63; codes 15 / 31
+          break;
       }
     }
     redequantize(w, type, N, K);

@@ -95,31 +95,17 @@ void from_q8_0(const void* src, float* dst, int64_t n) {
   }
 }
 
-// Sub-block s (0..7) of a K-quant super-block: 6-bit scale and min from the packed 12 bytes.
-// Bytes 0-3 hold scales 0-3 (low 6 bits), bytes 4-7 mins 0-3; bytes 8-11 hold the low 4 bits of
-// scale/min 4-7, whose top 2 bits sit in the top bits of bytes 0-3 (scales) and 4-7 (mins).
-void scale_min_k4(int s, const uint8_t* q, uint8_t* scale, uint8_t* min) {
-  if (s < 4) {
-    *scale = q[s] & 63;
-    *min = q[s + 4] & 63;
-  } else {
-    *scale = static_cast<uint8_t>((q[s + 4] & 0x0F) | ((q[s - 4] >> 6) << 4));
-    *min = static_cast<uint8_t>((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
-  }
-}
-
 void from_q4_k(const void* src, float* dst, int64_t n) {
   const auto* blocks = static_cast<const BlockQ4_K*>(src);
   for (int64_t b = 0; b < n / kQKK; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     const float dmin = f16_to_f32(blocks[b].dmin);
     const uint8_t* q = blocks[b].qs;
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(blocks[b].scales, sc, mn);
     for (int group = 0; group < 4; ++group, q += 32) {
-      uint8_t sc, m;
-      scale_min_k4(2 * group, blocks[b].scales, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      scale_min_k4(2 * group + 1, blocks[b].scales, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const float d1 = d * sc[2 * group], m1 = dmin * mn[2 * group];
+      const float d2 = d * sc[2 * group + 1], m2 = dmin * mn[2 * group + 1];
       for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
       for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(q[l] >> 4) - m2;
     }
@@ -133,14 +119,13 @@ void from_q5_k(const void* src, float* dst, int64_t n) {
     const float dmin = f16_to_f32(blocks[b].dmin);
     const uint8_t* ql = blocks[b].qs;
     const uint8_t* qh = blocks[b].qh;
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(blocks[b].scales, sc, mn);
     for (int group = 0; group < 4; ++group, ql += 32) {
       const uint8_t bit_lo = static_cast<uint8_t>(1u << (2 * group));
       const uint8_t bit_hi = static_cast<uint8_t>(2u << (2 * group));
-      uint8_t sc, m;
-      scale_min_k4(2 * group, blocks[b].scales, &sc, &m);
-      const float d1 = d * sc, m1 = dmin * m;
-      scale_min_k4(2 * group + 1, blocks[b].scales, &sc, &m);
-      const float d2 = d * sc, m2 = dmin * m;
+      const float d1 = d * sc[2 * group], m1 = dmin * mn[2 * group];
+      const float d2 = d * sc[2 * group + 1], m2 = dmin * mn[2 * group + 1];
       for (int l = 0; l < 32; ++l) {
         *dst++ = d1 * static_cast<float>((ql[l] & 0x0F) + ((qh[l] & bit_lo) ? 16 : 0)) - m1;
       }
@@ -173,14 +158,6 @@ void from_q2_k(const void* src, float* dst, int64_t n) {
   }
 }
 
-// Q3_K's 16 six-bit scales: the low 4 bits of scale j are the low (j < 8) or high (j >= 8) nibble
-// of byte j % 8; its top 2 bits are bits 2*(j/4) of byte 8 + j % 4. Stored with a +32 bias.
-int q3_k_scale(const uint8_t* packed, int j) {
-  const int low = j < 8 ? packed[j] & 0x0F : packed[j - 8] >> 4;
-  const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-  return (low | (high << 4)) - 32;
-}
-
 void from_q3_k(const void* src, float* dst, int64_t n) {
   const auto* blocks = static_cast<const BlockQ3_K*>(src);
   for (int64_t b = 0; b < n / kQKK; ++b) {
@@ -192,7 +169,7 @@ void from_q3_k(const void* src, float* dst, int64_t n) {
     for (int half = 0; half < 2; ++half, q += 32) {
       for (int field = 0; field < 4; ++field, bit = static_cast<uint8_t>(bit << 1)) {
         for (int part = 0; part < 2; ++part, ++s) {
-          const float dl = d * static_cast<float>(q3_k_scale(blocks[b].scales, s));
+          const float dl = d * static_cast<float>(unpack_k3_scale(blocks[b].scales, s));
           for (int l = 16 * part; l < 16 * part + 16; ++l) {
             const int value = ((q[l] >> (2 * field)) & 3) - ((hmask[l] & bit) ? 0 : 4);
             *dst++ = dl * static_cast<float>(value);

@@ -27,10 +27,12 @@ void matmul_q8_0_int8_reference(const MatmulArgs& args);
 void matmul_q4_0_int8_reference(const MatmulArgs& args);
 void matmul_q5_0_int8_reference(const MatmulArgs& args);
 // The K-quant int8-activation oracles (q8k_activations.h): the Q8_K-style quantiser, and y = Q4_K/
-// Q5_K/Q6_K weights x args.xq; K a multiple of 256.
+// Q5_K/Q6_K/Q2_K/Q3_K weights x args.xq; K a multiple of 256.
 void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_q4_k_int8_reference(const MatmulArgs& args);
 void matmul_q5_k_int8_reference(const MatmulArgs& args);
 void matmul_q6_k_int8_reference(const MatmulArgs& args);
+void matmul_q2_k_int8_reference(const MatmulArgs& args);
+void matmul_q3_k_int8_reference(const MatmulArgs& args);
 
 }  // namespace lemma::kernels

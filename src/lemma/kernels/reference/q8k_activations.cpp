@@ -1,5 +1,5 @@
 // Scalar oracles for the K-quant int8-activation matmul (q8k_activations.h): the quantiser and the
-// Q4_K/Q5_K/Q6_K block dot products, written as the plain loops the layout comment describes. The
+// Q4_K/Q5_K/Q6_K/Q2_K/Q3_K block dot products, written as the plain loops the layout comment describes. The
 // SIMD kernels must give these bits.
 #include <algorithm>
 #include <cmath>
@@ -18,29 +18,33 @@ namespace {
 
 constexpr int kBlock = static_cast<int>(kQ8KBlock);
 
-// One weight super-block as the rule reads it: unsigned codes, integer group scales, f32 d/dmin.
+// One weight super-block as the rule reads it: unsigned codes u (value ~ u - offset), 16 groups of
+// 16 values with integer scales and mins (a 32-value scale or min counts for both its halves).
 struct KBlock {
   float d = 0.0f;
-  float dmin = 0.0f;  // Q4_K/Q5_K
+  float dmin = 0.0f;  // with mins only (Q4_K, Q5_K, Q2_K)
+  int offset = 0;     // Q6_K 32, Q3_K 4
+  bool has_mins = false;
   int u[kBlock];
-  int sc[16];  // Q4_K/Q5_K: 8 scales of 32 values; Q6_K: 16 of 16
-  int mn[8];   // Q4_K/Q5_K mins
+  int sc[16];
+  int mn[16];
 };
 
 template <DType T>
 KBlock weight_block(const uint8_t* row, int64_t b) {
-  KBlock w;
+  KBlock w{};
   if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
     using Block = std::conditional_t<T == DType::kQ4_K, BlockQ4_K, BlockQ5_K>;
     Block block;
     std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(block)), sizeof(block));
     w.d = f16_to_f32(block.d);
     w.dmin = f16_to_f32(block.dmin);
+    w.has_mins = true;
     uint8_t sc[8], mn[8];
     unpack_k4_scales(block.scales, sc, mn);
-    for (int j = 0; j < 8; ++j) {
-      w.sc[j] = sc[j];
-      w.mn[j] = mn[j];
+    for (int g = 0; g < 16; ++g) {
+      w.sc[g] = sc[g / 2];
+      w.mn[g] = mn[g / 2];
     }
     for (int k = 0; k < 4; ++k) {  // 32 bytes of qs: values 64k + i (low nibble), 64k + 32 + i (high)
       for (int i = 0; i < 32; ++i) {
@@ -53,11 +57,11 @@ KBlock weight_block(const uint8_t* row, int64_t b) {
         w.u[64 * k + 32 + i] = hi;
       }
     }
-  } else {
-    static_assert(T == DType::kQ6_K);
+  } else if constexpr (T == DType::kQ6_K) {
     BlockQ6_K block;
     std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(block)), sizeof(block));
     w.d = f16_to_f32(block.d);
+    w.offset = 32;
     for (int g = 0; g < 16; ++g) w.sc[g] = block.scales[g];
     for (int h = 0; h < 2; ++h) {  // halves of 128: byte l feeds values l, l + 32, l + 64, l + 96
       const uint8_t* ql = block.ql + 64 * h;
@@ -68,6 +72,31 @@ KBlock weight_block(const uint8_t* row, int64_t b) {
         u[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
         u[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
         u[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+      }
+    }
+  } else {
+    static_assert(T == DType::kQ2_K || T == DType::kQ3_K);
+    using Block = std::conditional_t<T == DType::kQ2_K, BlockQ2_K, BlockQ3_K>;
+    Block block;
+    std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(block)), sizeof(block));
+    w.d = f16_to_f32(block.d);
+    if constexpr (T == DType::kQ2_K) {
+      w.dmin = f16_to_f32(block.dmin);
+      w.has_mins = true;
+      for (int g = 0; g < 16; ++g) {
+        w.sc[g] = block.scales[g] & 0x0F;
+        w.mn[g] = block.scales[g] >> 4;
+      }
+    } else {
+      w.offset = 4;
+      for (int g = 0; g < 16; ++g) w.sc[g] = unpack_k3_scale(block.scales, g);
+    }
+    // Chunk c = 4h + f: bits 2f of qs[32h + l] (and, Q3_K, bit c of hmask[l]) for value 32c + l.
+    for (int c = 0; c < 8; ++c) {
+      for (int l = 0; l < 32; ++l) {
+        int u = (block.qs[32 * (c / 4) + l] >> (2 * (c % 4))) & 3;
+        if constexpr (T == DType::kQ3_K) u |= ((block.hmask[l] >> c) & 1) << 2;
+        w.u[32 * c + l] = u;
       }
     }
   }
@@ -93,14 +122,12 @@ void matmul_q8k(const MatmulArgs& a) {
           int32_t S = 0;
           for (int c = 0; c < 8; ++c) {  // the 32-value chunks
             int32_t dot = 0;
-            for (int t = 32 * c + 4 * l; t < 32 * c + 4 * l + 4; ++t) dot += (w.u[t] - (T == DType::kQ6_K ? 32 : 0)) * q[t];
-            S += (T == DType::kQ6_K ? w.sc[2 * c + l / 4] : w.sc[c]) * dot;
+            for (int t = 32 * c + 4 * l; t < 32 * c + 4 * l + 4; ++t) dot += (w.u[t] - w.offset) * q[t];
+            S += w.sc[2 * c + l / 4] * dot;
           }
-          if constexpr (T == DType::kQ6_K) {
-            acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
-          } else {
-            const int32_t N = w.mn[l] * (s[2 * l] + s[2 * l + 1]);
-            acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
+          acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
+          if (w.has_mins) {
+            const int32_t N = w.mn[2 * l] * s[2 * l] + w.mn[2 * l + 1] * s[2 * l + 1];
             acc[l] = std::fma(-(w.dmin * scales[b]), static_cast<float>(N), acc[l]);
           }
         }
@@ -157,5 +184,7 @@ void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_
 void matmul_q4_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ4_K>(a); }
 void matmul_q5_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ5_K>(a); }
 void matmul_q6_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ6_K>(a); }
+void matmul_q2_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ2_K>(a); }
+void matmul_q3_k_int8_reference(const MatmulArgs& a) { matmul_q8k<DType::kQ3_K>(a); }
 
 }  // namespace lemma::kernels

@@ -30,16 +30,20 @@ void matmul_q4_0_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0_int8_avx512vnni(const MatmulArgs& args);
 
 // K-quant int8 activations (q8k_activations.h): the Q8_K-style quantisers (same bytes as the
-// reference one) and the Q4_K/Q5_K/Q6_K kernels, bits equal to the matmul_*_k_int8_reference oracles.
+// reference one) and the Q4_K/Q5_K/Q6_K/Q2_K/Q3_K kernels, bits equal to the matmul_*_k_int8_reference oracles.
 void quantize_q8k_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void quantize_q8k_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 // AVX2: vpmaddubsw on the unsigned weight codes and signed x, vpmaddwd by the group scales.
 void matmul_q4_k_int8_avx2(const MatmulArgs& args);
 void matmul_q5_k_int8_avx2(const MatmulArgs& args);
 void matmul_q6_k_int8_avx2(const MatmulArgs& args);
+void matmul_q2_k_int8_avx2(const MatmulArgs& args);
+void matmul_q3_k_int8_avx2(const MatmulArgs& args);
 // AVX-512 VNNI: vpmaddubsw, then vpdpwssd by the group scales, 64 values per instruction.
 void matmul_q4_k_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_k_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q6_k_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q2_k_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q3_k_int8_avx512vnni(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -1,5 +1,5 @@
 // Pieces the AVX2 and AVX-512 VNNI K-quant int8-activation kernels (q8k_activations.h) share: the
-// f16 scale read, Q4_K/Q5_K's unpacked scales and mins, and the 8-lane f32 part of a block (the same
+// f16 scale read, the unpacked scales and mins, and the 8-lane f32 part of a block (the same
 // instructions in both files, so their bits agree). Included only by per-ISA sources compiled with
 // AVX2 or more; `static inline` keeps each copy local to its object file (see horizontal_sum.h).
 #pragma once
@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/quant_blocks.h"
 
 namespace lemma::kernels::x86 {
 
@@ -20,7 +21,7 @@ static inline float f16_at(const uint8_t* p) {
 }
 
 // A Q4_K/Q5_K block's d, dmin (bytes 0-3), scales sc as int16 sc_0..sc_7 and mins as int16
-// (mn_0, mn_0, mn_1, mn_1, ..., mn_7, mn_7), the multiplier of x's 16 code sums.
+// (mn_0, mn_0, mn_1, mn_1, ..., mn_7, mn_7): per 16-value group, the multiplier of x's code sums.
 struct K4Scales {
   __m128i sc;
   __m256i mins;
@@ -35,16 +36,32 @@ static inline K4Scales k4_scales(const uint8_t* block) {
           _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8)), f16_at(block), f16_at(block + 2)};
 }
 
-// Q4_K/Q5_K: acc + d d_x S - dmin d_x N, N_l = mn_l (s_2l + s_2l+1); `sums` holds x's 16 s_g.
-static inline __m256 k4_accumulate(const K4Scales& k, __m256i S, __m256i sums, float dx, __m256 acc) {
-  const __m256i N = _mm256_madd_epi16(sums, k.mins);
-  acc = _mm256_fmadd_ps(_mm256_set1_ps(k.d * dx), _mm256_cvtepi32_ps(S), acc);
-  return _mm256_fnmadd_ps(_mm256_set1_ps(k.dmin * dx), _mm256_cvtepi32_ps(N), acc);
+// With mins (Q4_K/Q5_K/Q2_K): acc + d d_x S - dmin d_x N, N_l = mn_2l s_2l + mn_2l+1 s_2l+1;
+// `mins` holds int16 mn_0..mn_15, `sums` x's 16 s_g.
+static inline __m256 accumulate_with_mins(float d, float dmin, __m256i mins, __m256i S, __m256i sums, float dx, __m256 acc) {
+  const __m256i N = _mm256_madd_epi16(sums, mins);
+  acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(S), acc);
+  return _mm256_fnmadd_ps(_mm256_set1_ps(dmin * dx), _mm256_cvtepi32_ps(N), acc);
 }
 
-// Q6_K: acc + d d_x S (the -32 already inside S).
-static inline __m256 k6_accumulate(float d, __m256i S, float dx, __m256 acc) {
+// Without (Q6_K/Q3_K, whose offset is already inside S): acc + d d_x S.
+static inline __m256 accumulate(float d, __m256i S, float dx, __m256 acc) {
   return _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(S), acc);
+}
+
+// Q3_K's 16 scales (with their -32) as int16.
+static inline __m256i k3_scales(const uint8_t* packed) {
+  alignas(16) int8_t sc[16];
+  for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(unpack_k3_scale(packed, j));
+  return _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+}
+
+// Q2_K's 16 scale bytes -> int16 scales (low nibbles) and mins (high nibbles).
+static inline void k2_scales(const uint8_t* bytes, __m256i* sc, __m256i* mn) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  *sc = _mm256_cvtepu8_epi16(_mm_and_si128(v, low));
+  *mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), low));
 }
 
 }  // namespace lemma::kernels::x86

@@ -1,10 +1,10 @@
-// GGUF Q4_K/Q5_K/Q6_K weights x Q8_K-style int8 activations (q8k_activations.h) with AVX2.
+// GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h), AVX2.
 // Register tile of up to 2 rows of x by 2 rows of W. Per 256-value block each W row's group scales
 // are unpacked once; per 32-value chunk its unsigned codes are decoded once and every x row meets
-// them: vpmaddubsw(u, q_x) gives exact int16 pair sums (2 * 63 * 127 < 32768; Q6_K then takes off
-// 32 * its x pair sums), vpmaddwd by the chunk's int16 scales widens lane l to sc * (sum of values
-// 4l..4l+3): the reference's S_l after 8 chunks. Q4_K/Q5_K's min term is one vpmaddwd of x's 16
-// code sums by the mins; then the block's one or two FMAs into 8 f32 lanes, reduced as reduce8 does.
+// them: vpmaddubsw(u, q_x) gives exact int16 pair sums (2 * 63 * 127 < 32768; Q6_K/Q3_K then take
+// off o * x's pair sums), vpmaddwd by the chunk's int16 scales widens lane l to sc * (sum of values
+// 4l..4l+3): the reference's S_l after 8 chunks. The min term is one vpmaddwd of x's 16 code sums
+// by the mins; then the block's one or two FMAs into 8 f32 lanes, reduced as reduce8 does.
 #include <immintrin.h>
 
 #include "lemma/kernels/q8k_activations.h"
@@ -26,7 +26,7 @@ template <bool Q5>
 struct Q45K {
   static constexpr int64_t kBytes = Q5 ? 176 : 144;
   static constexpr int kQs = Q5 ? 48 : 16;  // offset of qs (after d, dmin, scales[12] and qh[32])
-  static constexpr bool kOffset32 = false;
+  static constexpr int kOffset = 0;
   struct Prep {
     const uint8_t* qs;
     __m256i qh;
@@ -55,27 +55,37 @@ struct Q45K {
     return _mm256_shuffle_epi8(p.sc, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * c)));
   }
   static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return k4_accumulate(p.k, S, sums, dx, acc);
+    return accumulate_with_mins(p.k.d, p.k.dmin, p.k.mins, S, sums, dx, acc);
   }
 };
+
+// 16 int16 group scales sc_0..sc_15 arranged for vpshufb: chunk c's are [sc_2c x8 | sc_2c+1 x8].
+struct G16Scales {
+  __m256i lo, hi;  // sc_0..7 / sc_8..15 in both 128-bit lanes
+};
+G16Scales g16_scales(__m256i sc) { return {_mm256_permute2x128_si256(sc, sc, 0x00), _mm256_permute2x128_si256(sc, sc, 0x11)}; }
+__m256i g16_chunk_scales(const G16Scales& g, int c) {
+  const int part = c % 4;  // groups 2c, 2c + 1 are int16 2 part, 2 part + 1 of lo (c < 4) or hi
+  const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 + 0x0404 * part)),
+                                         _mm_set1_epi16(static_cast<short>(0x0302 + 0x0404 * part)));
+  return _mm256_shuffle_epi8(c < 4 ? g.lo : g.hi, pick);
+}
 
 // Q6_K: chunk c of 32 values holds groups 2c and 2c + 1 (int8 scales); codes 0..63 stand for u - 32.
 struct Q6K {
   static constexpr int64_t kBytes = 210;
-  static constexpr bool kOffset32 = true;
+  static constexpr int kOffset = 32;
   struct Prep {
     const uint8_t* ql;
     const uint8_t* qh;
-    __m256i sc_lo, sc_hi;  // int16 sc_0..7 / sc_8..15 in both 128-bit lanes
+    G16Scales sc;
     float d;
   };
   static Prep prepare(const uint8_t* block) {
     Prep p;
     p.ql = block;
     p.qh = block + 128;
-    const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
-    p.sc_lo = _mm256_permute2x128_si256(sc, sc, 0x00);
-    p.sc_hi = _mm256_permute2x128_si256(sc, sc, 0x11);
+    p.sc = g16_scales(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192))));
     p.d = f16_at(block + 208);
     return p;
   }
@@ -87,13 +97,58 @@ struct Q6K {
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * part), _mm256_set1_epi8(3));
     return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
   }
-  static __m256i scales(const Prep& p, int c) {
-    const int part = c % 4;  // groups 2c, 2c + 1 are int16 4 part.. of sc_lo (c < 4) or sc_hi
-    const __m256i pick = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(0x0100 + 0x0404 * part)),
-                                           _mm_set1_epi16(static_cast<short>(0x0302 + 0x0404 * part)));
-    return _mm256_shuffle_epi8(c < 4 ? p.sc_lo : p.sc_hi, pick);
+  static __m256i scales(const Prep& p, int c) { return g16_chunk_scales(p.sc, c); }
+  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return accumulate(p.d, S, dx, acc); }
+};
+
+// Q2_K (Q3 = false) and Q3_K: chunk c = 4h + f is bits 2f of qs[32h..32h+31]; Q3_K adds bit c of
+// hmask as u's bit 2 (value u - 4); 16 groups of 16.
+template <bool Q3>
+struct Q23K {
+  static constexpr int64_t kBytes = Q3 ? 110 : 84;
+  static constexpr int kOffset = Q3 ? 4 : 0;
+  struct Prep {
+    const uint8_t* qs;
+    __m256i hmask;
+    G16Scales sc;
+    __m256i mins;
+    float d, dmin;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    if constexpr (Q3) {
+      p.hmask = load256(block);
+      p.qs = block + 32;
+      p.sc = g16_scales(k3_scales(block + 96));
+      p.d = f16_at(block + 108);
+    } else {
+      __m256i sc;
+      k2_scales(block, &sc, &p.mins);
+      p.sc = g16_scales(sc);
+      p.qs = block + 16;
+      p.d = f16_at(block + 80);
+      p.dmin = f16_at(block + 82);
+    }
+    return p;
   }
-  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return k6_accumulate(p.d, S, dx, acc); }
+  static __m256i codes(const Prep& p, int c) {
+    const __m256i q = load256(p.qs + 32 * (c / 4));
+    __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c % 4)), _mm256_set1_epi8(3));
+    if constexpr (Q3) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(p.hmask, bit), bit);
+      u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(4)));
+    }
+    return u;
+  }
+  static __m256i scales(const Prep& p, int c) { return g16_chunk_scales(p.sc, c); }
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    if constexpr (Q3) {
+      return accumulate(p.d, S, dx, acc);
+    } else {
+      return accumulate_with_mins(p.d, p.dmin, p.mins, S, sums, dx, acc);
+    }
+  }
 };
 
 template <class W, int R, int C>
@@ -126,11 +181,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       }
       for (int r = 0; r < R; ++r) {
         const __m256i x = load256(xc[r] + b * kQ8KBlock + 32 * chunk);
-        // Q6_K: 32 * (pair sums of x), taken off each (u, x) pair sum: (u - 32) q stays exact in int16.
-        const __m256i offset = W::kOffset32 ? _mm256_maddubs_epi16(_mm256_set1_epi8(32), x) : _mm256_setzero_si256();
+        // Q6_K/Q3_K: o * (pair sums of x), taken off each (u, x) pair sum: (u - o) q, exact in int16.
+        const __m256i offset = W::kOffset != 0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), x) : _mm256_setzero_si256();
         for (int c = 0; c < C; ++c) {
           __m256i pairs = _mm256_maddubs_epi16(u[c], x);
-          if constexpr (W::kOffset32) pairs = _mm256_sub_epi16(pairs, offset);
+          if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, offset);
           S[r][c] = _mm256_add_epi32(S[r][c], _mm256_madd_epi16(pairs, sc[c]));
         }
       }
@@ -167,5 +222,7 @@ void run(const MatmulArgs& a) {
 void matmul_q4_k_int8_avx2(const MatmulArgs& a) { run<Q45K<false>>(a); }
 void matmul_q5_k_int8_avx2(const MatmulArgs& a) { run<Q45K<true>>(a); }
 void matmul_q6_k_int8_avx2(const MatmulArgs& a) { run<Q6K>(a); }
+void matmul_q2_k_int8_avx2(const MatmulArgs& a) { run<Q23K<false>>(a); }
+void matmul_q3_k_int8_avx2(const MatmulArgs& a) { run<Q23K<true>>(a); }
 
 }  // namespace lemma::kernels::x86

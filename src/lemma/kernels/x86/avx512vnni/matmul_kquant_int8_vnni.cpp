@@ -1,7 +1,8 @@
-// GGUF Q4_K/Q5_K/Q6_K weights x Q8_K-style int8 activations (q8k_activations.h) with AVX-512 VNNI.
+// GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h) with
+// AVX-512 VNNI.
 // Register tile of up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each W row is
 // decoded once to 64 unsigned codes and the chunks' int16 scales; per x row one zmm of codes:
-// vpmaddubsw gives exact int16 pair sums (Q6_K less 32 * x's) and vpdpwssd multiplies them by the
+// vpmaddubsw gives exact int16 pair sums (Q6_K/Q3_K less o * x's) and vpdpwssd multiplies them by the
 // scales and adds them to 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15). At the block's end the two halves add
 // (exact) to the reference's S_l, and the f32 part runs on 8 lanes exactly as the AVX2 kernel does.
 #include <immintrin.h>
@@ -27,12 +28,28 @@ __m512i pick4(int i0, int i1, int i2, int i3) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+// Chunks 2p and 2p + 1's scales from 16 int16 group scales: [sc_4p, sc_4p+1, sc_4p+2, sc_4p+3] x8.
+__m512i g16_pair_scales(__m256i sc, int pair) {
+  return _mm512_permutexvar_epi16(pick4(4 * pair, 4 * pair + 1, 4 * pair + 2, 4 * pair + 3), _mm512_castsi256_si512(sc));
+}
+
+// Per-chunk 32-bit masks of bit c of 32 bytes (Q5_K's qh, Q3_K's hmask), c = 0..7.
+void bit_masks(const uint8_t* bytes, uint32_t masks[8]) {
+  const __m256i v = load256(bytes);
+  for (int c = 0; c < 8; ++c) masks[c] = _mm256_test_epi8_mask(v, _mm256_set1_epi8(static_cast<char>(1 << c)));
+}
+
+// Chunks 2p and 2p + 1's masks as one 64-bit mask.
+__mmask64 pair_mask(const uint32_t masks[8], int pair) {
+  return static_cast<__mmask64>(masks[2 * pair]) | (static_cast<__mmask64>(masks[2 * pair + 1]) << 32);
+}
+
 // Q4_K (Q5 = false) and Q5_K: pair p is chunks 2p (low nibbles of qs[32p..]) and 2p + 1 (high).
 template <bool Q5>
 struct Q45K {
   static constexpr int64_t kBytes = Q5 ? 176 : 144;
   static constexpr int kQs = Q5 ? 48 : 16;
-  static constexpr bool kOffset32 = false;
+  static constexpr int kOffset = 0;
   struct Prep {
     const uint8_t* qs;
     uint32_t qh[8];  // qh bit c of the 32 bytes, as a 32-bit mask per chunk c
@@ -42,10 +59,7 @@ struct Q45K {
     Prep p;
     p.k = k4_scales(block);
     p.qs = block + kQs;
-    if constexpr (Q5) {
-      const __m256i qh = load256(block + 16);
-      for (int c = 0; c < 8; ++c) p.qh[c] = _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(1 << c)));
-    }
+    if constexpr (Q5) bit_masks(block + 16, p.qh);
     return p;
   }
   static __m512i codes(const Prep& p, int pair) {
@@ -53,8 +67,7 @@ struct Q45K {
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
     __m512i u = _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
     if constexpr (Q5) {
-      const __mmask64 high = static_cast<__mmask64>(p.qh[2 * pair]) | (static_cast<__mmask64>(p.qh[2 * pair + 1]) << 32);
-      u = _mm512_mask_add_epi8(u, high, u, _mm512_set1_epi8(16));
+      u = _mm512_mask_add_epi8(u, pair_mask(p.qh, pair), u, _mm512_set1_epi8(16));
     }
     return u;
   }
@@ -62,7 +75,7 @@ struct Q45K {
     return _mm512_permutexvar_epi16(pick4(2 * pair, 2 * pair, 2 * pair + 1, 2 * pair + 1), _mm512_castsi128_si512(p.k.sc));
   }
   static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return k4_accumulate(p.k, S, sums, dx, acc);
+    return accumulate_with_mins(p.k.d, p.k.dmin, p.k.mins, S, sums, dx, acc);
   }
 };
 
@@ -70,7 +83,7 @@ struct Q45K {
 // or high nibbles, with qh[32h..] bits 4(p % 2) + {0, 1} and + {2, 3}.
 struct Q6K {
   static constexpr int64_t kBytes = 210;
-  static constexpr bool kOffset32 = true;
+  static constexpr int kOffset = 32;
   struct Prep {
     const uint8_t* ql;
     const uint8_t* qh;
@@ -95,10 +108,54 @@ struct Q6K {
     const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(3));
     return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
   }
-  static __m512i scales(const Prep& p, int pair) {
-    return _mm512_permutexvar_epi16(pick4(4 * pair, 4 * pair + 1, 4 * pair + 2, 4 * pair + 3), _mm512_castsi256_si512(p.sc));
+  static __m512i scales(const Prep& p, int pair) { return g16_pair_scales(p.sc, pair); }
+  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return accumulate(p.d, S, dx, acc); }
+};
+
+// Q2_K (Q3 = false) and Q3_K: pair p is chunks 2p, 2p + 1 = bits 4(p % 2) + {0, 1} and + {2, 3} of
+// qs[32h..] (h = p / 2); Q3_K adds bit c of hmask as u's bit 2 (value u - 4); 16 groups of 16.
+template <bool Q3>
+struct Q23K {
+  static constexpr int64_t kBytes = Q3 ? 110 : 84;
+  static constexpr int kOffset = Q3 ? 4 : 0;
+  struct Prep {
+    const uint8_t* qs;
+    uint32_t hmask[8];
+    __m256i sc, mins;  // int16 per group
+    float d, dmin;
+  };
+  static Prep prepare(const uint8_t* block) {
+    Prep p;
+    if constexpr (Q3) {
+      bit_masks(block, p.hmask);
+      p.qs = block + 32;
+      p.sc = k3_scales(block + 96);
+      p.d = f16_at(block + 108);
+    } else {
+      k2_scales(block, &p.sc, &p.mins);
+      p.qs = block + 16;
+      p.d = f16_at(block + 80);
+      p.dmin = f16_at(block + 82);
+    }
+    return p;
   }
-  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return k6_accumulate(p.d, S, dx, acc); }
+  static __m512i codes(const Prep& p, int pair) {
+    const int odd = pair % 2;
+    const __m512i q = _mm512_broadcast_i64x4(load256(p.qs + 32 * (pair / 2)));
+    const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * odd)),
+                                             _mm256_set1_epi16(static_cast<short>(4 * odd + 2)), 1);
+    __m512i u = _mm512_and_si512(_mm512_srlv_epi16(q, shift), _mm512_set1_epi8(3));
+    if constexpr (Q3) u = _mm512_mask_add_epi8(u, pair_mask(p.hmask, pair), u, _mm512_set1_epi8(4));
+    return u;
+  }
+  static __m512i scales(const Prep& p, int pair) { return g16_pair_scales(p.sc, pair); }
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    if constexpr (Q3) {
+      return accumulate(p.d, S, dx, acc);
+    } else {
+      return accumulate_with_mins(p.d, p.dmin, p.mins, S, sums, dx, acc);
+    }
+  }
 };
 
 template <class W, int R, int C>
@@ -131,11 +188,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       }
       for (int r = 0; r < R; ++r) {
         const __m512i x = _mm512_load_si512(xc[r] + b * kQ8KBlock + 64 * pair);
-        // Q6_K: 32 * (pair sums of x), taken off each (u, x) pair sum: (u - 32) q stays exact in int16.
-        const __m512i offset = W::kOffset32 ? _mm512_maddubs_epi16(_mm512_set1_epi8(32), x) : _mm512_setzero_si512();
+        // Q6_K/Q3_K: o * (pair sums of x), taken off each (u, x) pair sum: (u - o) q, exact in int16.
+        const __m512i offset = W::kOffset != 0 ? _mm512_maddubs_epi16(_mm512_set1_epi8(W::kOffset), x) : _mm512_setzero_si512();
         for (int c = 0; c < C; ++c) {
           __m512i pairs = _mm512_maddubs_epi16(u[c], x);
-          if constexpr (W::kOffset32) pairs = _mm512_sub_epi16(pairs, offset);
+          if constexpr (W::kOffset != 0) pairs = _mm512_sub_epi16(pairs, offset);
           S[r][c] = _mm512_dpwssd_epi32(S[r][c], pairs, sc[c]);
         }
       }
@@ -181,5 +238,7 @@ void run(const MatmulArgs& a) {
 void matmul_q4_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<false>>(a); }
 void matmul_q5_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<true>>(a); }
 void matmul_q6_k_int8_avx512vnni(const MatmulArgs& a) { run<Q6K>(a); }
+void matmul_q2_k_int8_avx512vnni(const MatmulArgs& a) { run<Q23K<false>>(a); }
+void matmul_q3_k_int8_avx512vnni(const MatmulArgs& a) { run<Q23K<true>>(a); }
 
 }  // namespace lemma::kernels::x86

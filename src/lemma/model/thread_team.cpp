@@ -83,6 +83,9 @@ ThreadTeam::ThreadTeam(int num_threads) {
     const int cpu = pin ? cpus[static_cast<size_t>(i)] : -1;
     workers_.emplace_back([this, i, cpu] { worker_loop(i, cpu); });
   }
+  // A worker's set-up (its trace buffer) allocates: finish it here, not in a later forward, which
+  // on a loaded machine could be the first one a late-starting worker sees.
+  while (started_workers_.load(std::memory_order_acquire) < n - 1) std::this_thread::yield();
 }
 
 ThreadTeam::~ThreadTeam() {
@@ -100,6 +103,7 @@ void ThreadTeam::worker_loop(int /*index*/, int cpu) {
     CPU_SET(cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);  // best effort: a failure only loses the pinning
   }
+  started_workers_.fetch_add(1, std::memory_order_release);
   uint32_t seen = 0;
   for (;;) {
     uint32_t g = generation_.load(std::memory_order_acquire);

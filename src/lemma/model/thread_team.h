@@ -81,6 +81,7 @@ class ThreadTeam {
   alignas(64) std::atomic<uint32_t> tiles_done_{0};  // futex word the caller parks on
   std::atomic<int> caller_parked_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<int> started_workers_{0};  // the constructor waits for all: their set-up allocates
 
   std::mutex error_mutex_;
   std::exception_ptr error_;

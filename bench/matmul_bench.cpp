@@ -1,7 +1,7 @@
 // matmul_bench: Google Benchmark microbenchmarks of the matmul kernels on the qwen05b shapes
 // (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for
 // M = 1 (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision
-// and ISA this machine runs. Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
+// and ISA this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down). Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
 // the figure to hold against `lemma bench roofline` at M = 1). Work is split over N between the
 // threads of a ThreadTeam exactly as layers::linear does (LEMMA_BENCH_THREADS, default one per
 // CPU). Weights are random, generated once per (dtype, shape), 64-byte aligned.
@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
@@ -43,20 +44,30 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
   static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
   auto& slot = cache[{dtype, N, K}];
   if (!slot.first) {
-    const size_t elem = dtype == DType::kF32 ? 4 : 2;
-    const size_t bytes = static_cast<size_t>(N * K) * elem;
+    const size_t bytes = *lemma::dtype_bytes(dtype, static_cast<uint64_t>(N * K));
     constexpr size_t kAlign = size_t{2} << 20;
     slot.first.reset(new (std::align_val_t{kAlign}) uint8_t[bytes]);
     madvise(slot.first.get(), bytes, MADV_HUGEPAGE);
     std::mt19937 rng(static_cast<uint32_t>(N * 31 + K));
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-    for (size_t i = 0; i < static_cast<size_t>(N * K); ++i) {
-      const float v = dist(rng);
-      if (dtype == DType::kF32) {
-        reinterpret_cast<float*>(slot.first.get())[i] = v;
-      } else {
-        reinterpret_cast<uint16_t*>(slot.first.get())[i] =
-            dtype == DType::kF16 ? lemma::kernels::f32_to_f16(v) : lemma::kernels::f32_to_bf16(v);
+    if (dtype == DType::kQ4_K || dtype == DType::kQ6_K) {
+      // Random codes and scales; the f16 d (and Q4_K's dmin) set to small values.
+      for (size_t i = 0; i < bytes; ++i) slot.first[i] = static_cast<uint8_t>(rng());
+      const size_t block = lemma::dtype_info(dtype).block_bytes;
+      for (size_t b = 0; b < bytes / block; ++b) {
+        const uint16_t d = lemma::kernels::f32_to_f16(1e-3f);
+        std::memcpy(slot.first.get() + b * block + (dtype == DType::kQ6_K ? 208 : 0), &d, 2);
+        if (dtype == DType::kQ4_K) std::memcpy(slot.first.get() + b * block + 2, &d, 2);
+      }
+    } else {
+      for (size_t i = 0; i < static_cast<size_t>(N * K); ++i) {
+        const float v = dist(rng);
+        if (dtype == DType::kF32) {
+          reinterpret_cast<float*>(slot.first.get())[i] = v;
+        } else {
+          reinterpret_cast<uint16_t*>(slot.first.get())[i] =
+              dtype == DType::kF16 ? lemma::kernels::f32_to_f16(v) : lemma::kernels::f32_to_bf16(v);
+        }
       }
     }
     slot.second = TensorView{slot.first.get(), dtype, Shape{N, K}};
@@ -77,6 +88,10 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   if (v.isa > lemma::kernels::detected_isa() ||
       (v.precision == MatmulPrecision::kBf16Activations && !lemma::kernels::cpu_features().avx512_bf16)) {
     state.SkipWithError("this machine cannot run the variant");
+    return;
+  }
+  if (K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) {
+    state.SkipWithError("K is not a whole number of the dtype's blocks");
     return;
   }
   const TensorView& w = weights(v.dtype, N, K);
@@ -101,7 +116,7 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * static_cast<double>(M * N * K);
-  const double bytes = static_cast<double>(N * K) * (v.dtype == DType::kF32 ? 4 : 2);
+  const double bytes = static_cast<double>(*lemma::dtype_bytes(v.dtype, static_cast<uint64_t>(N * K)));
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(lemma::kernels::kernel_name_for(v.dtype, K, v.isa, v.precision)));
@@ -113,6 +128,10 @@ const Variant kVariants[] = {
     {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
 };
 
 struct MatrixShape {

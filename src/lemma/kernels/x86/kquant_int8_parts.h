@@ -28,12 +28,17 @@ struct K4Scales {
   float d, dmin;
 };
 
+// unpack_k4_scales on 32-bit words (bytes j of each word in parallel), so the bytes reach the
+// vector registers without a round trip through memory (narrow stores then a wide load stall).
 static inline K4Scales k4_scales(const uint8_t* block) {
-  alignas(16) uint8_t sc[16] = {}, mn[16] = {};
-  unpack_k4_scales(block + 4, sc, mn);
-  const __m128i mn8 = _mm_load_si128(reinterpret_cast<const __m128i*>(mn));
-  return {_mm_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc))),
-          _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8)), f16_at(block), f16_at(block + 2)};
+  uint32_t w[3];
+  std::memcpy(w, block + 4, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, mn_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);  // bits 6-7 -> 4-5
+  const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+  const __m128i sc8 = _mm_cvtsi64_si128(static_cast<int64_t>(sc_lo | (uint64_t{sc_hi} << 32)));
+  const __m128i mn8 = _mm_cvtsi64_si128(static_cast<int64_t>(mn_lo | (uint64_t{mn_hi} << 32)));
+  return {_mm_cvtepu8_epi16(sc8), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8)), f16_at(block), f16_at(block + 2)};
 }
 
 // With mins (Q4_K/Q5_K/Q2_K): acc + d d_x S - dmin d_x N, N_l = mn_2l s_2l + mn_2l+1 s_2l+1;
@@ -49,11 +54,18 @@ static inline __m256 accumulate(float d, __m256i S, float dx, __m256 acc) {
   return _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(S), acc);
 }
 
-// Q3_K's 16 scales (with their -32) as int16.
+// Q3_K's 16 scales (with their -32) as int16: unpack_k3_scale on 32-bit words (4 scales each).
 static inline __m256i k3_scales(const uint8_t* packed) {
-  alignas(16) int8_t sc[16];
-  for (int j = 0; j < 16; ++j) sc[j] = static_cast<int8_t>(unpack_k3_scale(packed, j));
-  return _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  uint32_t sc[4];
+  for (int i = 0; i < 4; ++i) {  // scales 4i..4i+3: nibble i / 2 of bytes 4(i % 2).., top bits 2i of bytes 8..11
+    const uint32_t low = (w[i % 2] >> (4 * (i / 2))) & 0x0F0F0F0Fu;
+    const uint32_t high = (w[2] >> (2 * i)) & 0x03030303u;
+    sc[i] = low | (high << 4);
+  }
+  const __m128i bytes = _mm_set_epi32(static_cast<int>(sc[3]), static_cast<int>(sc[2]), static_cast<int>(sc[1]), static_cast<int>(sc[0]));
+  return _mm256_cvtepi8_epi16(_mm_sub_epi8(bytes, _mm_set1_epi8(32)));
 }
 
 // Q2_K's 16 scale bytes -> int16 scales (low nibbles) and mins (high nibbles).

@@ -1,8 +1,9 @@
 // The model's main op: y[M, N] = x[M, K] . W[N, K]^T (+ bias[N]), x and y f32, W any dtype the
 // registry knows: f32/f16/bf16 (AVX2/AVX-512 tiles), Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q2_K..Q6_K
 // (each W row decoded 256 values at a time, bit-exactly as ggml, then vector FMAs; never the whole
-// matrix), all with a scalar reference for Isa::kScalar. Q8_0/Q4_0/Q5_0 default to int8 activations
-// from AVX2 up (x quantised once per call, integer block dot products; int8_activations.h).
+// matrix), all with a scalar reference for Isa::kScalar. Q8_0/Q4_0/Q5_0 and Q2_K..Q6_K default to
+// int8 activations from AVX2 up (x quantised once per call, integer block dot products;
+// int8_activations.h, q8k_activations.h).
 // Batch invariant: for one ISA and precision, row m of y is bitwise the same whatever M is and
 // whatever the other rows of x hold (decode M=1 == prefill row). Also invariant to splitting N
 // (pass a view of a row range of W), so callers may parallelise over N. Thread-safe; allocates only

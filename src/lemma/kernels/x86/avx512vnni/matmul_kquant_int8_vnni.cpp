@@ -1,10 +1,10 @@
 // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h) with
-// AVX-512 VNNI.
-// Register tile of up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each W row is
-// decoded once to 64 unsigned codes and the chunks' int16 scales; per x row one zmm of codes:
-// vpmaddubsw gives exact int16 pair sums (Q6_K/Q3_K less o * x's) and vpdpwssd multiplies them by the
-// scales and adds them to 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15). At the block's end the two halves add
-// (exact) to the reference's S_l, and the f32 part runs on 8 lanes exactly as the AVX2 kernel does.
+// AVX-512 VNNI. Register tile of up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each
+// W row is decoded once to 64 unsigned codes and the chunks' int16 scales; per x row one zmm of
+// codes: vpmaddubsw gives exact int16 pair sums (Q6_K/Q3_K less o * x's) and vpdpwssd multiplies
+// them by the scales and adds them to 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15). At
+// the block's end the two halves add (exact) to the reference's S_l, and the f32 part runs on 8
+// lanes exactly as the AVX2 kernel does.
 #include <immintrin.h>
 
 #include "lemma/kernels/q8k_activations.h"

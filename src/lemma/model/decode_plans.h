@@ -46,7 +46,6 @@ class DecodePlanCache {
                                   std::span<const layers::LinearOutput> outputs, const ThreadTeam* team);
     // Call once every slot the forward runs has been planned: the entry becomes replayable.
     void commit();
-    bool replaying() const { return replay_; }
 
    private:
     friend class DecodePlanCache;

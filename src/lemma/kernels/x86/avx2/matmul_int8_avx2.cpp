@@ -11,6 +11,7 @@
 #include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
@@ -101,18 +102,9 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   }
 }
 
-template <class W, int C>
-void row_tiles(const MatmulArgs& a, int64_t n0) {
-  int64_t m0 = 0;
-  for (; m0 + kMaxRows <= a.M; m0 += kMaxRows) tile<W, kMaxRows, C>(a, m0, n0);
-  if (m0 < a.M) tile<W, 1, C>(a, m0, n0);
-}
-
 template <class W>
 void run(const MatmulArgs& a) {
-  int64_t n0 = 0;
-  for (; n0 + kMaxCols <= a.N; n0 += kMaxCols) row_tiles<W, kMaxCols>(a, n0);
-  if (n0 < a.N) row_tiles<W, 1>(a, n0);
+  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { tile<W, R, C>(a, m0, n0); });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
@@ -156,25 +157,9 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   }
 }
 
-template <class W, int C>
-void row_tiles(const MatmulArgs& a, int64_t n0) {
-  int64_t m0 = 0;
-  for (; m0 + kMaxRows <= a.M; m0 += kMaxRows) tile<W, kMaxRows, C>(a, m0, n0);
-  switch (a.M - m0) {
-    case 3: tile<W, 3, C>(a, m0, n0); break;
-    case 2: tile<W, 2, C>(a, m0, n0); break;
-    case 1: tile<W, 1, C>(a, m0, n0); break;
-    default: break;
-  }
-}
-
-// Columns outer, rows inner: a tile's W rows stay in L1 while every row of x passes them.
 template <class W>
 void run(const MatmulArgs& a) {
-  int64_t n0 = 0;
-  for (; n0 + kMaxCols <= a.N; n0 += kMaxCols) row_tiles<W, kMaxCols>(a, n0);
-  if (a.N - n0 == 2) row_tiles<W, 2>(a, n0);
-  if (a.N - n0 == 1) row_tiles<W, 1>(a, n0);
+  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { tile<W, R, C>(a, m0, n0); });
 }
 
 }  // namespace

@@ -63,6 +63,34 @@ void expect_close_to_llama_cpp(const std::vector<float>& logits, int64_t vocab, 
   EXPECT_LE(max_diff, 3e-2 * max_golden) << seq["name"] << " vs llama.cpp";
 }
 
+// README: the 32 greedy tokens are identical in every implementation it observed. lemma must produce
+// them too, except at a near-tie: quantized activations flip rounding bins wherever f32 values differ
+// in their last bits (e.g. LEMMA_ISA=avx2's norms and attention sum in another order than AVX-512's),
+// and stories260K-Q4_0's token 25 is such a tie (top two logits 13.343 / 13.335 of max 16.2). So the
+// first differing token must be one where lemma's own top-2 on the golden prefix holds the golden
+// token within README's argmax tolerance (6e-2 * max|logit|); the continuations after it differ.
+void expect_greedy_like_llama_cpp(const Model& model, const nlohmann::json& greedy) {
+  const auto prompt = greedy["prompt"].get<std::vector<int32_t>>();
+  const auto want = greedy["tokens"].get<std::vector<int32_t>>();
+  const auto got = generate_greedy(model, prompt, greedy["n_predict"].get<int64_t>());
+  ASSERT_EQ(got.size(), want.size());
+  const auto first = static_cast<size_t>(std::mismatch(got.begin(), got.end(), want.begin()).first - got.begin());
+  if (first == got.size()) return;
+  std::vector<int32_t> prefix = prompt;
+  prefix.insert(prefix.end(), want.begin(), want.begin() + static_cast<std::ptrdiff_t>(first));
+  const int64_t vocab = model.config().vocab_size;
+  const auto logits = sequence_logits(model, prefix);
+  const std::span<const float> last(logits.data() + (static_cast<int64_t>(prefix.size()) - 1) * vocab,
+                                    static_cast<size_t>(vocab));
+  float max_abs = 0.0f;
+  for (const float v : last) max_abs = std::max(max_abs, std::fabs(v));
+  const float top = *std::max_element(last.begin(), last.end());
+  std::printf("greedy token %zu differs from llama.cpp's: logit %.4f for its %d vs our top %.4f (max|logit| %.2f)\n",
+              first, last[static_cast<size_t>(want[first])], want[first], top, max_abs);
+  EXPECT_GE(first, 8u) << "an early divergence is not a near-tie";
+  EXPECT_LE(top - last[static_cast<size_t>(want[first])], 6e-2f * max_abs) << "token " << first;
+}
+
 TEST_P(QuantGolden, LogitsMatchDequantizedReference) {
   const auto gguf = shared_data("golden/quant/" + GetParam() + ".gguf");
   LEMMA_REQUIRE_SHARED(gguf);
@@ -73,9 +101,7 @@ TEST_P(QuantGolden, LogitsMatchDequantizedReference) {
     for (const auto& seq : golden["sequences"]) {
       expect_close_to_llama_cpp(sequence_logits(model, seq["tokens"].get<std::vector<int32_t>>()), vocab, seq);
     }
-    const auto& greedy = golden["greedy"];  // all implementations agree on these 32 tokens
-    EXPECT_EQ(generate_greedy(model, greedy["prompt"].get<std::vector<int32_t>>(), greedy["n_predict"].get<int64_t>()),
-              greedy["tokens"].get<std::vector<int32_t>>());
+    expect_greedy_like_llama_cpp(model, golden["greedy"]);
     return;
   }
   for (const auto& seq : golden["sequences"]) {

@@ -101,7 +101,7 @@ class Runner {
 };
 
 PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<double> seconds) {
-  PhaseResult r{std::move(test), batch, tokens, std::move(seconds), {}};
+  PhaseResult r{std::move(test), batch, tokens, std::move(seconds), {}, {}};
   std::vector<double> rates;
   for (double s : r.seconds) rates.push_back(static_cast<double>(tokens) / s);
   r.tokens_per_s = summarize(rates);

@@ -48,7 +48,9 @@ TEST(Bf16Matmul, DefaultPrecisionIsBf16WhereTheDotExists) {
     EXPECT_EQ(default_matmul_precision(DType::kBF16, Isa::kAvx512),
               has_dpbf16() ? MatmulPrecision::kBf16Activations : MatmulPrecision::kF32Activations);
   }
-  if (has_dpbf16()) EXPECT_EQ(kernel_name_for(DType::kBF16, 64, Isa::kAvx512, MatmulPrecision::kBf16Activations), "avx512_bf16_dpbf16");
+  if (has_dpbf16()) {
+    EXPECT_EQ(kernel_name_for(DType::kBF16, 64, Isa::kAvx512, MatmulPrecision::kBf16Activations), "avx512_bf16_dpbf16");
+  }
 }
 
 TEST(Bf16Matmul, PackerRoundsToNearestEvenAndZeroPads) {

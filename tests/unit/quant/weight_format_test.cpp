@@ -98,7 +98,9 @@ TEST_P(WeightRoundTrip, ErrorWithinTheGroupStep) {
           minmax_err += (rms + std::fabs(x[k])) * e * e;
         }
       }
-      if (!c.symmetric) EXPECT_LE(group_err, minmax_err * (1 + 1e-6)) << spec.to_string() << " row " << r << " group " << g;
+      if (!c.symmetric) {
+        EXPECT_LE(group_err, minmax_err * (1 + 1e-6)) << spec.to_string() << " row " << r << " group " << g;
+      }
     }
   }
   const double rel_rms = std::sqrt(sum_err / sum_sq);

@@ -1,7 +1,7 @@
 // matmul_bench: Google Benchmark microbenchmarks of the matmul kernels on the qwen05b shapes
 // (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for
 // M = 1 (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision
-// and ISA this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down). Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
+// and ISA this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down; Q8_0/Q4_0 random codes). Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
 // the figure to hold against `lemma bench roofline` at M = 1). Work is split over N between the
 // threads of a ThreadTeam exactly as layers::linear does (LEMMA_BENCH_THREADS, default one per
 // CPU). Weights are random, generated once per (dtype, shape), 64-byte aligned.
@@ -50,7 +50,7 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     madvise(slot.first.get(), bytes, MADV_HUGEPAGE);
     std::mt19937 rng(static_cast<uint32_t>(N * 31 + K));
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-    if (dtype == DType::kQ4_K || dtype == DType::kQ6_K) {
+    if (dtype == DType::kQ4_K || dtype == DType::kQ6_K || dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
       // Random codes and scales; the f16 d (and Q4_K's dmin) set to small values.
       for (size_t i = 0; i < bytes; ++i) slot.first[i] = static_cast<uint8_t>(rng());
       const size_t block = lemma::dtype_info(dtype).block_bytes;
@@ -128,6 +128,8 @@ const Variant kVariants[] = {
     {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"q8_0_int8_avx512", DType::kQ8_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_0_int8_avx512", DType::kQ4_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/model/thread_team.h"
@@ -41,6 +42,18 @@ struct Variant {
 // Random weights in `dtype`, kept for the whole run (the lm_head alone is 272 MB in bf16), in
 // huge pages where the kernel grants them (as the model's copied weights are).
 const TensorView& weights(DType dtype, int64_t N, int64_t K) {
+  if (lemma::kernels::is_interleaved(dtype)) {  // the plain blocks, re-laid as Model does at load
+    static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
+    auto& slot = cache[{dtype, N, K}];
+    if (!slot.first) {
+      const DType plain = dtype == DType::kQ8_0x16 ? DType::kQ8_0 : DType::kQ4_0;
+      const size_t bytes = lemma::kernels::interleaved_bytes(plain, N, K);
+      slot.first.reset(new (std::align_val_t{64}) uint8_t[bytes]);
+      lemma::kernels::interleave_rows(plain, weights(plain, N, K).data, N, K, slot.first.get());
+      slot.second = TensorView{slot.first.get(), dtype, Shape{N, K}};
+    }
+    return slot.second;
+  }
   static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
   auto& slot = cache[{dtype, N, K}];
   if (!slot.first) {
@@ -130,6 +143,8 @@ const Variant kVariants[] = {
     {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q8_0_int8_avx512", DType::kQ8_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_0_int8_avx512", DType::kQ4_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q8_0x16_int8_avx512", DType::kQ8_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_0x16_int8_avx512", DType::kQ4_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},

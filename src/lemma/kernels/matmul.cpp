@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "lemma/base/error.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_precision.h"
 
 namespace lemma::kernels {
@@ -35,6 +36,7 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   plan.fn = kernel->fn;
   plan.quantize_x = kernel->quantize_x;
   plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
+  plan.row_group = is_interleaved(w.dtype) ? kInterleaveRows : 1;
   MatmulArgs& args = plan.args;
   args.x = x;
   args.x_stride = x_stride;
@@ -97,6 +99,7 @@ void prepare_activations(std::span<MatmulPlan> plans) {
 void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
   if (fn == nullptr || n0 >= n1) return;
   if (quantize_x != nullptr && args.xq == nullptr) fail<InvalidArgument>("matmul: run_rows() before prepare_activations()");
+  if (n0 % row_group != 0) fail<InvalidArgument>("matmul: rows of interleaved weights start in groups of {}, not at {}", row_group, n0);
   MatmulArgs part = args;
   part.w = static_cast<const char*>(args.w) + n0 * args.w_row_bytes;
   part.bias = args.bias != nullptr ? args.bias + n0 : nullptr;

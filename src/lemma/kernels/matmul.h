@@ -40,8 +40,12 @@ struct MatmulPlan {
   // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
   QuantizeActivationsFn quantize_x = nullptr;
   size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, q8k_activations.h, bf16_activations.h)
+  // run_rows() ranges must start on a multiple of this (16 for interleaved weights, whose rows come
+  // in groups: interleaved_blocks.h); 1 otherwise.
+  int64_t row_group = 1;
 
-  // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N. Thread-safe; no allocation.
+  // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N, n0 a multiple of row_group.
+  // Thread-safe; no allocation.
   void run_rows(int64_t n0, int64_t n1) const;
 };
 

@@ -5,6 +5,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
+#include "lemma/kernels/interleaved_blocks.h"
 
 namespace lemma::kernels {
 
@@ -26,6 +27,8 @@ bool forced_f32() {
 
 MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
   // A throwing initialiser is retried on the next call, so a bad value fails every matmul.
+  // Interleaved blocks have int8-activation kernels only (Model makes them only when int8 is the default).
+  if (is_interleaved(weight)) return MatmulPrecision::kInt8Activations;
   static const bool f32_only = forced_f32();
   if (f32_only) return MatmulPrecision::kF32Activations;
   switch (weight) {

@@ -7,6 +7,7 @@
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
 #include "lemma/kernels/ops.h"
+#include "lemma/model/interleaved_weights.h"
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/layers/rms_norm.h"
@@ -19,6 +20,7 @@ Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorL
   config.validate();
   Model m;
   m.weights_ = load_model_weights(config, format, lookup);
+  m.interleaved_ = interleave_matmul_weights(m.weights_);
   m.rope_ = compute_rope_frequencies(config.rope, 0);
   m.config_ = std::move(config);
   m.format_ = format;

@@ -35,6 +35,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"i8z32", 32, 35, false, true},
     {"i4z32", 32, 19, false, true},
     {"w8a8", 32, 34, false, true},
+    {"q8_0x16", 32, 34, false, true},  // per row-equivalent: a 16-row group of one block is 16 x 34 bytes
+    {"q4_0x16", 32, 18, false, true},
 }};
 
 struct NamedType {

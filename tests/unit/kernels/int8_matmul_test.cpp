@@ -85,8 +85,12 @@ TEST(W8A8Matmul, EveryIsaEqualsTheReferenceBitwiseOnOddShapes) {
 
 TEST(W8A8Matmul, RegistryNamesTheKernels) {
   EXPECT_EQ(kernel_name_for(DType::kW8A8, 64, Isa::kScalar), "reference_w8a8");
-  if (cpu_features().avx2) EXPECT_EQ(kernel_name_for(DType::kW8A8, 64, Isa::kAvx2), "avx2_w8a8");
-  if (cpu_features().avx512) EXPECT_EQ(kernel_name_for(DType::kW8A8, 64, Isa::kAvx512), "avx512_vnni_w8a8");
+  if (cpu_features().avx2) {
+    EXPECT_EQ(kernel_name_for(DType::kW8A8, 64, Isa::kAvx2), "avx2_w8a8");
+  }
+  if (cpu_features().avx512) {
+    EXPECT_EQ(kernel_name_for(DType::kW8A8, 64, Isa::kAvx512), "avx512_vnni_w8a8");
+  }
   EXPECT_EQ(kernel_name_for(DType::kW8A8, 48, Isa::kScalar), "");  // not whole blocks
 }
 

@@ -41,9 +41,10 @@ TEST(Registry, TableIsWellFormed) {
     EXPECT_TRUE(names.insert(std::string(k.name)).second) << "duplicate " << k.name;
     EXPECT_NE(k.fn, nullptr) << k.name;
   }
-  // Every dtype with an optimised kernel also has a scalar reference to fall back to.
+  // Every dtype with an optimised kernel also has a scalar reference to fall back to (of the same
+  // activation precision, or f32; interleaved dtypes have int8 ones only).
   for (const MatmulKernel& k : matmul_kernels()) {
-    EXPECT_NE(kernel_name_for(k.weight, 256, Isa::kScalar), "") << k.name;
+    EXPECT_NE(kernel_name_for(k.weight, 256, Isa::kScalar, k.precision), "") << k.name;
   }
   EXPECT_EQ(kernel_name_for(DType::kF32, 64), kernel_name_for(DType::kF32, 64, active_isa()));
 }

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "lemma/kernels/int8_activations.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 
 namespace lemma::kernels::x86 {
@@ -47,6 +48,12 @@ void quantize_activations_avx512(const float* x, int64_t x_stride, int64_t M, in
     std::memset(codes + K, 128, static_cast<size_t>(int8_codes_stride(K) - K));
     for (int64_t b = blocks; b < int8_scales_stride(K); ++b) scales[b] = 0.0f;
   }
+}
+
+// The signed form the interleaved kernels read (interleaved_blocks.h).
+void quantize_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
+  quantize_activations_avx512(x, x_stride, M, K, out);
+  make_int8_activations_signed(M, K, out);
 }
 
 }  // namespace lemma::kernels::x86

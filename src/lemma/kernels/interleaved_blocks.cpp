@@ -1,0 +1,93 @@
+#include "lemma/kernels/interleaved_blocks.h"
+
+#include <cstring>
+
+#include "lemma/base/error.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+constexpr int64_t kScaleBytes = 2 * kInterleaveRows;
+
+int64_t block_bytes(DType plain) { return static_cast<int64_t>(dtype_info(plain).block_bytes); }
+
+// One superblock: 16 rows' block b (row i at rows[i], null past N).
+void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  const bool q8 = plain == DType::kQ8_0;
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    const uint8_t* src = rows[i];
+    if (src != nullptr) {
+      std::memcpy(out + 2 * i, src, 2);
+    } else {
+      std::memset(out + 2 * i, 0, 2);  // padding row: scale 0, codes of value 0
+    }
+    uint8_t* codes = out + kScaleBytes;
+    // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0's bytes move as they are.
+    const uint32_t flip = q8 ? 0x80808080u : 0u;
+    const uint32_t padding = q8 ? 0x80808080u : 0x88888888u;  // codes of value 0
+    for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
+      uint32_t quad = padding;
+      if (src != nullptr) {
+        std::memcpy(&quad, src + 2 + 4 * j, 4);
+        quad ^= flip;
+      }
+      std::memcpy(codes + 64 * j + 4 * i, &quad, 4);
+    }
+  }
+}
+
+}  // namespace
+
+DType interleaved_dtype(DType plain) {
+  switch (plain) {
+    case DType::kQ8_0: return DType::kQ8_0x16;
+    case DType::kQ4_0: return DType::kQ4_0x16;
+    default: return DType::kCount;
+  }
+}
+
+size_t interleaved_bytes(DType plain, int64_t N, int64_t K) {
+  const int64_t groups = (N + kInterleaveRows - 1) / kInterleaveRows;
+  return static_cast<size_t>(groups * kInterleaveRows * (K / kBlock) * block_bytes(plain));
+}
+
+void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out) {
+  if (interleaved_dtype(plain) == DType::kCount || K % kBlock != 0)
+    fail<InvalidArgument>("interleave_rows: {} rows of {} values have no interleaved form", dtype_name(plain), K);
+  const int64_t blocks = K / kBlock;
+  const int64_t bb = block_bytes(plain);
+  const int64_t row_bytes = blocks * bb;
+  const int64_t super_bytes = kInterleaveRows * bb;
+  const auto* src = static_cast<const uint8_t*>(rows);
+  auto* dst = static_cast<uint8_t*>(out);
+  for (int64_t g = 0; g * kInterleaveRows < N; ++g) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* group_rows[kInterleaveRows];
+      for (int64_t i = 0; i < kInterleaveRows; ++i) {
+        const int64_t n = g * kInterleaveRows + i;
+        group_rows[i] = n < N ? src + n * row_bytes + b * bb : nullptr;
+      }
+      write_superblock(plain, group_rows, dst + (g * blocks + b) * super_bytes);
+    }
+  }
+}
+
+void make_int8_activations_signed(int64_t M, int64_t K, void* out) {
+  auto* base = static_cast<uint8_t*>(out);
+  const int64_t blocks = K / kBlock;
+  for (int64_t m = 0; m < M; ++m) {
+    uint8_t* codes = base + m * int8_codes_stride(K);
+    for (int64_t k = 0; k < int8_codes_stride(K); ++k) codes[k] = static_cast<uint8_t>(codes[k] ^ 0x80u);
+    auto* sums = reinterpret_cast<int32_t*>(base + int8_activation_bytes(M, K)) + m * int8_scales_stride(K);
+    for (int64_t b = 0; b < int8_scales_stride(K); ++b) {
+      int32_t sum = 0;
+      if (b < blocks)
+        for (int64_t t = 0; t < kBlock; ++t) sum += static_cast<int8_t>(codes[b * kBlock + t]);
+      sums[b] = sum;
+    }
+  }
+}
+
+}  // namespace lemma::kernels

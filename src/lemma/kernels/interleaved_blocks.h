@@ -1,0 +1,66 @@
+// GGUF Q8_0 / Q4_0 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16), and the signed int8
+// activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
+// codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
+// 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
+// convert/scale/add runs once per block for 16 outputs: about 3x fewer instructions per byte of W.
+// Model re-lays Q8_0/Q4_0 matrices into this form once at load (model/interleaved_weights.h); the
+// codes and f16 scales are the file's, bit for bit.
+//
+// Layout of a [N, K] matrix (K a multiple of 32): ceil(N / 16) groups of 16 rows, one after the
+// other; rows past N are padding (zero scales, zero-value codes). A group holds, for each block b of
+// 32 values in order, a superblock of 16 * 34 (Q8_0) or 16 * 18 (Q4_0) bytes:
+//   bytes 0..31: the 16 rows' f16 scales d (row i at 2 i);
+//   Q8_0x16: 8 chunks of 64 bytes; chunk j, bytes 4 i .. 4 i + 3 = row i's codes of values
+//            4 j .. 4 j + 3, as unsigned bytes q + 128 (vpdpbusd's unsigned operand);
+//   Q4_0x16: 4 chunks of 64 bytes; chunk p, byte 4 i + t = row i's byte 4 p + t of the GGUF block:
+//            low nibble = value 4 p + t, high nibble = value 16 + 4 p + t, codes u = q + 8 (0..15).
+// So group g starts 16 * g * row_bytes into the buffer (row_bytes = dtype_bytes(K), the plain
+// format's): a row range that starts on a group edge is a valid view, as for every other dtype.
+//
+// Activations (MatmulPrecision::kInt8Activations, x quantised by int8_activations.h's rule): the
+// same codes and scales as int8_activations.h but the codes signed (padding 0), and after the
+// scales M rows of int8_scales_stride(K) int32: each block's code sum (for the start value
+// -bias * sum that removes the weights' +128 / +8 from vpdpbusd's exact sums).
+//
+// The dot product (the reference defines the bits; the VNNI kernel matches them): per output
+// (m, n), one f32 accumulator starts at +0; for each block b in order,
+//   acc = fma(f32(d_w) * d_x, float(S_b), acc),  S_b = exact int32 sum of q_x * q_w over the block;
+// y = acc (+ bias). No step depends on M or on other rows: batch invariant.
+// Plain declarations and `static` helpers (the ISA files include this header; see int8_activations.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lemma/kernels/int8_activations.h"
+#include "lemma/tensor/dtype.h"
+
+namespace lemma::kernels {
+
+constexpr int64_t kInterleaveRows = 16;
+
+static inline bool is_interleaved(DType type) { return type == DType::kQ8_0x16 || type == DType::kQ4_0x16; }
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16; kCount for dtypes without an interleaved form.
+DType interleaved_dtype(DType plain);
+// The buffer interleave_rows() writes for N rows of K values (K a multiple of 32).
+size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
+// Re-lays N rows of `plain` blocks (rows dtype_bytes(K) apart, as in GGUF) into `out`
+// (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.
+void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out);
+
+// The signed activation buffer (see above).
+static inline size_t int8_signed_activation_bytes(int64_t M, int64_t K) {
+  return int8_activation_bytes(M, K) + static_cast<size_t>(M * int8_scales_stride(K)) * 4;
+}
+static inline const int8_t* int8_signed_codes(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const int8_t*>(int8_codes(xq, K, m));
+}
+static inline const int32_t* int8_block_sums(const void* xq, int64_t M, int64_t K, int64_t m) {
+  return reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(xq) + int8_activation_bytes(M, K)) +
+         m * int8_scales_stride(K);
+}
+// Turns a buffer written by a QuantizeActivationsFn (int8_activations.h; `out` sized
+// int8_signed_activation_bytes) into the signed form in place: codes - 128, block sums appended.
+void make_int8_activations_signed(int64_t M, int64_t K, void* out);
+
+}  // namespace lemma::kernels

@@ -1,0 +1,63 @@
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 kernels (interleaved_blocks.h): reads each
+// weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
+// per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
+// writes the signed activations. Scalar; no allocation; thread-safe.
+#include <cmath>
+#include <cstring>
+
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/reference/lemma_int.h"
+
+namespace lemma::kernels {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+// Row i's signed code of value k (0..31) in a superblock's code bytes.
+int code_q8(const uint8_t* codes, int64_t i, int64_t k) { return static_cast<int>(codes[64 * (k / 4) + 4 * i + k % 4]) - 128; }
+int code_q4(const uint8_t* codes, int64_t i, int64_t k) {
+  const int64_t v = k % 16;
+  const uint8_t byte = codes[64 * (v / 4) + 4 * i + v % 4];
+  return (k < 16 ? byte & 0x0F : byte >> 4) - 8;
+}
+
+template <DType Plain>
+void matmul_interleaved(const MatmulArgs& a) {
+  const int64_t blocks = a.K / kBlock;
+  const int64_t super_bytes = kInterleaveRows * static_cast<int64_t>(dtype_info(Plain).block_bytes);
+  for (int64_t m = 0; m < a.M; ++m) {
+    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
+    const float* dx = int8_scales(a.xq, a.M, a.K, m);
+    for (int64_t n = 0; n < a.N; ++n) {
+      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
+      const int64_t i = n % kInterleaveRows;
+      float acc = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* super = group + b * super_bytes;
+        uint16_t d_bits;
+        std::memcpy(&d_bits, super + 2 * i, 2);
+        int32_t sum = 0;
+        for (int64_t k = 0; k < kBlock; ++k) {
+          const int q = Plain == DType::kQ8_0 ? code_q8(super + 32, i, k) : code_q4(super + 32, i, k);
+          sum += q * x[b * kBlock + k];
+        }
+        acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
+      }
+      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
+  quantize_activations_reference(x, x_stride, M, K, out);
+  make_int8_activations_signed(M, K, out);
+}
+
+void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
+void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
+
+}  // namespace lemma::kernels

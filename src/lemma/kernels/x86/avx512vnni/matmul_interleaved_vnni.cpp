@@ -1,0 +1,117 @@
+// Interleaved Q8_0x16 / Q4_0x16 weights x signed int8 activations with AVX-512 VNNI
+// (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
+// of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
+// give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
+// outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, 2 x 4 for decode).
+// Every output runs the same instructions whatever tile it lands in: rows never depend on M.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/register_tiles.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+struct Q8x16 {
+  static constexpr int64_t kSuperBytes = 16 * 34;
+  static constexpr int kBiasShift = 7;  // codes are q + 128
+  // f(j, u): the unsigned codes of values 4j..4j+3 of the 16 rows, j = 0..7.
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) {
+    for (int j = 0; j < 8; ++j) f(j, _mm512_loadu_si512(codes + 64 * j));
+  }
+};
+
+struct Q4x16 {
+  static constexpr int64_t kSuperBytes = 16 * 18;
+  static constexpr int kBiasShift = 3;  // codes are q + 8
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int p = 0; p < 4; ++p) {
+      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
+      f(p, _mm512_and_si512(v, low));
+      f(p + 4, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+    }
+  }
+};
+
+int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+template <class W, int R, int G>
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
+  const int64_t blocks = a.K / kBlock;
+  const uint8_t* group[G];
+  for (int g = 0; g < G; ++g) group[g] = static_cast<const uint8_t*>(a.w) + (g0 + g) * blocks * W::kSuperBytes;
+  const int8_t* x[R];
+  const float* dx[R];
+  const int32_t* sums[R];
+  for (int r = 0; r < R; ++r) {
+    x[r] = int8_signed_codes(a.xq, a.K, m0 + r);
+    dx[r] = int8_scales(a.xq, a.M, a.K, m0 + r);
+    sums[r] = int8_block_sums(a.xq, a.M, a.K, m0 + r);
+  }
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i s[R][G];
+    for (int r = 0; r < R; ++r) {
+      const __m512i start = _mm512_set1_epi32(-sums[r][b] * (1 << W::kBiasShift));
+      for (int g = 0; g < G; ++g) s[r][g] = start;
+    }
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* super = group[g] + b * W::kSuperBytes;
+      // The next tile's superblock (G groups on): W streams ahead of its use.
+      for (int64_t line = 0; line < W::kSuperBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(super + G * blocks * W::kSuperBytes + line), _MM_HINT_T0);
+      W::for_each_quad(super + 32, [&](int j, __m512i u) {
+        for (int r = 0; r < R; ++r)
+          s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r] + b * kBlock + 4 * j)));
+      });
+    }
+    for (int g = 0; g < G; ++g) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[g] + b * W::kSuperBytes)));
+      for (int r = 0; r < R; ++r)
+        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const int64_t n0 = (g0 + g) * kInterleaveRows;
+    const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
+    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
+    const __m512 bias = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      const __m512 y = a.bias != nullptr ? _mm512_add_ps(acc[r][g], bias) : acc[r][g];
+      _mm512_mask_storeu_ps(a.y + (m0 + r) * a.y_stride + n0, mask, y);
+    }
+  }
+}
+
+template <class W>
+void run(const MatmulArgs& a) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G>(a, m0, g0); };
+  if (a.M <= 2) {
+    for_each_tile<2, 4>(a.M, groups, t);
+  } else {
+    for_each_tile<4, 2>(a.M, groups, t);
+  }
+}
+
+}  // namespace
+
+void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q8x16>(args); }
+void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q4x16>(args); }
+
+}  // namespace lemma::kernels::x86

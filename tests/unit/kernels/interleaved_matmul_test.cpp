@@ -1,0 +1,199 @@
+// Interleaved Q8_0x16 / Q4_0x16 weights (interleaved_blocks.h): every kernel gives the reference
+// kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
+// rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0 int8
+// kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
+// on how N is split (in whole groups); misaligned splits and odd N are handled.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lemma/base/error.h"
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/matmul.h"
+#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/reference/lemma_int.h"
+#include "matmul_test_util.h"
+
+namespace lemma::kernels {
+namespace {
+
+using testing::random_floats;
+using testing::run_matmul;
+using testing::same_bits;
+
+constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0};
+
+std::string trace(DType type, Isa isa, int64_t M, int64_t N, int64_t K) {
+  return std::string(dtype_name(type)) + " " + std::string(isa_name(isa)) + " M=" + std::to_string(M) +
+         " N=" + std::to_string(N) + " K=" + std::to_string(K);
+}
+
+struct Interleaved {
+  testing::Weights plain;
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+Interleaved interleaved(DType type, int64_t N, int64_t K, std::mt19937& rng) {
+  Interleaved w;
+  w.plain = testing::random_weights(type, N, K, rng);  // random code bytes: Q8_0 spans -128..127
+  w.bytes.resize(interleaved_bytes(type, N, K));
+  interleave_rows(type, w.plain.bytes.data(), N, K, w.bytes.data());
+  w.view = TensorView{w.bytes.data(), interleaved_dtype(type), Shape{N, K}};
+  return w;
+}
+
+// The exact product of the quantised operands (double) and the sum of |d_w d_x S_b| it is made of.
+struct Exact {
+  std::vector<double> y, magnitude;
+};
+Exact exact_product(const std::vector<float>& x, int64_t x_stride, int64_t M, const std::vector<float>& w, int64_t N,
+                    int64_t K, const float* bias) {
+  std::vector<uint8_t> xq(int8_signed_activation_bytes(M, K) + 64);
+  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(xq.data()) + 63) / 64 * 64);
+  quantize_signed_activations_reference(x.data(), x_stride, M, K, aligned);
+  Exact e;
+  for (int64_t m = 0; m < M; ++m) {
+    const int8_t* q = int8_signed_codes(aligned, K, m);
+    const float* d = int8_scales(aligned, M, K, m);
+    for (int64_t n = 0; n < N; ++n) {
+      double y = bias != nullptr ? bias[n] : 0.0, mag = bias != nullptr ? std::fabs(bias[n]) : 0.0;
+      for (int64_t b = 0; b < K / 32; ++b) {
+        double block = 0.0;  // d_w * S_b: each w value is d_w * q_w exactly
+        for (int64_t k = b * 32; k < b * 32 + 32; ++k) block += static_cast<double>(w[static_cast<size_t>(n * K + k)]) * q[k];
+        y += block * d[b];
+        mag += std::fabs(block * d[b]);
+      }
+      e.y.push_back(y);
+      e.magnitude.push_back(mag);
+    }
+  }
+  return e;
+}
+
+TEST(InterleavedMatmul, EveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  std::mt19937 rng(11);
+  const struct {
+    int64_t M, N, K;
+  } shapes[] = {{1, 1, 32}, {1, 16, 64}, {2, 17, 96}, {3, 31, 160}, {5, 40, 128}, {4, 48, 256},
+                {9, 33, 1024}, {1, 100, 896}, {7, 65, 4864}};
+  for (DType type : kTypes) {
+    for (const auto& s : shapes) {
+      const auto w = interleaved(type, s.N, s.K, rng);
+      const int64_t stride = s.K + 3;
+      const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
+      const auto bias = random_floats(static_cast<size_t>(s.N), rng);
+      for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+        const auto want = run_matmul(x, stride, s.M, w.view, b, {Isa::kScalar, kInt8});
+        const Exact exact = exact_product(x, stride, s.M, w.plain.dequantized, s.N, s.K, b);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_LE(std::fabs(want[i] - exact.y[i]), testing::tolerance(exact.magnitude[i], s.K / 32))
+              << trace(type, Isa::kScalar, s.M, s.N, s.K) << " output " << i;
+        }
+        // The plain layout's kernel (another order) meets the same bound: same values, moved bytes.
+        const auto plain = run_matmul(x, stride, s.M, w.plain.view, b, {Isa::kScalar, kInt8});
+        for (size_t i = 0; i < plain.size(); ++i)
+          ASSERT_LE(std::fabs(plain[i] - exact.y[i]), testing::tolerance(exact.magnitude[i], s.K / 32 + 4)) << i;  // + its 4-level lane tree
+        for (Isa isa : available_isas()) {
+          ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, w.view, b, {isa, kInt8}), want)) << trace(type, isa, s.M, s.N, s.K);
+        }
+      }
+    }
+  }
+}
+
+// Batch invariance: a row alone, as a prefix, or in a batch; any split of N in whole groups through
+// plan_matmul() + run_rows() gives the same bits; a split inside a group is refused.
+TEST(InterleavedMatmul, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
+  std::mt19937 rng(29);
+  for (DType type : kTypes) {
+    const int64_t M = 37, N = 45, K = 512;
+    const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
+    const auto w = interleaved(type, N, K, rng);
+    for (Isa isa : available_isas()) {
+      SCOPED_TRACE(trace(type, isa, M, N, K));
+      const MatmulOptions options{isa, kInt8};
+      const auto batch = run_matmul(x, K, M, w.view, nullptr, options);
+      for (int64_t m = 0; m < M; ++m) {
+        const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
+        const auto one = run_matmul(row, K, 1, w.view, nullptr, options);
+        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + m * N, N * sizeof(float))) << "row " << m;
+      }
+      for (int64_t prefix : {2, 3, 4, 5, 16}) {
+        const auto part = run_matmul(x, K, prefix, w.view, nullptr, options);
+        ASSERT_EQ(0, std::memcmp(part.data(), batch.data(), part.size() * sizeof(float))) << "M=" << prefix;
+      }
+      std::vector<float> tiled(batch.size(), -1.0f);
+      MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
+      EXPECT_EQ(plan.row_group, kInterleaveRows);
+      prepare_activations(std::span(&plan, 1));
+      plan.run_rows(32, N);  // the last (partial) group first
+      plan.run_rows(16, 32);
+      plan.run_rows(0, 16);
+      ASSERT_TRUE(same_bits(tiled, batch));
+      EXPECT_THROW(plan.run_rows(8, 16), InvalidArgument);
+    }
+  }
+}
+
+// Extreme scales and codes, a NaN in x (only its row is NaN), an all-zero row of x, huge values.
+TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
+  std::mt19937 rng(23);
+  for (DType type : kTypes) {
+    const int64_t M = 6, N = 19, K = 96;
+    auto w = testing::random_weights(type, N, K, rng);
+    const DTypeInfo& info = dtype_info(type);
+    for (int64_t b = 0; b < N * K / 32; ++b) {
+      uint8_t* block = w.bytes.data() + b * static_cast<int64_t>(info.block_bytes);
+      if (b % 2 == 0) {
+        const uint16_t big = f32_to_f16(60000.0f);
+        std::memcpy(block, &big, 2);
+        std::memset(block + 2, b % 4 == 0 ? 0x80 : 0x7F, info.block_bytes - 2);
+      }
+    }
+    std::vector<uint8_t> bytes(interleaved_bytes(type, N, K));
+    interleave_rows(type, w.bytes.data(), N, K, bytes.data());
+    const TensorView view{bytes.data(), interleaved_dtype(type), Shape{N, K}};
+    std::vector<float> x(static_cast<size_t>(M * K));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 5 == 0 ? -1.0f : 1.0f) * static_cast<float>(i % 11) * 7.0e3f;
+    x[static_cast<size_t>(2 * K + 40)] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(4 * K + k)] = 0.0f;
+    const auto want = run_matmul(x, K, M, view, nullptr, {Isa::kScalar, kInt8});
+    for (int64_t n = 0; n < N; ++n) {
+      EXPECT_TRUE(std::isnan(want[static_cast<size_t>(2 * N + n)])) << n;
+      EXPECT_FALSE(std::isnan(want[static_cast<size_t>(3 * N + n)])) << n;
+      EXPECT_EQ(want[static_cast<size_t>(4 * N + n)], 0.0f) << n;
+    }
+    for (Isa isa : available_isas())
+      EXPECT_TRUE(same_bits(run_matmul(x, K, M, view, nullptr, {isa, kInt8}), want)) << trace(type, isa, M, N, K);
+  }
+}
+
+TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
+  EXPECT_EQ(interleaved_dtype(DType::kQ8_0), DType::kQ8_0x16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ4_0), DType::kQ4_0x16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kCount);
+  EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
+  EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
+  std::vector<uint8_t> out(64);
+  EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 256, out.data()), InvalidArgument);
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16}) {
+    EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
+    const std::string name(dtype_name(type));
+    EXPECT_EQ(kernel_name_for(type, 64, Isa::kScalar, kInt8), "reference_" + name + "_int8");
+    if (detected_isa() >= Isa::kAvx512) {
+      EXPECT_EQ(kernel_name_for(type, 64, Isa::kAvx512, kInt8), "avx512_vnni_" + name + "_int8");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lemma::kernels

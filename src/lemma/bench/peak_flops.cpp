@@ -41,6 +41,9 @@ std::vector<FlopsProbe> measure_peak_flops(const PeakFlopsOptions& options) {
     probes.push_back(
         {"bf16_dot_avx512bf16", best_gflops(options, x86::dot_bf16_avx512, x86::kDotBf16FlopsPerIteration)});
   }
+  if (cpu.avx512 && cpu.avx512_vnni) {
+    probes.push_back({"int8_dot_avx512vnni", best_gflops(options, x86::dot_int8_avx512vnni, x86::kDotInt8OpsPerIteration)});
+  }
   return probes;
 }
 

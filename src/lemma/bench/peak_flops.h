@@ -1,6 +1,7 @@
 // Peak arithmetic throughput in registers: every thread (pinned) runs independent FMA chains that
 // never touch memory; the best of a few passes is reported per instruction family the CPU has:
-// f32 FMA with AVX2 and AVX-512, and the AVX512_BF16 dot product (vdpbf16ps). AMX is not probed here.
+// f32 FMA with AVX2 and AVX-512, the AVX512_BF16 dot product (vdpbf16ps) and the AVX512_VNNI int8 dot
+// product (vpdpbusd; its integer multiply-adds counted as 2 ops, like FLOPs). AMX is not probed here.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 namespace lemma::bench {
 
 struct FlopsProbe {
-  std::string name;     // "f32_fma_avx2", "f32_fma_avx512", "bf16_dot_avx512bf16"
+  std::string name;     // "f32_fma_avx2", "f32_fma_avx512", "bf16_dot_avx512bf16", "int8_dot_avx512vnni"
   double gflops = 0.0;  // 1 GFLOP = 1e9 floating-point operations (a multiply-add counts two)
 };
 

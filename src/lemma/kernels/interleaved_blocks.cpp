@@ -16,6 +16,9 @@ int64_t block_bytes(DType plain) { return static_cast<int64_t>(dtype_info(plain)
 // One superblock: 16 rows' block b (row i at rows[i], null past N).
 void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
   const bool q8 = plain == DType::kQ8_0;
+  const bool q5 = plain == DType::kQ5_0;
+  const int64_t nibbles_at = q5 ? 6 : 2;  // Q5_0: d, 4 bytes of high bits, then the nibbles
+  uint64_t high_masks[8] = {};
   for (int64_t i = 0; i < kInterleaveRows; ++i) {
     const uint8_t* src = rows[i];
     if (src != nullptr) {
@@ -24,18 +27,25 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
       std::memset(out + 2 * i, 0, 2);  // padding row: scale 0, codes of value 0
     }
     uint8_t* codes = out + kScaleBytes;
-    // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0's bytes move as they are.
+    // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0/Q5_0 nibble bytes move as they are.
     const uint32_t flip = q8 ? 0x80808080u : 0u;
-    const uint32_t padding = q8 ? 0x80808080u : 0x88888888u;  // codes of value 0
+    const uint32_t padding = q8 ? 0x80808080u : q5 ? 0u : 0x88888888u;  // codes of value 0 (Q5_0: 16 = high bit)
     for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
       uint32_t quad = padding;
       if (src != nullptr) {
-        std::memcpy(&quad, src + 2 + 4 * j, 4);
+        std::memcpy(&quad, src + nibbles_at + 4 * j, 4);
         quad ^= flip;
       }
       std::memcpy(codes + 64 * j + 4 * i, &quad, 4);
     }
+    if (q5) {
+      uint32_t qh = 0xFFFFFFFFu;  // padding: every value's high bit set (code 16 = value 0)
+      if (src != nullptr) std::memcpy(&qh, src + 2, 4);
+      for (int64_t v = 0; v < kBlock; ++v)
+        high_masks[v / 4] |= static_cast<uint64_t>((qh >> v) & 1u) << (4 * i + v % 4);
+    }
   }
+  if (q5) std::memcpy(out + kScaleBytes + 4 * 64, high_masks, sizeof(high_masks));
 }
 
 }  // namespace
@@ -44,6 +54,7 @@ DType interleaved_dtype(DType plain) {
   switch (plain) {
     case DType::kQ8_0: return DType::kQ8_0x16;
     case DType::kQ4_0: return DType::kQ4_0x16;
+    case DType::kQ5_0: return DType::kQ5_0x16;
     default: return DType::kCount;
   }
 }

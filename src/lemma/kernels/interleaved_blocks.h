@@ -1,19 +1,21 @@
-// GGUF Q8_0 / Q4_0 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
 // convert/scale/add runs once per block for 16 outputs: about 3x fewer instructions per byte of W.
-// Model re-lays Q8_0/Q4_0 matrices into this form once at load (model/interleaved_weights.h); the
+// Model re-lays Q8_0/Q4_0/Q5_0 matrices into this form once at load (model/interleaved_weights.h); the
 // codes and f16 scales are the file's, bit for bit.
 //
 // Layout of a [N, K] matrix (K a multiple of 32): ceil(N / 16) groups of 16 rows, one after the
 // other; rows past N are padding (zero scales, zero-value codes). A group holds, for each block b of
-// 32 values in order, a superblock of 16 * 34 (Q8_0) or 16 * 18 (Q4_0) bytes:
+// 32 values in order, a superblock of 16 * 34 (Q8_0), 16 * 18 (Q4_0) or 16 * 22 (Q5_0) bytes:
 //   bytes 0..31: the 16 rows' f16 scales d (row i at 2 i);
 //   Q8_0x16: 8 chunks of 64 bytes; chunk j, bytes 4 i .. 4 i + 3 = row i's codes of values
 //            4 j .. 4 j + 3, as unsigned bytes q + 128 (vpdpbusd's unsigned operand);
 //   Q4_0x16: 4 chunks of 64 bytes; chunk p, byte 4 i + t = row i's byte 4 p + t of the GGUF block:
 //            low nibble = value 4 p + t, high nibble = value 16 + 4 p + t, codes u = q + 8 (0..15).
+//   Q5_0x16: the same 4 chunks of nibbles, then 8 little-endian 64-bit masks: mask j, bit 4 i + t =
+//            the high (fifth) bit of row i's value 4 j + t; codes u = q + 16 (0..31).
 // So group g starts 16 * g * row_bytes into the buffer (row_bytes = dtype_bytes(K), the plain
 // format's): a row range that starts on a group edge is a valid view, as for every other dtype.
 //
@@ -39,8 +41,10 @@ namespace lemma::kernels {
 
 constexpr int64_t kInterleaveRows = 16;
 
-static inline bool is_interleaved(DType type) { return type == DType::kQ8_0x16 || type == DType::kQ4_0x16; }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16; kCount for dtypes without an interleaved form.
+static inline bool is_interleaved(DType type) {
+  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16;
+}
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16; kCount for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The buffer interleave_rows() writes for N rows of K values (K a multiple of 32).
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K);

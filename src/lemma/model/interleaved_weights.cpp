@@ -63,7 +63,7 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights) {
   interleave(weights.lm_head, *out);
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0 matrices ({:.1f} MiB) into 16-row blocks for the int8 kernels in {:.0f} ms "
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0 matrices ({:.1f} MiB) into 16-row blocks for the int8 kernels in {:.0f} ms "
              "(LEMMA_INTERLEAVE=0 keeps the file's layout)",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20), ms);
   return out;

@@ -37,6 +37,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"w8a8", 32, 34, false, true},
     {"q8_0x16", 32, 34, false, true},  // per row-equivalent: a 16-row group of one block is 16 x 34 bytes
     {"q4_0x16", 32, 18, false, true},
+    {"q5_0x16", 32, 22, false, true},
 }};
 
 struct NamedType {

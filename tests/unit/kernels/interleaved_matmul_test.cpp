@@ -1,6 +1,6 @@
-// Interleaved Q8_0x16 / Q4_0x16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
-// rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0 int8
+// rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
 // on how N is split (in whole groups); misaligned splits and odd N are handled.
 #include <algorithm>
@@ -29,7 +29,7 @@ using testing::run_matmul;
 using testing::same_bits;
 
 constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0};
 
 std::string trace(DType type, Isa isa, int64_t M, int64_t N, int64_t K) {
   return std::string(dtype_name(type)) + " " + std::string(isa_name(isa)) + " M=" + std::to_string(M) +
@@ -180,12 +180,14 @@ TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
 TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kQ8_0), DType::kQ8_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_0), DType::kQ4_0x16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ5_0), DType::kQ5_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
   EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
+  EXPECT_EQ(interleaved_bytes(DType::kQ5_0, 1, 64), size_t{16 * 2 * 22});
   std::vector<uint8_t> out(64);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 256, out.data()), InvalidArgument);
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16}) {
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 64, Isa::kScalar, kInt8), "reference_" + name + "_int8");

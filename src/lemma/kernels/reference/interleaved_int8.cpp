@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -23,6 +23,13 @@ int code_q4(const uint8_t* codes, int64_t i, int64_t k) {
   return (k < 16 ? byte & 0x0F : byte >> 4) - 8;
 }
 
+int code_q5(const uint8_t* codes, int64_t i, int64_t k) {
+  uint64_t mask;
+  std::memcpy(&mask, codes + 4 * 64 + 8 * (k / 4), 8);
+  const int high = static_cast<int>((mask >> (4 * i + k % 4)) & 1u) << 4;
+  return code_q4(codes, i, k) + 8 + high - 16;
+}
+
 template <DType Plain>
 void matmul_interleaved(const MatmulArgs& a) {
   const int64_t blocks = a.K / kBlock;
@@ -40,7 +47,9 @@ void matmul_interleaved(const MatmulArgs& a) {
         std::memcpy(&d_bits, super + 2 * i, 2);
         int32_t sum = 0;
         for (int64_t k = 0; k < kBlock; ++k) {
-          const int q = Plain == DType::kQ8_0 ? code_q8(super + 32, i, k) : code_q4(super + 32, i, k);
+          const int q = Plain == DType::kQ8_0   ? code_q8(super + 32, i, k)
+                        : Plain == DType::kQ4_0 ? code_q4(super + 32, i, k)
+                                                : code_q5(super + 32, i, k);
           sum += q * x[b * kBlock + k];
         }
         acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
@@ -59,5 +68,6 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
+void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
 
 }  // namespace lemma::kernels

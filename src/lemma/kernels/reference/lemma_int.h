@@ -26,11 +26,12 @@ void quantize_activations_reference(const float* x, int64_t x_stride, int64_t M,
 void matmul_q8_0_int8_reference(const MatmulArgs& args);
 void matmul_q4_0_int8_reference(const MatmulArgs& args);
 void matmul_q5_0_int8_reference(const MatmulArgs& args);
-// The interleaved Q8_0x16 / Q4_0x16 oracles (interleaved_blocks.h): the signed-activation quantiser
+// The interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 oracles (interleaved_blocks.h): the signed-activation quantiser
 // (quantize_activations_reference, then make_int8_activations_signed), and y = W x args.xq.
 void quantize_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args);
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args);
+void matmul_q5_0x16_int8_reference(const MatmulArgs& args);
 // The K-quant int8-activation oracles (q8k_activations.h): the Q8_K-style quantiser, and y = Q4_K/
 // Q5_K/Q6_K/Q2_K/Q3_K weights x args.xq; K a multiple of 256.
 void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);

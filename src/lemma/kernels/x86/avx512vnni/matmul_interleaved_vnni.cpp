@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 weights x signed int8 activations with AVX-512 VNNI
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights x signed int8 activations with AVX-512 VNNI
 // (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
 // give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
@@ -38,6 +38,28 @@ struct Q4x16 {
       const __m512i v = _mm512_loadu_si512(codes + 64 * p);
       f(p, _mm512_and_si512(v, low));
       f(p + 4, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+    }
+  }
+};
+
+__mmask64 mask_at(const uint8_t* p) {
+  uint64_t bits;
+  std::memcpy(&bits, p, 8);
+  return _cvtu64_mask64(bits);
+}
+
+struct Q5x16 {
+  static constexpr int64_t kSuperBytes = 16 * 22;
+  static constexpr int kBiasShift = 4;  // codes are q + 16
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) {
+    const __m512i low = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    const uint8_t* masks = codes + 4 * 64;
+    for (int p = 0; p < 4; ++p) {
+      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
+      const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+      f(p, _mm512_mask_add_epi8(lo, mask_at(masks + 8 * p), lo, sixteen));
+      f(p + 4, _mm512_mask_add_epi8(hi, mask_at(masks + 8 * (p + 4)), hi, sixteen));
     }
   }
 };
@@ -113,5 +135,6 @@ void run(const MatmulArgs& a) {
 
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q8x16>(args); }
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q4x16>(args); }
+void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q5x16>(args); }
 
 }  // namespace lemma::kernels::x86

@@ -46,7 +46,10 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
     auto& slot = cache[{dtype, N, K}];
     if (!slot.first) {
-      const DType plain = dtype == DType::kQ8_0x16 ? DType::kQ8_0 : dtype == DType::kQ4_0x16 ? DType::kQ4_0 : DType::kQ5_0;
+      const DType plain = dtype == DType::kQ8_0x16   ? DType::kQ8_0
+                          : dtype == DType::kQ4_0x16 ? DType::kQ4_0
+                          : dtype == DType::kQ5_0x16 ? DType::kQ5_0
+                                                     : DType::kQ4_K;
       const size_t bytes = lemma::kernels::interleaved_bytes(plain, N, K);
       slot.first.reset(new (std::align_val_t{64}) uint8_t[bytes]);
       lemma::kernels::interleave_rows(plain, weights(plain, N, K).data, N, K, slot.first.get());
@@ -149,6 +152,7 @@ const Variant kVariants[] = {
     {"q5_0_int8_avx512", DType::kQ5_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_0x16_int8_avx512", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "golden_models.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/model/greedy_generate.h"
@@ -156,7 +157,7 @@ TEST(QuantGolden, Stories260KPerplexity) {
   }
 }
 
-// Where the int8 VNNI kernels run, Model re-lays Q8_0/Q4_0 matrices into 16-row interleaved blocks
+// Where the int8 VNNI kernels run, Model re-lays Q8_0/Q4_0/Q5_0/Q4_K matrices into 16-row interleaved blocks
 // (model/interleaved_weights.h): the same codes and scales, only each output's f32 sum of blocks in
 // another order. So the logits stay those of the file's layout up to rounding (measured 1e-6 to 2e-6
 // absolute on most sequences), plus the int8 activation codes that rounding flips in later layers:
@@ -165,15 +166,16 @@ TEST(QuantGolden, Stories260KPerplexity) {
 // top two are 6e-2 of it apart.
 TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
   if (!interleaving_enabled()) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX-512 VNNI or forced off)";
-  for (const std::string name : {"tiny-256-Q8_0", "tiny-256-Q4_0", "stories260K-Q8_0", "stories260K-Q4_0"}) {
+  for (const std::string name : {"tiny-256-Q8_0", "tiny-256-Q4_0", "tiny-256-Q4_K", "stories260K-Q8_0", "stories260K-Q4_0"}) {
     const auto gguf = shared_data("golden/quant/" + name + ".gguf");
     LEMMA_REQUIRE_SHARED(gguf);
     ::setenv("LEMMA_INTERLEAVE", "0", 1);
     const Model plain = Model::open(gguf);
     ::unsetenv("LEMMA_INTERLEAVE");
     const Model interleaved = Model::open(gguf);
-    EXPECT_EQ(plain.weights().layers[0].q.dtype, name.ends_with("Q8_0") ? DType::kQ8_0 : DType::kQ4_0) << name;
-    EXPECT_EQ(interleaved.weights().layers[0].q.dtype, name.ends_with("Q8_0") ? DType::kQ8_0x16 : DType::kQ4_0x16) << name;
+    const DType file_type = name.ends_with("Q8_0") ? DType::kQ8_0 : name.ends_with("Q4_0") ? DType::kQ4_0 : DType::kQ4_K;
+    EXPECT_EQ(plain.weights().layers[0].q.dtype, file_type) << name;
+    EXPECT_EQ(interleaved.weights().layers[0].q.dtype, kernels::interleaved_dtype(file_type)) << name;
     const int64_t vocab = plain.config().vocab_size;
     for (const auto& seq : golden_json("quant/" + name + ".json")["sequences"]) {
       const auto tokens = seq["tokens"].get<std::vector<int32_t>>();

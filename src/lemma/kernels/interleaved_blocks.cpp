@@ -12,6 +12,7 @@ constexpr int64_t kBlock = 32;
 constexpr int64_t kScaleBytes = 2 * kInterleaveRows;
 
 int64_t block_bytes(DType plain) { return static_cast<int64_t>(dtype_info(plain).block_bytes); }
+int64_t block_values(DType plain) { return static_cast<int64_t>(dtype_info(plain).block_elements); }
 
 // One superblock: 16 rows' block b (row i at rows[i], null past N).
 void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
@@ -48,6 +49,20 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
   if (q5) std::memcpy(out + kScaleBytes + 4 * 64, high_masks, sizeof(high_masks));
 }
 
+// A Q4_K superblock (see the header): 16 rows' block b.
+void write_q4k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  constexpr int64_t kScalesAt = 64, kCodesAt = 256;
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    const uint8_t* src = rows[i];  // d, dmin, scales[12], qs[128]
+    static constexpr uint8_t kZero[144] = {};
+    if (src == nullptr) src = kZero;  // padding row: d = dmin = 0, codes 0
+    std::memcpy(out + 2 * i, src, 2);
+    std::memcpy(out + 32 + 2 * i, src + 2, 2);
+    for (int64_t w = 0; w < 3; ++w) std::memcpy(out + kScalesAt + 64 * w + 4 * i, src + 4 + 4 * w, 4);
+    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(out + kCodesAt + 64 * chunk + 4 * i, src + 16 + 4 * chunk, 4);
+  }
+}
+
 }  // namespace
 
 DType interleaved_dtype(DType plain) {
@@ -55,19 +70,20 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ8_0: return DType::kQ8_0x16;
     case DType::kQ4_0: return DType::kQ4_0x16;
     case DType::kQ5_0: return DType::kQ5_0x16;
+    case DType::kQ4_K: return DType::kQ4_Kx16;
     default: return DType::kCount;
   }
 }
 
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K) {
   const int64_t groups = (N + kInterleaveRows - 1) / kInterleaveRows;
-  return static_cast<size_t>(groups * kInterleaveRows * (K / kBlock) * block_bytes(plain));
+  return static_cast<size_t>(groups * kInterleaveRows * (K / block_values(plain)) * block_bytes(plain));
 }
 
 void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out) {
-  if (interleaved_dtype(plain) == DType::kCount || K % kBlock != 0)
+  if (interleaved_dtype(plain) == DType::kCount || K % block_values(plain) != 0)
     fail<InvalidArgument>("interleave_rows: {} rows of {} values have no interleaved form", dtype_name(plain), K);
-  const int64_t blocks = K / kBlock;
+  const int64_t blocks = K / block_values(plain);
   const int64_t bb = block_bytes(plain);
   const int64_t row_bytes = blocks * bb;
   const int64_t super_bytes = kInterleaveRows * bb;
@@ -80,7 +96,12 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
         const int64_t n = g * kInterleaveRows + i;
         group_rows[i] = n < N ? src + n * row_bytes + b * bb : nullptr;
       }
-      write_superblock(plain, group_rows, dst + (g * blocks + b) * super_bytes);
+      uint8_t* super = dst + (g * blocks + b) * super_bytes;
+      if (plain == DType::kQ4_K) {
+        write_q4k_superblock(group_rows, super);
+      } else {
+        write_superblock(plain, group_rows, super);
+      }
     }
   }
 }

@@ -19,6 +19,19 @@
 // So group g starts 16 * g * row_bytes into the buffer (row_bytes = dtype_bytes(K), the plain
 // format's): a row range that starts on a group edge is a valid view, as for every other dtype.
 //
+// Q4_Kx16 (GGUF Q4_K, 256-value blocks): the same idea with a superblock of 16 * 144 bytes per block:
+//   bytes 0..31 d, 32..63 dmin (f16, row i at 2 i); 64..255: 3 chunks of 64 bytes, chunk w bytes
+//   4 i .. 4 i + 3 = row i's packed 6-bit scales/mins bytes 4 w .. 4 w + 3 (ggml's 12-byte packing,
+//   unpacked in the kernel for 16 rows at once); then 32 chunks of 64 bytes, chunk 8 c + p bytes
+//   4 i + t = row i's qs[32 c + 4 p + t] (low nibble: value 64 c + 4 p + t of sub-block 2 c, high:
+//   value 64 c + 32 + 4 p + t of sub-block 2 c + 1).
+//   Activations: q8k_activations.h's (codes, d_x per 256 values, 16-value code sums).
+//   The dot product: per output one f32 accumulator from +0; per block B in order, with S_j the exact
+//   int32 sum of u * q_x over sub-block j (32 values, u the 4-bit code), xs_j = s_2j + s_2j+1,
+//   S = sum_j sc_j S_j and N = sum_j mn_j xs_j (exact int32),
+//   acc = fma(f32(d) * d_x, float(S), acc), then acc = fma(-(f32(dmin) * d_x), float(N), acc);
+//   y = acc (+ bias).
+//
 // Activations (MatmulPrecision::kInt8Activations, x quantised by int8_activations.h's rule): the
 // same codes and scales as int8_activations.h but the codes signed (padding 0), and after the
 // scales M rows of int8_scales_stride(K) int32: each block's code sum (for the start value
@@ -42,11 +55,12 @@ namespace lemma::kernels {
 constexpr int64_t kInterleaveRows = 16;
 
 static inline bool is_interleaved(DType type) {
-  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16;
+  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ4_Kx16;
 }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16; kCount for dtypes without an interleaved form.
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16; kCount for dtypes
+// without an interleaved form.
 DType interleaved_dtype(DType plain);
-// The buffer interleave_rows() writes for N rows of K values (K a multiple of 32).
+// The buffer interleave_rows() writes for N rows of K values (K a whole number of `plain` blocks).
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
 // Re-lays N rows of `plain` blocks (rows dtype_bytes(K) apart, as in GGUF) into `out`
 // (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.

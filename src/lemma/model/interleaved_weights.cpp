@@ -34,7 +34,9 @@ struct Interleaved {
 
 void interleave(TensorView& view, Interleaved& out) {
   const DType target = kernels::interleaved_dtype(view.dtype);
-  if (target == DType::kCount || view.shape.rank != 2 || view.shape[1] % 32 != 0) return;
+  if (target == DType::kCount || view.shape.rank != 2 ||
+      view.shape[1] % static_cast<int64_t>(dtype_info(view.dtype).block_elements) != 0)
+    return;
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
   auto buffer = std::make_unique<AlignedBuffer>(bytes);
@@ -63,7 +65,7 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights) {
   interleave(weights.lm_head, *out);
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0 matrices ({:.1f} MiB) into 16-row blocks for the int8 kernels in {:.0f} ms "
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K matrices ({:.1f} MiB) into 16-row blocks for the int8 kernels in {:.0f} ms "
              "(LEMMA_INTERLEAVE=0 keeps the file's layout)",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20), ms);
   return out;

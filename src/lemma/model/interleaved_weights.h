@@ -1,4 +1,4 @@
-// Re-lays a loaded model's GGUF Q8_0 / Q4_0 / Q5_0 matrices into 16-row interleaved blocks
+// Re-lays a loaded model's GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K matrices into 16-row interleaved blocks
 // (kernels/interleaved_blocks.h) once at load, where the interleaved int8 VNNI kernels will run
 // them: about 3x fewer instructions per byte of W than the GGUF order, so Q8_0/Q4_0/Q5_0 decode reaches
 // the memory bandwidth and prefill runs ~2.4x faster. Codes and scales are moved, never changed;
@@ -18,7 +18,7 @@ namespace lemma {
 // Whether a model loaded now would be interleaved (the conditions above).
 bool interleaving_enabled();
 
-// Replaces the views of every Q8_0/Q4_0/Q5_0 matrix in `weights` (q, k, v, o, gate, up, down, lm_head)
+// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K matrix in `weights` (q, k, v, o, gate, up, down, lm_head)
 // by interleaved copies when interleaving_enabled(); returns the owner of those copies (null when
 // nothing was interleaved). Logs what it did and how long it took.
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights);

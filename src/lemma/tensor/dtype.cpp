@@ -38,6 +38,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q8_0x16", 32, 34, false, true},  // per row-equivalent: a 16-row group of one block is 16 x 34 bytes
     {"q4_0x16", 32, 18, false, true},
     {"q5_0x16", 32, 22, false, true},
+    {"q4_kx16", 256, 144, false, true},
 }};
 
 struct NamedType {

@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
 // rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
@@ -18,6 +18,8 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "matmul_test_util.h"
 
@@ -177,22 +179,105 @@ TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
   }
 }
 
+// Q4_Kx16 over Q8_K-style activations: the oracle and every kernel against the exact product of
+// the quantised operands, computed from the raw GGUF blocks (d sc_j u - dmin mn_j per value).
+TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  std::mt19937 rng(17);
+  const struct {
+    int64_t M, N, K;
+  } shapes[] = {{1, 1, 256}, {1, 16, 256}, {2, 17, 512}, {3, 40, 768}, {5, 33, 1024}, {1, 70, 4864}, {4, 20, 2048}};
+  for (const auto& s : shapes) {
+    auto w = testing::random_weights(DType::kQ4_K, s.N, s.K, rng);  // random scales/mins/codes, d and dmin small
+    std::vector<uint8_t> bytes(interleaved_bytes(DType::kQ4_K, s.N, s.K));
+    interleave_rows(DType::kQ4_K, w.bytes.data(), s.N, s.K, bytes.data());
+    const TensorView view{bytes.data(), DType::kQ4_Kx16, Shape{s.N, s.K}};
+    const int64_t stride = s.K + 5;
+    const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
+    const auto bias = random_floats(static_cast<size_t>(s.N), rng);
+    std::vector<uint8_t> xq(q8k_activation_bytes(s.M, s.K) + 64);
+    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(xq.data()) + 63) / 64 * 64);
+    quantize_q8k_activations_reference(x.data(), stride, s.M, s.K, aligned);
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      const auto want = run_matmul(x, stride, s.M, view, b, {Isa::kScalar, kInt8});
+      const int64_t blocks = s.K / 256;
+      for (int64_t m = 0; m < s.M; ++m) {
+        const int8_t* q = q8k_codes(aligned, s.K, m);
+        const float* dx = q8k_scales(aligned, s.M, s.K, m);
+        for (int64_t n = 0; n < s.N; ++n) {
+          double y = b != nullptr ? b[n] : 0.0, mag = b != nullptr ? std::fabs(b[n]) : 0.0;
+          for (int64_t blk = 0; blk < blocks; ++blk) {
+            BlockQ4_K block;
+            std::memcpy(&block, w.bytes.data() + (n * blocks + blk) * 144, 144);
+            uint8_t sc[8], mn[8];
+            unpack_k4_scales(block.scales, sc, mn);
+            double S = 0.0, N = 0.0;
+            for (int64_t v = 0; v < 256; ++v) {
+              const uint8_t byte = block.qs[32 * (v / 64) + v % 32];
+              const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+              S += static_cast<double>(sc[v / 32]) * u * q[blk * 256 + v];
+              N += static_cast<double>(mn[v / 32]) * q[blk * 256 + v];
+            }
+            const double d = f16_to_f32(block.d) * static_cast<double>(dx[blk]);
+            const double dmin = f16_to_f32(block.dmin) * static_cast<double>(dx[blk]);
+            y += d * S - dmin * N;
+            mag += std::fabs(d * S) + std::fabs(dmin * N);
+          }
+          // Two terms per block, each rounded at most twice (the scale product, the conversion).
+          ASSERT_LE(std::fabs(want[static_cast<size_t>(m * s.N + n)] - y), testing::tolerance(mag, 4 * blocks + 2))
+              << "M=" << s.M << " N=" << s.N << " K=" << s.K << " output " << m << "," << n;
+        }
+      }
+      for (Isa isa : available_isas()) {
+        ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, view, b, {isa, kInt8}), want)) << trace(DType::kQ4_K, isa, s.M, s.N, s.K);
+      }
+    }
+  }
+}
+
+TEST(InterleavedMatmul, Q4KRowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
+  std::mt19937 rng(31);
+  const int64_t M = 11, N = 45, K = 768;
+  const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
+  auto w = testing::random_weights(DType::kQ4_K, N, K, rng);
+  std::vector<uint8_t> bytes(interleaved_bytes(DType::kQ4_K, N, K));
+  interleave_rows(DType::kQ4_K, w.bytes.data(), N, K, bytes.data());
+  const TensorView view{bytes.data(), DType::kQ4_Kx16, Shape{N, K}};
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(trace(DType::kQ4_K, isa, M, N, K));
+    const MatmulOptions options{isa, kInt8};
+    const auto batch = run_matmul(x, K, M, view, nullptr, options);
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
+      ASSERT_EQ(0, std::memcmp(run_matmul(row, K, 1, view, nullptr, options).data(), batch.data() + m * N, N * sizeof(float)));
+    }
+    std::vector<float> tiled(batch.size(), -1.0f);
+    MatmulPlan plan = plan_matmul(x.data(), K, M, view, tiled.data(), N, nullptr, options);
+    prepare_activations(std::span(&plan, 1));
+    plan.run_rows(16, N);
+    plan.run_rows(0, 16);
+    ASSERT_TRUE(same_bits(tiled, batch));
+  }
+}
+
 TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kQ8_0), DType::kQ8_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_0), DType::kQ4_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ5_0), DType::kQ5_0x16);
-  EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kQ4_Kx16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ6_K), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
   EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_0, 1, 64), size_t{16 * 2 * 22});
   std::vector<uint8_t> out(64);
-  EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 256, out.data()), InvalidArgument);
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16}) {
+  EXPECT_EQ(interleaved_bytes(DType::kQ4_K, 20, 512), size_t{32 * 2 * 144});
+  EXPECT_THROW(interleave_rows(DType::kQ6_K, out.data(), 1, 256, out.data()), InvalidArgument);
+  EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
-    EXPECT_EQ(kernel_name_for(type, 64, Isa::kScalar, kInt8), "reference_" + name + "_int8");
+    EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
     if (detected_isa() >= Isa::kAvx512) {
-      EXPECT_EQ(kernel_name_for(type, 64, Isa::kAvx512, kInt8), "avx512_vnni_" + name + "_int8");
+      EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, kInt8), "avx512_vnni_" + name + "_int8");
     }
   }
 }

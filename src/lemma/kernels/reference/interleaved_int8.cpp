@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -7,6 +7,8 @@
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
 
 namespace lemma::kernels {
@@ -59,6 +61,45 @@ void matmul_interleaved(const MatmulArgs& a) {
   }
 }
 
+// Q4_Kx16 (interleaved_blocks.h): the stated order, exactly.
+void matmul_q4_kx16(const MatmulArgs& a) {
+  constexpr int64_t kValues = 256, kSuperBytes = kInterleaveRows * 144;
+  const int64_t blocks = a.K / kValues;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const int8_t* x = q8k_codes(a.xq, a.K, m);
+    const float* dx = q8k_scales(a.xq, a.M, a.K, m);
+    const int16_t* sums = q8k_sums(a.xq, a.M, a.K, m);
+    for (int64_t n = 0; n < a.N; ++n) {
+      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * kSuperBytes;
+      const int64_t i = n % kInterleaveRows;
+      float acc = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* super = group + b * kSuperBytes;
+        uint16_t d_bits, dmin_bits;
+        std::memcpy(&d_bits, super + 2 * i, 2);
+        std::memcpy(&dmin_bits, super + 32 + 2 * i, 2);
+        uint8_t packed[12], sc[8], mn[8];
+        for (int64_t w = 0; w < 3; ++w) std::memcpy(packed + 4 * w, super + 64 + 64 * w + 4 * i, 4);
+        unpack_k4_scales(packed, sc, mn);
+        int32_t S = 0, N = 0;
+        for (int64_t j = 0; j < 8; ++j) {
+          int32_t Sj = 0;
+          for (int64_t v = 32 * j; v < 32 * j + 32; ++v) {  // value v: chunk 8 (v / 64) + (v % 32) / 4
+            const uint8_t byte = super[256 + 64 * (8 * (v / 64) + (v % 32) / 4) + 4 * i + v % 4];
+            const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+            Sj += u * x[b * kValues + v];
+          }
+          S += sc[j] * Sj;
+          N += mn[j] * (sums[b * 16 + 2 * j] + sums[b * 16 + 2 * j + 1]);
+        }
+        acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(S), acc);
+        acc = std::fma(-(f16_to_f32(dmin_bits) * dx[b]), static_cast<float>(N), acc);
+      }
+      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
+    }
+  }
+}
+
 }  // namespace
 
 void quantize_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
@@ -69,5 +110,6 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
+void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q4_kx16(args); }
 
 }  // namespace lemma::kernels

@@ -10,6 +10,7 @@
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/interleaved_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
@@ -64,17 +65,11 @@ struct Q5x16 {
   }
 };
 
-int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
 template <class W, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
-  for (int g = 0; g < G; ++g) group[g] = static_cast<const uint8_t*>(a.w) + (g0 + g) * blocks * W::kSuperBytes;
+  group_starts<G>(a, g0, blocks, W::kSuperBytes, group);
   const int8_t* x[R];
   const float* dx[R];
   const int32_t* sums[R];
@@ -108,16 +103,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
     }
   }
-  for (int g = 0; g < G; ++g) {
-    const int64_t n0 = (g0 + g) * kInterleaveRows;
-    const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
-    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
-    const __m512 bias = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
-    for (int r = 0; r < R; ++r) {
-      const __m512 y = a.bias != nullptr ? _mm512_add_ps(acc[r][g], bias) : acc[r][g];
-      _mm512_mask_storeu_ps(a.y + (m0 + r) * a.y_stride + n0, mask, y);
-    }
-  }
+  store_tile<R, G>(a, m0, g0, acc);
 }
 
 template <class W>

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <functional>
 #include <span>
 
@@ -17,6 +20,8 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/io/gguf.h"
+#include "lemma/model/config_from_gguf.h"
 #include "lemma/model/greedy_generate.h"
 #include "lemma/model/interleaved_weights.h"
 #include "lemma/model/model.h"
@@ -199,6 +204,35 @@ TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
                   seq["name"].get<std::string>().c_str(), max_diff, max_abs);
       EXPECT_LE(max_diff, 2e-2 * max_abs) << name << " " << seq["name"];
     }
+  }
+}
+
+// Model::open hands the pages of the matrices it re-lays back to the OS (its file is its alone), in
+// lazy and copy loads alike, and the logits stay bitwise those of a model whose caller keeps the
+// sources (Model::from_tensors without owns_sources), whose bytes must be left untouched.
+TEST(QuantGolden, InterleavingReleasesOnlySourcesTheModelOwns) {
+  if (!interleaving_enabled()) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX-512 VNNI or forced off)";
+  const auto gguf = shared_data("golden/quant/stories260K-Q8_0.gguf");
+  LEMMA_REQUIRE_SHARED(gguf);
+  auto file = std::make_shared<GgufFile>(GgufFile::open(gguf.string(), LoadMode::kCopy));
+  std::vector<std::vector<uint8_t>> before;
+  for (const GgufTensor& t : file->tensors()) before.emplace_back(t.view.bytes_ptr(), t.view.bytes_ptr() + t.view.bytes());
+  const GgufFile* f = file.get();
+  const Model kept = Model::from_tensors(config_from_gguf(*file), WeightFormat::kGguf, [f](const std::string& name) {
+    const GgufTensor* t = f->tensor(name);
+    return t != nullptr ? std::optional<TensorView>(t->view) : std::nullopt;
+  }, file);
+  for (size_t i = 0; i < file->tensors().size(); ++i) {
+    const TensorView& v = file->tensors()[i].view;
+    ASSERT_EQ(0, std::memcmp(v.bytes_ptr(), before[i].data(), before[i].size())) << file->tensors()[i].name;
+  }
+  const auto tokens = golden_json("quant/stories260K-Q8_0.json")["sequences"][0]["tokens"].get<std::vector<int32_t>>();
+  const auto want = sequence_logits(kept, tokens);
+  for (LoadMode mode : {LoadMode::kLazyMmap, LoadMode::kCopy}) {
+    const Model opened = Model::open(gguf, mode);
+    const auto got = sequence_logits(opened, tokens);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << to_string(mode);
   }
 }
 

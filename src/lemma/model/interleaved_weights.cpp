@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "lemma/base/logging.h"
@@ -30,9 +31,18 @@ struct AlignedBuffer {
 struct Interleaved {
   std::vector<std::unique_ptr<AlignedBuffer>> buffers;
   size_t total_bytes = 0;
+  size_t released_bytes = 0;
 };
 
-void interleave(TensorView& view, Interleaved& out) {
+// Hands the whole pages inside [data, data + bytes) back to the OS.
+void release_pages(const void* data, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void interleave(TensorView& view, Interleaved& out, const void* keep) {
   const DType target = kernels::interleaved_dtype(view.dtype);
   if (target == DType::kCount || view.shape.rank != 2 ||
       view.shape[1] % static_cast<int64_t>(dtype_info(view.dtype).block_elements) != 0)
@@ -41,6 +51,10 @@ void interleave(TensorView& view, Interleaved& out) {
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
   auto buffer = std::make_unique<AlignedBuffer>(bytes);
   kernels::interleave_rows(view.dtype, view.data, N, K, buffer->bytes);
+  if (keep != nullptr && view.data != keep) {
+    release_pages(view.data, view.bytes());
+    out.released_bytes += view.bytes();
+  }
   view = TensorView{buffer->bytes, target, view.shape};
   out.total_bytes += bytes;
   out.buffers.push_back(std::move(buffer));
@@ -56,18 +70,21 @@ bool interleaving_enabled() {
          kernels::default_matmul_precision(DType::kQ8_0, isa) == kernels::MatmulPrecision::kInt8Activations;
 }
 
-std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights) {
+std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {
   if (!interleaving_enabled()) return nullptr;
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
+  // Sources to keep: none unless released; the token embedding's bytes always (a tied LM head's).
+  const void* keep = release_sources ? weights.token_embedding.data : nullptr;
   for (LayerWeights& layer : weights.layers)
-    for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) interleave(*w, *out);
-  interleave(weights.lm_head, *out);
+    for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) interleave(*w, *out, keep);
+  interleave(weights.lm_head, *out, keep);
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K matrices ({:.1f} MiB) into 16-row blocks for the int8 kernels in {:.0f} ms "
-             "(LEMMA_INTERLEAVE=0 keeps the file's layout)",
-             out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20), ms);
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
+             "blocks for the int8 kernels in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout)",
+             out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
+             static_cast<double>(out->released_bytes) / (1 << 20), ms);
   return out;
 }
 

@@ -18,9 +18,13 @@ namespace lemma {
 // Whether a model loaded now would be interleaved (the conditions above).
 bool interleaving_enabled();
 
-// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K matrix in `weights` (q, k, v, o, gate, up, down, lm_head)
-// by interleaved copies when interleaving_enabled(); returns the owner of those copies (null when
-// nothing was interleaved). Logs what it did and how long it took.
-std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights);
+// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K matrix in `weights` (q, k, v, o, gate, up, down,
+// lm_head) by interleaved copies when interleaving_enabled(); returns the owner of those copies (null
+// when nothing was interleaved). Logs what it did and how long it took.
+// `release_sources`: the caller's owner holds the only reference to the matrices' source bytes and
+// nothing reads them again (Model::open of a GGUF file), so their whole pages go back to the OS
+// (MADV_DONTNEED: a file mapping re-reads them on access, a copy load frees them) and the process
+// holds one copy of the weights, not two. A source shared with the token embedding (tied) is kept.
+std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources = false);
 
 }  // namespace lemma

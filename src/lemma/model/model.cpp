@@ -16,11 +16,11 @@
 namespace lemma {
 
 Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
-                          std::shared_ptr<const void> owner) {
+                          std::shared_ptr<const void> owner, bool owns_sources) {
   config.validate();
   Model m;
   m.weights_ = load_model_weights(config, format, lookup);
-  m.interleaved_ = interleave_matmul_weights(m.weights_);
+  m.interleaved_ = interleave_matmul_weights(m.weights_, owns_sources);
   m.rope_ = compute_rope_frequencies(config.rope, 0);
   m.config_ = std::move(config);
   m.format_ = format;

@@ -25,8 +25,10 @@ class Model {
   // index), or a .safetensors file next to its config.json. Throws FormatError/Unsupported/IoError.
   static Model open(const std::filesystem::path& path, LoadMode mode = LoadMode::kLazyMmap);
   // From tensors already in memory (tests, converters). `owner` keeps their bytes alive.
+  // `owns_sources`: only `owner` references the tensors' bytes and nothing else reads them (Model::open
+  // of a GGUF file): matrices re-laid at load hand their source pages back (interleaved_weights.h).
   static Model from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
-                            std::shared_ptr<const void> owner);
+                            std::shared_ptr<const void> owner, bool owns_sources = false);
 
   Model(Model&&) noexcept = default;
   Model& operator=(Model&&) noexcept = default;

@@ -58,7 +58,8 @@ Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
     if (!t) return std::nullopt;
     return t->view;
   };
-  return Model::from_tensors(std::move(config), WeightFormat::kGguf, lookup, std::move(file));
+  // The file is this model's alone: matrices it re-lays at load may hand their source pages back.
+  return Model::from_tensors(std::move(config), WeightFormat::kGguf, lookup, std::move(file), /*owns_sources=*/true);
 }
 
 Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode) {

@@ -124,15 +124,7 @@ TEST(InterleavedMatmul, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
       SCOPED_TRACE(trace(type, isa, M, N, K));
       const MatmulOptions options{isa, kInt8};
       const auto batch = run_matmul(x, K, M, w.view, nullptr, options);
-      for (int64_t m = 0; m < M; ++m) {
-        const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
-        const auto one = run_matmul(row, K, 1, w.view, nullptr, options);
-        ASSERT_EQ(0, std::memcmp(one.data(), batch.data() + m * N, N * sizeof(float))) << "row " << m;
-      }
-      for (int64_t prefix : {2, 3, 4, 5, 16}) {
-        const auto part = run_matmul(x, K, prefix, w.view, nullptr, options);
-        ASSERT_EQ(0, std::memcmp(part.data(), batch.data(), part.size() * sizeof(float))) << "M=" << prefix;
-      }
+      ASSERT_EQ(testing::first_batch_dependence(x, K, M, w.view, options, batch, {2, 3, 4, 5, 16}), "");
       std::vector<float> tiled(batch.size(), -1.0f);
       MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
       EXPECT_EQ(plan.row_group, kInterleaveRows);
@@ -246,10 +238,7 @@ TEST(InterleavedMatmul, Q4KRowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
     SCOPED_TRACE(trace(DType::kQ4_K, isa, M, N, K));
     const MatmulOptions options{isa, kInt8};
     const auto batch = run_matmul(x, K, M, view, nullptr, options);
-    for (int64_t m = 0; m < M; ++m) {
-      const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
-      ASSERT_EQ(0, std::memcmp(run_matmul(row, K, 1, view, nullptr, options).data(), batch.data() + m * N, N * sizeof(float)));
-    }
+    ASSERT_EQ(testing::first_batch_dependence(x, K, M, view, options, batch, {}), "");
     std::vector<float> tiled(batch.size(), -1.0f);
     MatmulPlan plan = plan_matmul(x.data(), K, M, view, tiled.data(), N, nullptr, options);
     prepare_activations(std::span(&plan, 1));

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lemma/kernels/dequantize.h"
@@ -120,6 +122,26 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
     if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
   }
   return true;
+}
+
+// Batch invariance of matmul() over x [M, K] (rows K apart): "" when `batch` (the M-row result)
+// holds bitwise what each row computed alone and what each prefix of `prefixes` rows computed;
+// otherwise which one differed.
+inline std::string first_batch_dependence(const std::vector<float>& x, int64_t K, int64_t M, const TensorView& w,
+                                          const MatmulOptions& options, const std::vector<float>& batch,
+                                          std::initializer_list<int64_t> prefixes) {
+  const int64_t N = w.shape[0];
+  for (int64_t m = 0; m < M; ++m) {
+    const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
+    const auto one = run_matmul(row, K, 1, w, nullptr, options);
+    if (std::memcmp(one.data(), batch.data() + m * N, static_cast<size_t>(N) * sizeof(float)) != 0)
+      return "row " + std::to_string(m) + " alone";
+  }
+  for (int64_t prefix : prefixes) {
+    const auto part = run_matmul(x, K, prefix, w, nullptr, options);
+    if (std::memcmp(part.data(), batch.data(), part.size() * sizeof(float)) != 0) return "M=" + std::to_string(prefix);
+  }
+  return "";
 }
 
 }  // namespace lemma::kernels::testing

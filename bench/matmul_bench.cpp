@@ -104,7 +104,7 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   const int64_t M = state.range(0);
   if (v.isa > lemma::kernels::detected_isa() ||
       (v.precision == MatmulPrecision::kBf16Activations && !lemma::kernels::cpu_features().avx512_bf16)) {
-    state.SkipWithError("this machine cannot run the variant");
+    state.SkipWithError(v.isa == Isa::kAmx ? "needs AMX (this CPU has none)" : "this machine cannot run the variant");
     return;
   }
   if (K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) {
@@ -151,6 +151,10 @@ const Variant kVariants[] = {
     {"q4_0x16_int8_avx512", DType::kQ4_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_0_int8_avx512", DType::kQ5_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_0x16_int8_avx512", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    // AMX tiles (x86/amx/); skipped on machines without AMX.
+    {"q8_0x16_int8_amx", DType::kQ8_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
+    {"q4_0x16_int8_amx", DType::kQ4_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
+    {"q5_0x16_int8_amx", DType::kQ5_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},

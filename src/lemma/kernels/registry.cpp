@@ -11,6 +11,7 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
+#include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
@@ -142,6 +143,10 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q5_0x16_int8_avx512vnni, matmul_q5_0x16_int8_reference>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"avx512_vnni_q4_kx16_int8", DType::kQ4_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q4_kx16_int8_avx512vnni, matmul_q4_kx16_int8_reference>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+    // The same three on AMX tiles (x86/amx/): TDPBSUD per block of 16 x rows x 16 W rows, same bits.
+    {"amx_q8_0x16_int8", DType::kQ8_0x16, Isa::kAmx, kInt8, false, x86::matmul_q8_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q4_0x16_int8", DType::kQ4_0x16, Isa::kAmx, kInt8, false, x86::matmul_q4_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q5_0x16_int8", DType::kQ5_0x16, Isa::kAmx, kInt8, false, x86::matmul_q5_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K with x quantised to int8 per 256-value block plus 16-value code sums
     // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
     {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},

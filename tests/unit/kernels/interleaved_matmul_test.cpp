@@ -144,15 +144,7 @@ TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
   for (DType type : kTypes) {
     const int64_t M = 6, N = 19, K = 96;
     auto w = testing::random_weights(type, N, K, rng);
-    const DTypeInfo& info = dtype_info(type);
-    for (int64_t b = 0; b < N * K / 32; ++b) {
-      uint8_t* block = w.bytes.data() + b * static_cast<int64_t>(info.block_bytes);
-      if (b % 2 == 0) {
-        const uint16_t big = f32_to_f16(60000.0f);
-        std::memcpy(block, &big, 2);
-        std::memset(block + 2, b % 4 == 0 ? 0x80 : 0x7F, info.block_bytes - 2);
-      }
-    }
+    testing::make_extreme_blocks(type, w.bytes, N * K / 32);
     std::vector<uint8_t> bytes(interleaved_bytes(type, N, K));
     interleave_rows(type, w.bytes.data(), N, K, bytes.data());
     const TensorView view{bytes.data(), interleaved_dtype(type), Shape{N, K}};

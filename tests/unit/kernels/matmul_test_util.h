@@ -74,6 +74,18 @@ inline Weights random_weights(DType type, int64_t N, int64_t K, std::mt19937& rn
   return w;
 }
 
+// Q8_0/Q4_0/Q5_0 blocks at the format's limits: every other one of `bytes`' blocks gets the f16
+// scale 60000 and every byte after it 0x80 or 0x7F (Q8_0: codes -128 / 127), by turns.
+inline void make_extreme_blocks(DType type, std::vector<uint8_t>& bytes, int64_t blocks) {
+  const DTypeInfo& info = dtype_info(type);
+  for (int64_t b = 0; b < blocks; b += 2) {
+    uint8_t* block = bytes.data() + b * static_cast<int64_t>(info.block_bytes);
+    const uint16_t big = f32_to_f16(60000.0f);
+    std::memcpy(block, &big, 2);
+    std::memset(block + 2, b % 4 == 0 ? 0x80 : 0x7F, info.block_bytes - 2);
+  }
+}
+
 // y_ref[m, n] in double and the bound sum_k |x w| the f32 error is measured against.
 struct Oracle {
   std::vector<double> y;
@@ -124,24 +136,31 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return true;
 }
 
-// Batch invariance of matmul() over x [M, K] (rows K apart): "" when `batch` (the M-row result)
-// holds bitwise what each row computed alone and what each prefix of `prefixes` rows computed;
-// otherwise which one differed.
-inline std::string first_batch_dependence(const std::vector<float>& x, int64_t K, int64_t M, const TensorView& w,
-                                          const MatmulOptions& options, const std::vector<float>& batch,
-                                          std::initializer_list<int64_t> prefixes) {
-  const int64_t N = w.shape[0];
+// Batch invariance of any kernel: `run(rows, count)` multiplies the first `count` rows of `rows`
+// (K apart) and returns y [count, N]. "" when `batch` (the M-row result) holds bitwise what each row
+// of x computed alone and what each prefix of `prefixes` rows computed; otherwise which one differed.
+template <class Run>
+inline std::string first_batch_dependence_of(Run&& run, const std::vector<float>& x, int64_t K, int64_t M, int64_t N,
+                                             const std::vector<float>& batch, std::initializer_list<int64_t> prefixes) {
   for (int64_t m = 0; m < M; ++m) {
     const std::vector<float> row(x.begin() + m * K, x.begin() + (m + 1) * K);
-    const auto one = run_matmul(row, K, 1, w, nullptr, options);
+    const std::vector<float> one = run(row, int64_t{1});
     if (std::memcmp(one.data(), batch.data() + m * N, static_cast<size_t>(N) * sizeof(float)) != 0)
       return "row " + std::to_string(m) + " alone";
   }
   for (int64_t prefix : prefixes) {
-    const auto part = run_matmul(x, K, prefix, w, nullptr, options);
+    const std::vector<float> part = run(x, prefix);
     if (std::memcmp(part.data(), batch.data(), part.size() * sizeof(float)) != 0) return "M=" + std::to_string(prefix);
   }
   return "";
+}
+
+// The same through matmul() over x [M, K] (rows K apart) with these options.
+inline std::string first_batch_dependence(const std::vector<float>& x, int64_t K, int64_t M, const TensorView& w,
+                                          const MatmulOptions& options, const std::vector<float>& batch,
+                                          std::initializer_list<int64_t> prefixes) {
+  const auto run = [&](const std::vector<float>& rows, int64_t count) { return run_matmul(rows, K, count, w, nullptr, options); };
+  return first_batch_dependence_of(run, x, K, M, w.shape[0], batch, prefixes);
 }
 
 }  // namespace lemma::kernels::testing

@@ -1,0 +1,13 @@
+// The interleaved int8 kernels on the AMX tiles (compiled with -mamx-tile -mamx-int8 -mamx-bf16 and
+// the AVX-512 flags; run only where cpu_features().amx).
+#include "lemma/kernels/x86/amx/amx_int8.h"
+#include "lemma/kernels/x86/amx/interleaved_amx_kernel.h"
+#include "lemma/kernels/x86/amx/tiles_hardware.h"
+
+namespace lemma::kernels::x86 {
+
+void matmul_q8_0x16_int8_amx(const MatmulArgs& args) { amx::matmul_interleaved<amx::HardwareTiles, amx::Q8Codes>(args); }
+void matmul_q4_0x16_int8_amx(const MatmulArgs& args) { amx::matmul_interleaved<amx::HardwareTiles, amx::Q4Codes>(args); }
+void matmul_q5_0x16_int8_amx(const MatmulArgs& args) { amx::matmul_interleaved<amx::HardwareTiles, amx::Q5Codes>(args); }
+
+}  // namespace lemma::kernels::x86

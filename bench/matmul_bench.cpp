@@ -46,10 +46,7 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
     auto& slot = cache[{dtype, N, K}];
     if (!slot.first) {
-      const DType plain = dtype == DType::kQ8_0x16   ? DType::kQ8_0
-                          : dtype == DType::kQ4_0x16 ? DType::kQ4_0
-                          : dtype == DType::kQ5_0x16 ? DType::kQ5_0
-                                                     : DType::kQ4_K;
+      const DType plain = lemma::kernels::plain_dtype(dtype);
       const size_t bytes = lemma::kernels::interleaved_bytes(plain, N, K);
       slot.first.reset(new (std::align_val_t{64}) uint8_t[bytes]);
       lemma::kernels::interleave_rows(plain, weights(plain, N, K).data, N, K, slot.first.get());
@@ -141,6 +138,7 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
 
 const Variant kVariants[] = {
     {"bf16_dpbf16", DType::kBF16, Isa::kAvx512, MatmulPrecision::kBf16Activations},
+    {"bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, MatmulPrecision::kBf16Activations},
     {"bf16_f32act_avx512", DType::kBF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},

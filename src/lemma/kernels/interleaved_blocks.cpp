@@ -63,7 +63,33 @@ void write_q4k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* o
   }
 }
 
+// BF16x16 (see the header): group g's chunk c holds rows' value pairs (2 c, 2 c + 1) side by side.
+void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) {
+  for (int64_t g = 0; g * kInterleaveRows < N; ++g) {
+    uint16_t* group = out + g * kInterleaveRows * K;
+    for (int64_t i = 0; i < kInterleaveRows; ++i) {
+      const int64_t n = g * kInterleaveRows + i;
+      for (int64_t c = 0; c < K / 2; ++c) {
+        uint16_t* pair = group + c * 2 * kInterleaveRows + 2 * i;
+        pair[0] = n < N ? rows[n * K + 2 * c] : 0;
+        pair[1] = n < N ? rows[n * K + 2 * c + 1] : 0;
+      }
+    }
+  }
+}
+
 }  // namespace
+
+DType plain_dtype(DType interleaved) {
+  switch (interleaved) {
+    case DType::kQ8_0x16: return DType::kQ8_0;
+    case DType::kQ4_0x16: return DType::kQ4_0;
+    case DType::kQ5_0x16: return DType::kQ5_0;
+    case DType::kQ4_Kx16: return DType::kQ4_K;
+    case DType::kBF16x16: return DType::kBF16;
+    default: return DType::kCount;
+  }
+}
 
 DType interleaved_dtype(DType plain) {
   switch (plain) {
@@ -71,6 +97,7 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ4_0: return DType::kQ4_0x16;
     case DType::kQ5_0: return DType::kQ5_0x16;
     case DType::kQ4_K: return DType::kQ4_Kx16;
+    case DType::kBF16: return DType::kBF16x16;
     default: return DType::kCount;
   }
 }
@@ -81,8 +108,13 @@ size_t interleaved_bytes(DType plain, int64_t N, int64_t K) {
 }
 
 void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out) {
-  if (interleaved_dtype(plain) == DType::kCount || K % block_values(plain) != 0)
+  const DType target = interleaved_dtype(plain);
+  if (target == DType::kCount || K % block_values(target) != 0)
     fail<InvalidArgument>("interleave_rows: {} rows of {} values have no interleaved form", dtype_name(plain), K);
+  if (plain == DType::kBF16) {
+    interleave_bf16(static_cast<const uint16_t*>(rows), N, K, static_cast<uint16_t*>(out));
+    return;
+  }
   const int64_t blocks = K / block_values(plain);
   const int64_t bb = block_bytes(plain);
   const int64_t row_bytes = blocks * bb;

@@ -1,4 +1,5 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16,
+// kQ4_Kx16, kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
@@ -32,6 +33,15 @@
 //   acc = fma(f32(d) * d_x, float(S), acc), then acc = fma(-(f32(dmin) * d_x), float(N), acc);
 //   y = acc (+ bias).
 //
+// BF16x16 (bf16 weights, K a multiple of 32; MatmulPrecision::kBf16Activations): a group is K / 2
+// chunks of 64 bytes in k order; chunk c, bytes 4 i .. 4 i + 3 = row i's values 2 c and 2 c + 1
+// (padding rows +0). That chunk is one vdpbf16ps operand (16 rows' pairs against x's pair 2 c, 2 c + 1
+// broadcast), and 16 chunks in a row are the VNNI-packed B tile of an AMX TDPBF16PS (16 pairs x 16
+// rows). x is bf16_activations.h's. The dot product, exactly vdpbf16ps's as the Intel SDM defines it
+// (the scalar reference spells it out): per output one f32 accumulator from +0; for each pair c in
+// order, acc += x[2c+1] * w[2c+1] then acc += x[2c] * w[2c] (each product exact, each add rounded to
+// nearest even; bf16 subnormal inputs read as 0, subnormal results flushed to 0); y = acc (+ bias).
+//
 // Activations (MatmulPrecision::kInt8Activations, x quantised by int8_activations.h's rule): the
 // same codes and scales as int8_activations.h but the codes signed (padding 0), and after the
 // scales M rows of int8_scales_stride(K) int32: each block's code sum (for the start value
@@ -55,12 +65,16 @@ namespace lemma::kernels {
 constexpr int64_t kInterleaveRows = 16;
 
 static inline bool is_interleaved(DType type) {
-  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ4_Kx16;
+  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ4_Kx16 ||
+         type == DType::kBF16x16;
 }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16; kCount for dtypes
-// without an interleaved form.
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16, kBF16 -> kBF16x16; kCount
+// for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
-// The buffer interleave_rows() writes for N rows of K values (K a whole number of `plain` blocks).
+// The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.
+DType plain_dtype(DType interleaved);
+// The buffer interleave_rows() writes for N rows of K values (K a whole number of the interleaved
+// dtype's blocks: 32 values for every one but Q4_Kx16's 256).
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
 // Re-lays N rows of `plain` blocks (rows dtype_bytes(K) apart, as in GGUF) into `out`
 // (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.

@@ -28,6 +28,8 @@ bool forced_f32() {
 MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
   // A throwing initialiser is retried on the next call, so a bad value fails every matmul.
   // Interleaved blocks have int8-activation kernels only (Model makes them only when int8 is the default).
+  // bf16x16 has bf16-activation kernels only (Model makes it only where they are the default).
+  if (weight == DType::kBF16x16) return MatmulPrecision::kBf16Activations;
   if (is_interleaved(weight)) return MatmulPrecision::kInt8Activations;
   static const bool f32_only = forced_f32();
   if (f32_only) return MatmulPrecision::kF32Activations;

@@ -9,6 +9,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/reference/interleaved_bf16.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
@@ -103,6 +104,12 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q2_k", DType::kQ2_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ2_K, Isa::kAvx512>},
     {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512,
+     x86::pack_x_bf16_avx512, bf16_activation_bytes},
+    // Interleaved bf16x16 (interleaved_blocks.h): bf16 activations only. Model makes it only where
+    // AVX512_BF16 runs; the reference (vdpbf16ps spelled out) serves every other ISA.
+    {"reference_bf16x16", DType::kBF16x16, Isa::kScalar, kBf16, false, matmul_bf16x16_reference,
+     pack_x_bf16_reference, bf16_activation_bytes},
+    {"avx512_bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, kBf16, true, x86::matmul_bf16x16_dpbf16_avx512,
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
     // lemma int formats (lemma_int_blocks.h). W8A8 rows quantise x to int8 themselves: the dtype,
     // not MatmulPrecision, selects int8 activations.

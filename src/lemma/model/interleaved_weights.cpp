@@ -45,7 +45,7 @@ void release_pages(const void* data, size_t bytes) {
 void interleave(TensorView& view, Interleaved& out, const void* keep) {
   const DType target = kernels::interleaved_dtype(view.dtype);
   if (target == DType::kCount || view.shape.rank != 2 ||
-      view.shape[1] % static_cast<int64_t>(dtype_info(view.dtype).block_elements) != 0)
+      view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) != 0 || !interleaving_enabled(view.dtype))
     return;
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
@@ -62,16 +62,18 @@ void interleave(TensorView& view, Interleaved& out, const void* keep) {
 
 }  // namespace
 
-bool interleaving_enabled() {
+bool interleaving_enabled(DType plain) {
   const char* env = std::getenv("LEMMA_INTERLEAVE");
   if (env != nullptr && std::string_view(env) == "0") return false;
   const kernels::Isa isa = kernels::active_isa();
-  return isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni &&
-         kernels::default_matmul_precision(DType::kQ8_0, isa) == kernels::MatmulPrecision::kInt8Activations;
+  if (isa < kernels::Isa::kAvx512) return false;
+  if (plain == DType::kBF16)
+    return kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kBf16Activations;
+  return kernels::interleaved_dtype(plain) != DType::kCount && kernels::cpu_features().avx512_vnni &&
+         kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;
 }
 
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {
-  if (!interleaving_enabled()) return nullptr;
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
   // Sources to keep: none unless released; the token embedding's bytes always (a tied LM head's).
@@ -81,8 +83,8 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, boo
   interleave(weights.lm_head, *out, keep);
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
-             "blocks for the int8 kernels in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout)",
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
+             "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout)",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
              static_cast<double>(out->released_bytes) / (1 << 20), ms);
   return out;

@@ -3,9 +3,12 @@
 // them: about 3x fewer instructions per byte of W than the GGUF order, so Q8_0/Q4_0/Q5_0 decode reaches
 // the memory bandwidth and prefill runs ~2.4x faster. Codes and scales are moved, never changed;
 // only the f32 summation order of a row's blocks differs from the plain kernels (one accumulator,
-// blocks in order; both within rounding of the exact product).
+// blocks in order; both within rounding of the exact product). bf16 matrices (K a multiple of 32)
+// become bf16x16 where the AVX512_BF16 kernels run: one vdpbf16ps per 16 rows' pairs, no horizontal
+// sums (values moved, never changed; each output one accumulator over k instead of 16 lanes).
 // Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX-512 (also when
-// forced with LEMMA_ISA), no AVX512_VNNI, or f32 activations (LEMMA_MATMUL_PRECISION=f32).
+// forced with LEMMA_ISA), no AVX512_VNNI (int8) or AVX512_BF16 (bf16), or f32 activations
+// (LEMMA_MATMUL_PRECISION=f32).
 // The token embedding keeps its view (rows are read one at a time); a tied LM head gets its own copy.
 #pragma once
 
@@ -15,11 +18,11 @@
 
 namespace lemma {
 
-// Whether a model loaded now would be interleaved (the conditions above).
-bool interleaving_enabled();
+// Whether a model loaded now would interleave its `plain` matrices (the conditions above).
+bool interleaving_enabled(DType plain = DType::kQ8_0);
 
-// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K matrix in `weights` (q, k, v, o, gate, up, down,
-// lm_head) by interleaved copies when interleaving_enabled(); returns the owner of those copies (null
+// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K/bf16 matrix in `weights` (q, k, v, o, gate, up, down,
+// lm_head) by interleaved copies where interleaving_enabled(its dtype); returns the owner of those copies (null
 // when nothing was interleaved). Logs what it did and how long it took.
 // `release_sources`: the caller's owner holds the only reference to the matrices' source bytes and
 // nothing reads them again (Model::open of a GGUF file), so their whole pages go back to the OS

@@ -69,5 +69,7 @@ void matmul_dequant_avx512(const MatmulArgs& args, RowDecoder decode, int64_t bl
 void pack_x_bf16_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_bf16_dpbf16_avx512(const MatmulArgs& args);
 void matmul_bf16_dpbf16_avx512_blocked(const MatmulArgs& args, int64_t block_rows);
+// Interleaved bf16x16 weights (interleaved_blocks.h) x the same packed x; needs avx512_bf16.
+void matmul_bf16x16_dpbf16_avx512(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

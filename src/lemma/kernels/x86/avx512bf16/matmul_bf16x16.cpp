@@ -1,0 +1,85 @@
+// Interleaved bf16x16 weights x bf16 activations with AVX512_BF16 (interleaved_blocks.h). For each
+// pair of values c, one vdpbf16ps multiplies a 64-byte chunk (16 rows' pairs) by x's pair broadcast
+// from memory: 16 outputs per instruction, no horizontal sums, and W read as one forward stream per
+// group of 16 rows. Each output is one lane of one accumulator fed pairs in k order: exactly the
+// reference's (SDM) sequence, whatever tile, cache block or M it runs in.
+// Register tiles: up to R rows of x by G groups (4 x 4 for M <= 4, 8 x 3 otherwise: 24 accumulators,
+// 3 W vectors, x broadcast from memory). The first pass over a block of groups prefetches the next
+// tile's chunks; later rows of x find the block in L2.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "lemma/kernels/bf16_activations.h"
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/register_tiles.h"
+#include "lemma/kernels/x86/x86_kernels.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+template <int R, int G, bool kPrefetch>
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
+  const int64_t group_values = kInterleaveRows * a.K;
+  const uint16_t* w[G];
+  for (int g = 0; g < G; ++g) w[g] = static_cast<const uint16_t*>(a.w) + (g0 + g) * group_values;
+  const uint16_t* x[R];
+  for (int r = 0; r < R; ++r) x[r] = static_cast<const uint16_t*>(a.xq) + (m0 + r) * bf16_x_stride(a.K);
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < a.K / 2; ++c) {
+    __m512bh wv[G];
+    for (int g = 0; g < G; ++g) {
+      if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w[g] + G * group_values + 32 * c), _MM_HINT_T0);
+      wv[g] = (__m512bh)_mm512_load_si512(w[g] + 32 * c);
+    }
+    for (int r = 0; r < R; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, x[r] + 2 * c, 4);
+      const __m512bh xb = (__m512bh)_mm512_set1_epi32(pair);
+      for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], wv[g], xb);
+    }
+  }
+  store_tile<R, G>(a, m0, g0, acc);
+}
+
+// Blocks of groups (about 256 KiB of W, staying in L2) outer, rows of x in tiles of MaxR, groups in
+// tiles of MaxG; remainders as smaller tiles.
+template <int MaxR, int MaxG>
+void run(const MatmulArgs& a) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  const int64_t group_bytes = kInterleaveRows * a.K * 2;
+  const int64_t block = std::max<int64_t>(1, (int64_t{256} << 10) / group_bytes / MaxG) * MaxG;
+  for (int64_t b0 = 0; b0 < groups; b0 += block) {
+    const int64_t b1 = std::min(groups, b0 + block);
+    for (int64_t m0 = 0; m0 < a.M; m0 += MaxR) {
+      with_count<MaxR>(std::min<int64_t>(MaxR, a.M - m0), [&]<int R>() {
+        for (int64_t g0 = b0; g0 < b1; g0 += MaxG) {
+          with_count<MaxG>(std::min<int64_t>(MaxG, b1 - g0), [&]<int G>() {
+            if (m0 == 0) {
+              tile<R, G, true>(a, m0, g0);
+            } else {
+              tile<R, G, false>(a, m0, g0);
+            }
+          });
+        }
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_bf16x16_dpbf16_avx512(const MatmulArgs& a) {
+  if (a.M <= 4) {
+    run<4, 4>(a);
+  } else {
+    run<8, 3>(a);
+  }
+}
+
+}  // namespace lemma::kernels::x86

@@ -1,0 +1,196 @@
+// Interleaved bf16x16 weights (interleaved_blocks.h) with bf16 activations: the layout puts every
+// value where the header says; the scalar reference (vdpbf16ps as the Intel SDM defines it) stays
+// within the proven f32 rounding bound of the exact product of the bf16-rounded operands; every
+// kernel on this machine gives the reference's bits on random and odd shapes and extreme values
+// (so the CPU's vdpbf16ps is the SDM's: odd product first, one rounding per add, DAZ/FTZ); no row
+// depends on M, on the other rows or on how N is split in whole groups.
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lemma/base/error.h"
+#include "lemma/kernels/bf16_activations.h"
+#include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/matmul.h"
+#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/reference/interleaved_bf16.h"
+#include "lemma/kernels/x86/x86_kernels.h"
+#include "matmul_test_util.h"
+
+namespace lemma::kernels {
+namespace {
+
+using testing::random_floats;
+using testing::run_matmul;
+using testing::same_bits;
+
+constexpr auto kBf16 = MatmulPrecision::kBf16Activations;
+
+std::string trace(Isa isa, int64_t M, int64_t N, int64_t K) {
+  return std::string(isa_name(isa)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+}
+
+struct Interleaved {
+  testing::Weights plain;
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+Interleaved interleaved(int64_t N, int64_t K, std::mt19937& rng) {
+  Interleaved w;
+  w.plain = testing::random_weights(DType::kBF16, N, K, rng);
+  w.bytes.resize(interleaved_bytes(DType::kBF16, N, K) + 64);
+  // 64-byte aligned, as Model's buffers are (the kernel loads whole chunks).
+  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(w.bytes.data()) + 63) / 64 * 64);
+  interleave_rows(DType::kBF16, w.plain.bytes.data(), N, K, aligned);
+  w.view = TensorView{aligned, DType::kBF16x16, Shape{N, K}};
+  return w;
+}
+
+// x rounded as the packer rounds it.
+std::vector<float> bf16_rounded(const std::vector<float>& x) {
+  std::vector<float> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  return r;
+}
+
+TEST(Bf16x16Matmul, LayoutPutsEachPairWhereTheHeaderSays) {
+  std::mt19937 rng(5);
+  const int64_t N = 35, K = 96;
+  const auto w = interleaved(N, K, rng);
+  EXPECT_EQ(interleaved_dtype(DType::kBF16), DType::kBF16x16);
+  EXPECT_EQ(plain_dtype(DType::kBF16x16), DType::kBF16);
+  EXPECT_TRUE(is_interleaved(DType::kBF16x16));
+  EXPECT_EQ(interleaved_bytes(DType::kBF16, N, K), static_cast<size_t>(48 * K * 2));  // 3 groups of 16 rows
+  EXPECT_EQ(*dtype_bytes(DType::kBF16x16, static_cast<uint64_t>(K)), static_cast<uint64_t>(K * 2));
+  EXPECT_FALSE(dtype_bytes(DType::kBF16x16, 48).has_value());  // K must be whole chunks of 32
+  const auto* src = reinterpret_cast<const uint16_t*>(w.plain.bytes.data());
+  const auto* out = static_cast<const uint16_t*>(w.view.data);
+  for (int64_t n = 0; n < 48; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      const uint16_t got = out[(n / 16) * 16 * K + (k / 2) * 32 + (n % 16) * 2 + k % 2];
+      ASSERT_EQ(got, n < N ? src[n * K + k] : 0) << "n=" << n << " k=" << k;
+    }
+  }
+  EXPECT_THROW(interleave_rows(DType::kBF16, src, N, 48, nullptr), InvalidArgument);
+  EXPECT_EQ(default_matmul_precision(DType::kBF16x16, detected_isa()), kBf16);
+}
+
+TEST(Bf16x16Matmul, ReferencePackerMatchesTheAvx512PackerBitwise) {
+  if (!cpu_features().avx512_bf16) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  std::mt19937 rng(6);
+  for (int64_t K : {1, 17, 32, 33, 100}) {
+    const int64_t M = 3, stride = K + 2;
+    auto x = random_floats(static_cast<size_t>(M * stride), rng, 4.0f);
+    x[0] = 1.0f + 0x1p-8f;                                         // a tie
+    x[1 % K] = std::bit_cast<float>(0x00000123u);                  // a subnormal: flushed to +0
+    x[static_cast<size_t>(stride)] = -std::bit_cast<float>(0x00400000u);  // a negative subnormal: -0
+    x[static_cast<size_t>(stride + K - 1)] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<uint16_t> want(bf16_activation_bytes(M, K) / 2 + 32), got(want.size() + 32);
+    auto* aligned = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(got.data()) + 63) / 64 * 64);
+    pack_x_bf16_reference(x.data(), stride, M, K, want.data());
+    x86::pack_x_bf16_avx512(x.data(), stride, M, K, aligned);
+    for (size_t i = 0; i < bf16_activation_bytes(M, K) / 2; ++i) ASSERT_EQ(aligned[i], want[i]) << "K=" << K << " i=" << i;
+  }
+}
+
+TEST(Bf16x16Matmul, EveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  std::mt19937 rng(7);
+  const struct {
+    int64_t M, N, K;
+  } shapes[] = {{1, 1, 32}, {1, 16, 64}, {2, 17, 96}, {3, 31, 160}, {4, 64, 128}, {5, 40, 128}, {9, 33, 1024},
+                {1, 100, 896}, {17, 50, 224}, {33, 20, 64}, {7, 65, 4864}};
+  for (const auto& s : shapes) {
+    const auto w = interleaved(s.N, s.K, rng);
+    const int64_t stride = s.K + 3;
+    const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
+    const auto bias = random_floats(static_cast<size_t>(s.N), rng);
+    const auto xr = bf16_rounded(x);
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      const auto want = run_matmul(x, stride, s.M, w.view, b, {Isa::kScalar, kBf16});
+      const auto exact = testing::oracle(xr, stride, s.M, w.plain.dequantized, s.N, s.K, b);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_LE(std::fabs(want[i] - exact.y[i]), testing::tolerance(exact.magnitude[i], s.K)) << trace(Isa::kScalar, s.M, s.N, s.K) << " output " << i;
+      for (Isa isa : available_isas())
+        ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, w.view, b, {isa, kBf16}), want)) << trace(isa, s.M, s.N, s.K);
+    }
+  }
+}
+
+TEST(Bf16x16Matmul, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
+  std::mt19937 rng(8);
+  const int64_t M = 37, N = 45, K = 512;
+  const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
+  const auto w = interleaved(N, K, rng);
+  for (Isa isa : available_isas()) {
+    SCOPED_TRACE(trace(isa, M, N, K));
+    const MatmulOptions options{isa, kBf16};
+    const auto batch = run_matmul(x, K, M, w.view, nullptr, options);
+    ASSERT_EQ(testing::first_batch_dependence(x, K, M, w.view, options, batch, {2, 3, 4, 5, 8, 9, 16}), "");
+    std::vector<float> tiled(batch.size(), -1.0f);
+    MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
+    EXPECT_EQ(plan.row_group, kInterleaveRows);
+    prepare_activations(std::span(&plan, 1));
+    plan.run_rows(32, N);
+    plan.run_rows(16, 32);
+    plan.run_rows(0, 16);
+    ASSERT_TRUE(same_bits(tiled, batch));
+    EXPECT_THROW(plan.run_rows(8, 16), InvalidArgument);
+  }
+}
+
+// Overflow to infinity, cancellation, subnormal weights and x (read as zero), a NaN in x (only its
+// row becomes NaN), an all-zero row: the reference's bits everywhere.
+TEST(Bf16x16Matmul, ExtremeValuesMatchTheReference) {
+  std::mt19937 rng(9);
+  const int64_t M = 6, N = 19, K = 96;
+  auto plain = testing::random_weights(DType::kBF16, N, K, rng);
+  auto* wv = reinterpret_cast<uint16_t*>(plain.bytes.data());
+  for (int64_t i = 0; i < N * K; i += 3) wv[i] = f32_to_bf16(i % 2 == 0 ? 3.0e38f : -1.0e-39f);  // huge; subnormal
+  for (int64_t i = 1; i < N * K; i += 7) wv[i] = static_cast<uint16_t>(0x0001 + (i & 0x8000));      // tiny subnormal
+  std::vector<uint8_t> bytes(interleaved_bytes(DType::kBF16, N, K) + 64);
+  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(bytes.data()) + 63) / 64 * 64);
+  interleave_rows(DType::kBF16, plain.bytes.data(), N, K, aligned);
+  const TensorView view{aligned, DType::kBF16x16, Shape{N, K}};
+  std::vector<float> x(static_cast<size_t>(M * K));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 5 == 0 ? -1.0f : 1.0f) * static_cast<float>(i % 11) * 7.0e3f;
+  for (int64_t k = 0; k < K; k += 4) x[static_cast<size_t>(K + k)] = 1.0e-39f;  // subnormal x
+  x[static_cast<size_t>(2 * K + 40)] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(4 * K + k)] = 0.0f;
+  const auto want = run_matmul(x, K, M, view, nullptr, {Isa::kScalar, kBf16});
+  for (int64_t n = 0; n < N; ++n) {
+    EXPECT_TRUE(std::isnan(want[static_cast<size_t>(2 * N + n)])) << n;
+    EXPECT_EQ(want[static_cast<size_t>(4 * N + n)], 0.0f) << n;
+  }
+  for (Isa isa : available_isas()) EXPECT_TRUE(same_bits(run_matmul(x, K, M, view, nullptr, {isa, kBf16}), want)) << trace(isa, M, N, K);
+}
+
+// DAZ: a subnormal x against huge weights, and subnormal weights against a huge x, contribute 0
+// (without DAZ each product alone would be a normal number: 1e-39 * 1e30 = 1e-9).
+TEST(Bf16x16Matmul, SubnormalInputsReadAsZero) {
+  const int64_t N = 16, K = 32;
+  std::vector<uint16_t> w(static_cast<size_t>(N * K), f32_to_bf16(1.0e30f));
+  for (int64_t k = 0; k < K; ++k) w[static_cast<size_t>(K + k)] = 0x0001;  // row 1: the smallest subnormal
+  std::vector<uint8_t> bytes(interleaved_bytes(DType::kBF16, N, K) + 64);
+  auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(bytes.data()) + 63) / 64 * 64);
+  interleave_rows(DType::kBF16, w.data(), N, K, aligned);
+  const TensorView view{aligned, DType::kBF16x16, Shape{N, K}};
+  std::vector<float> x(static_cast<size_t>(2 * K), 1.0e-39f);  // row 0: subnormal
+  for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(K + k)] = 1.0e38f;  // row 1: huge
+  for (Isa isa : available_isas()) {
+    const auto y = run_matmul(x, K, 2, view, nullptr, {isa, kBf16});
+    EXPECT_EQ(y[0], 0.0f) << isa_name(isa);      // subnormal x, huge w
+    EXPECT_EQ(y[N + 1], 0.0f) << isa_name(isa);  // huge x, subnormal w
+    EXPECT_TRUE(std::isinf(y[N])) << isa_name(isa);  // huge x, huge w: overflow
+  }
+}
+
+}  // namespace
+}  // namespace lemma::kernels

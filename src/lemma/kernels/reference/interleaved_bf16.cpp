@@ -40,7 +40,14 @@ void pack_x_bf16_reference(const float* x, int64_t x_stride, int64_t M, int64_t 
   }
 }
 
-void matmul_bf16x16_reference(const MatmulArgs& a) {
+namespace {
+
+// Both instructions add a pair's two products one at a time; they differ only in which comes first.
+enum class PairOrder { kOddFirst, kEvenFirst };
+
+template <PairOrder kOrder>
+void matmul_pairs(const MatmulArgs& a) {
+  constexpr int kFirst = kOrder == PairOrder::kOddFirst ? 1 : 0;
   const int64_t xs = bf16_x_stride(a.K);
   const auto* w = static_cast<const uint16_t*>(a.w);
   for (int64_t m = 0; m < a.M; ++m) {
@@ -51,13 +58,19 @@ void matmul_bf16x16_reference(const MatmulArgs& a) {
       float acc = 0.0f;
       for (int64_t c = 0; c < a.K / 2; ++c) {
         const uint16_t* pair = group + c * 2 * kInterleaveRows + 2 * i;
-        // The SDM's order: the odd element's product first.
-        acc = fma_ftz(bf16_input(x[2 * c + 1]), bf16_input(pair[1]), acc);
-        acc = fma_ftz(bf16_input(x[2 * c]), bf16_input(pair[0]), acc);
+        acc = fma_ftz(bf16_input(x[2 * c + kFirst]), bf16_input(pair[kFirst]), acc);
+        acc = fma_ftz(bf16_input(x[2 * c + 1 - kFirst]), bf16_input(pair[1 - kFirst]), acc);
       }
       a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
     }
   }
 }
+
+}  // namespace
+
+// vdpbf16ps (SDM): the odd element's product first.
+void matmul_bf16x16_reference(const MatmulArgs& a) { matmul_pairs<PairOrder::kOddFirst>(a); }
+// TDPBF16PS (SDM pseudocode): the even element's product first.
+void matmul_bf16x16_tdpbf16ps_reference(const MatmulArgs& a) { matmul_pairs<PairOrder::kEvenFirst>(a); }
 
 }  // namespace lemma::kernels

@@ -15,5 +15,9 @@ namespace lemma::kernels {
 void pack_x_bf16_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 // y = bf16x16 W x args.xq (packed as above); K a multiple of 32.
 void matmul_bf16x16_reference(const MatmulArgs& args);
+// The same sum in TDPBF16PS's order (even element of each pair first), as the SDM pseudocode and
+// the tile emulator define it: the model the AMX-BF16 kernel (x86/amx/) is tested against. Tests
+// only; no registry row uses it.
+void matmul_bf16x16_tdpbf16ps_reference(const MatmulArgs& args);
 
 }  // namespace lemma::kernels

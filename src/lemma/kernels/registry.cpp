@@ -12,6 +12,7 @@
 #include "lemma/kernels/reference/interleaved_bf16.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
+#include "lemma/kernels/x86/amx/amx_bf16.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/x86_kernels.h"
@@ -111,6 +112,9 @@ constexpr MatmulKernel kKernels[] = {
      pack_x_bf16_reference, bf16_activation_bytes},
     {"avx512_bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, kBf16, true, x86::matmul_bf16x16_dpbf16_avx512,
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
+    // On AMX tiles (x86/amx/): TDPBF16PS, whose pair order (even first) gives other bits than vdpbf16ps.
+    {"amx_bf16x16", DType::kBF16x16, Isa::kAmx, kBf16, true, x86::matmul_bf16x16_amx, x86::pack_x_bf16_avx512,
+     bf16_activation_bytes},
     // lemma int formats (lemma_int_blocks.h). W8A8 rows quantise x to int8 themselves: the dtype,
     // not MatmulPrecision, selects int8 activations.
     {"reference_i8z32", DType::kI8Z32, Isa::kScalar, kF32, false, reference<DType::kI8Z32>},

@@ -153,6 +153,7 @@ const Variant kVariants[] = {
     {"q8_0x16_int8_amx", DType::kQ8_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
     {"q4_0x16_int8_amx", DType::kQ4_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
     {"q5_0x16_int8_amx", DType::kQ5_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
+    {"bf16x16_amx", DType::kBF16x16, Isa::kAmx, MatmulPrecision::kBf16Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},

@@ -38,40 +38,35 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
   // output).
   LinearGroupPlan g;
   g.count = outputs.size();
-  int64_t total_rows = 0, K = 0;
+  int64_t K = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const LinearOutput& o = outputs[i];
     const int64_t N = o.weight->shape[0];
     K = o.weight->shape[1];
     assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(o.y.size()) >= M * N);
     g.plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
-    total_rows += N;
+    g.row_offset[i + 1] = g.row_offset[i] + (N + 15) / 16 * 16;
   }
   if (team == nullptr || team->size() == 1) return g;
-  // Tiles of whole 16-row groups (the kernels' 4-row register tiles never straddle a tile edge),
-  // at least ~64K multiply-adds each so small matmuls stay on few threads, and about four per
-  // thread so a thread that the OS delays leaves its remaining tiles to the others.
-  const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
-  const int64_t per_thread = (total_rows + 4 * team->size() - 1) / (4 * team->size());
-  g.rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
-  for (size_t i = 0; i < outputs.size(); ++i)
-    g.first_tile[i + 1] = g.first_tile[i] + (g.plans[i].args.N + g.rows_per_tile - 1) / g.rows_per_tile;
+  // At least ~64K multiply-adds per tile, so small matmuls stay on few threads.
+  const int64_t min_rows = (std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1)) + 15) / 16 * 16;
+  g.tiles = guided_row_tiles(g.row_offset[g.count], team->size(), min_rows, 16);
   return g;
 }
 
 void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   kernels::prepare_activations(std::span(g.plans.data(), g.count));  // int8/bf16 kernels: x once
-  if (g.rows_per_tile == 0) {
+  if (g.tiles.count == 0) {
     for (size_t i = 0; i < g.count; ++i) g.plans[i].run_rows(0, g.plans[i].args.N);
     return;
   }
   assert(team != nullptr);
-  team->parallel_tiles(g.first_tile[g.count], 1, [&g](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      size_t i = 0;
-      while (t >= g.first_tile[i + 1]) ++i;
-      const int64_t n0 = (t - g.first_tile[i]) * g.rows_per_tile;
-      g.plans[i].run_rows(n0, std::min(g.plans[i].args.N, n0 + g.rows_per_tile));
+  team->parallel_tiles(g.tiles.count, 1, [&g](int64_t t0, int64_t t1) {
+    const int64_t begin = g.tiles.start[static_cast<size_t>(t0)], end = g.tiles.start[static_cast<size_t>(t1)];
+    for (size_t i = 0; i < g.count; ++i) {  // the part of each matrix inside [begin, end)
+      const int64_t n0 = std::max(begin, g.row_offset[i]) - g.row_offset[i];
+      const int64_t n1 = std::min(end - g.row_offset[i], g.plans[i].args.N);
+      if (n0 < n1) g.plans[i].run_rows(n0, n1);
     }
   });
 }

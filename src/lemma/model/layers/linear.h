@@ -10,6 +10,7 @@
 #include <span>
 
 #include "lemma/kernels/matmul.h"
+#include "lemma/model/layers/row_tiles.h"
 #include "lemma/model/thread_team.h"
 #include "lemma/tensor/tensor_view.h"
 
@@ -43,8 +44,12 @@ void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOut
 struct LinearGroupPlan {
   std::array<kernels::MatmulPlan, kMaxLinearGroup> plans;
   size_t count = 0;
-  int64_t rows_per_tile = 0;                           // 0: run inline (no team, or one thread)
-  std::array<int64_t, kMaxLinearGroup + 1> first_tile{};  // tile index where each matrix starts
+  // The outputs' rows one after the other, each matrix's padded to a multiple of 16 (whole groups of
+  // interleaved weights, and the kernels' register tiles never straddle a tile edge): matrix i
+  // starts at row_offset[i]. Tiles cut that row space (row_tiles.h); no tiles: run inline (no team,
+  // or one thread).
+  std::array<int64_t, kMaxLinearGroup + 1> row_offset{};
+  RowTiles tiles;
 };
 // Throws as kernels::plan_matmul() does. `team` only sets the tiling (its size).
 LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,

@@ -4,8 +4,8 @@
 // group of 16 rows. Each output is one lane of one accumulator fed pairs in k order: exactly the
 // reference's (SDM) sequence, whatever tile, cache block or M it runs in.
 // Register tiles: up to R rows of x by G groups (4 x 4 for M <= 4, 8 x 3 otherwise: 24 accumulators,
-// 3 W vectors, x broadcast from memory). The first pass over a block of groups prefetches the next
-// tile's chunks; later rows of x find the block in L2.
+// 3 W vectors, x broadcast from memory). The first pass over a block of groups prefetches each
+// group's stream ahead (interleaved_tiles.h); later rows of x find the block in L2.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -34,7 +34,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   for (int64_t c = 0; c < a.K / 2; ++c) {
     __m512bh wv[G];
     for (int g = 0; g < G; ++g) {
-      if constexpr (kPrefetch) _mm_prefetch(reinterpret_cast<const char*>(w[g] + G * group_values + 32 * c), _MM_HINT_T0);
+      if constexpr (kPrefetch) prefetch_stream(w[g] + 32 * c, 64);
       wv[g] = (__m512bh)_mm512_load_si512(w[g] + 32 * c);
     }
     for (int r = 0; r < R; ++r) {

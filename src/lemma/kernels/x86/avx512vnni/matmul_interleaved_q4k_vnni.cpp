@@ -71,8 +71,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * kSuperBytes;
-      for (int64_t line = 0; line < kSuperBytes; line += 64)  // the next tile's superblock
-        _mm_prefetch(reinterpret_cast<const char*>(super + G * blocks * kSuperBytes + line), _MM_HINT_T0);
+      prefetch_stream(super, kSuperBytes);
       const Scales s = unpack_scales(super);
       __m512i S[R], N[R];
       for (int r = 0; r < R; ++r) {

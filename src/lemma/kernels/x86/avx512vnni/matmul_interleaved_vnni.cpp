@@ -89,9 +89,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * W::kSuperBytes;
-      // The next tile's superblock (G groups on): W streams ahead of its use.
-      for (int64_t line = 0; line < W::kSuperBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(super + G * blocks * W::kSuperBytes + line), _MM_HINT_T0);
+      prefetch_stream(super, W::kSuperBytes);
       W::for_each_quad(super + 32, [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
           s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r] + b * kBlock + 4 * j)));

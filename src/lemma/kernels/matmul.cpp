@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "lemma/base/error.h"
+#include "lemma/kernels/bf16_activations.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_precision.h"
 
@@ -36,6 +37,8 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   plan.fn = kernel->fn;
   plan.quantize_x = kernel->quantize_x;
   plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
+  if (kernel->quantize_x != nullptr && kernel->precision == MatmulPrecision::kBf16Activations)
+    plan.xq_row_bytes = static_cast<size_t>(bf16_x_stride(K)) * 2;  // bf16_activations.h: row by row
   plan.row_group = is_interleaved(w.dtype) ? kInterleaveRows : 1;
   MatmulArgs& args = plan.args;
   args.x = x;
@@ -75,24 +78,68 @@ bool same_activations(const MatmulPlan& a, const MatmulPlan& b) {
 
 }  // namespace
 
-void prepare_activations(std::span<MatmulPlan> plans) {
+namespace {
+
+bool needs_activations(const MatmulPlan& p) { return p.fn != nullptr && p.quantize_x != nullptr; }
+
+// Points each plan that needs prepared x at its buffer (shared by plans over the same x); true for
+// the plans that own theirs (must fill it).
+template <class Fill>
+void assign_activation_buffers(std::span<MatmulPlan> plans, Fill&& fill) {
   size_t total = 0;
   for (const MatmulPlan& p : plans) {
-    if (p.fn != nullptr && p.quantize_x != nullptr) total += p.xq_bytes;
+    if (needs_activations(p)) total += p.xq_bytes;
   }
   if (total == 0) return;
   std::byte* next = activation_scratch(total);
   for (size_t i = 0; i < plans.size(); ++i) {
     MatmulPlan& p = plans[i];
-    if (p.fn == nullptr || p.quantize_x == nullptr) continue;
+    if (!needs_activations(p)) continue;
     p.args.xq = nullptr;
     for (size_t j = 0; j < i && p.args.xq == nullptr; ++j) {
       if (plans[j].args.xq != nullptr && same_activations(plans[j], p)) p.args.xq = plans[j].args.xq;
     }
     if (p.args.xq != nullptr) continue;
-    p.quantize_x(p.args.x, p.args.x_stride, p.args.M, p.args.K, next);
     p.args.xq = next;
     next += p.xq_bytes;
+    fill(p);
+  }
+}
+
+// Whether plans[i] fills its own buffer (no earlier plan shares it).
+bool owns_activations(std::span<const MatmulPlan> plans, size_t i) {
+  if (!needs_activations(plans[i])) return false;
+  for (size_t j = 0; j < i; ++j) {
+    if (plans[j].args.xq == plans[i].args.xq) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void prepare_activations(std::span<MatmulPlan> plans) {
+  assign_activation_buffers(plans, [](MatmulPlan& p) {
+    p.quantize_x(p.args.x, p.args.x_stride, p.args.M, p.args.K, const_cast<void*>(p.args.xq));
+  });
+}
+
+bool reserve_activations(std::span<MatmulPlan> plans) {
+  bool any = false;
+  for (const MatmulPlan& p : plans) {
+    if (needs_activations(p) && p.xq_row_bytes == 0) return false;
+    any = any || needs_activations(p);
+  }
+  if (!any) return false;
+  assign_activation_buffers(plans, [](MatmulPlan&) {});
+  return true;
+}
+
+void prepare_activation_rows(std::span<const MatmulPlan> plans, int64_t m0, int64_t m1) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!owns_activations(plans, i) || m0 >= m1) continue;
+    const MatmulPlan& p = plans[i];
+    void* rows = static_cast<std::byte*>(const_cast<void*>(p.args.xq)) + static_cast<size_t>(m0) * p.xq_row_bytes;
+    p.quantize_x(p.args.x + m0 * p.args.x_stride, p.args.x_stride, m1 - m0, p.args.K, rows);
   }
 }
 

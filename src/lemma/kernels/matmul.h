@@ -40,6 +40,9 @@ struct MatmulPlan {
   // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
   QuantizeActivationsFn quantize_x = nullptr;
   size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, q8k_activations.h, bf16_activations.h)
+  // Bytes per row of x in that buffer when it holds x row by row (bf16 activations), so that rows
+  // can be prepared in parallel (reserve_activations); 0 for layouts that depend on M (int8).
+  size_t xq_row_bytes = 0;
   // run_rows() ranges must start on a multiple of this (16 for interleaved weights, whose rows come
   // in groups: interleaved_blocks.h); 1 otherwise.
   int64_t row_group = 1;
@@ -58,5 +61,14 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
 // scratch buffer, so steady-state calls allocate nothing. That buffer is reused by this thread's
 // next call: finish running these plans first. Plans that need nothing are left alone.
 void prepare_activations(std::span<MatmulPlan> plans);
+
+// prepare_activations() in two halves, so that several threads can fill the rows: points every plan
+// that needs it at its buffer (shared as above) without filling it, and returns true; or does
+// nothing and returns false when no plan needs prepared x or some plan's layout is not row by row
+// (xq_row_bytes == 0; call prepare_activations() then).
+bool reserve_activations(std::span<MatmulPlan> plans);
+// Then rows [m0, m1) of x, for each plan whose buffer no earlier plan in `plans` shares.
+// Thread-safe for disjoint row ranges; no allocation.
+void prepare_activation_rows(std::span<const MatmulPlan> plans, int64_t m0, int64_t m1);
 
 }  // namespace lemma::kernels

@@ -85,6 +85,18 @@ struct StepState {
   }
 };
 
+// fn(t0, t1) over ranges of the step's token rows [0, T): on the team when the rows hold enough
+// work (chunks of ~16K values of `row_values` each), inline otherwise. Callers' rows are
+// independent, so the split never changes a value.
+template <class Fn>
+void for_token_rows(ThreadTeam* team, int64_t T, int64_t row_values, Fn&& fn) {
+  if (team == nullptr || team->size() == 1) {
+    fn(int64_t{0}, T);
+    return;
+  }
+  team->parallel_for(T, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(row_values, 1)), fn);
+}
+
 // residual += o_proj(attention(normed)), writing this layer's new K/V into the cache; then
 // normed = ffn_norm(residual), fused with that add (G20). On entry normed = attn_norm(residual).
 void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, KvLayerView kv) {
@@ -103,18 +115,22 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   // One pass per token (G20): RoPE on its q and k heads with the angles the forward computed once
   // for every layer, then its key (after RoPE) and value into the cache, encoded in the cache's
   // dtype (G23; int8/fp8 rows need the whole rotated row for their scale, so k is rotated first).
+  // Tokens write distinct cache slots, so ranges of them run on the team.
   trace::Scope t_rope("rope_kv_write");
   const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
-  for (const layers::AttentionSequence& sl : st.slices) {
-    for (int64_t r = sl.token_offset; r < sl.token_offset + sl.num_tokens; ++r) {
-      const float* cos = ws.rope_cos.data() + static_cast<size_t>(r) * half;
-      const float* sin = ws.rope_sin.data() + static_cast<size_t>(r) * half;
-      layers::rotate_heads(ws.q.data() + r * nh * hd, nh, hd, cos, sin, half, c.rope.layout);
-      layers::rotate_heads(ws.k.data() + r * nkv * hd, nkv, hd, cos, sin, half, c.rope.layout);
-      write_kv_slot(kv, kv.slot(sl.block_table, ws.positions[static_cast<size_t>(r)]), ws.k.data() + r * nkv * hd,
-                    ws.v.data() + r * nkv * hd);
+  for_token_rows(team, T, (nh + 2 * nkv) * hd, [&](int64_t t0, int64_t t1) {
+    for (const layers::AttentionSequence& sl : st.slices) {
+      const int64_t r0 = std::max(t0, sl.token_offset), r1 = std::min(t1, sl.token_offset + sl.num_tokens);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* cos = ws.rope_cos.data() + static_cast<size_t>(r) * half;
+        const float* sin = ws.rope_sin.data() + static_cast<size_t>(r) * half;
+        layers::rotate_heads(ws.q.data() + r * nh * hd, nh, hd, cos, sin, half, c.rope.layout);
+        layers::rotate_heads(ws.k.data() + r * nkv * hd, nkv, hd, cos, sin, half, c.rope.layout);
+        write_kv_slot(kv, kv.slot(sl.block_table, ws.positions[static_cast<size_t>(r)]), ws.k.data() + r * nkv * hd,
+                      ws.v.data() + r * nkv * hd);
+      }
     }
-  }
+  });
   t_rope.end();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const layers::AttentionParams attention{nh, scale, c.layer_sliding_window(layer)};
@@ -142,8 +158,10 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer, std::s
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
   st.linear("gate_up", layer, kGateUp, ws.normed, T, gate_up);
   trace::Scope t_silu("silu_mul");
-  const auto act = std::span(ws.gate).first(static_cast<size_t>(T * I));
-  kernels::silu_mul(act, std::span(ws.up).first(act.size()), act);
+  for_token_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
+    const auto rows = std::span(ws.gate).subspan(static_cast<size_t>(t0 * I), static_cast<size_t>((t1 - t0) * I));
+    kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows);
+  });
   t_silu.end();
   const layers::LinearOutput down{&w.down, {}, ws.normed};
   st.linear("down", layer, kDown, ws.gate, T, std::span(&down, 1));

@@ -4,6 +4,7 @@
 // kernel on this machine gives the reference's bits on random and odd shapes and extreme values
 // (so the CPU's vdpbf16ps is the SDM's: odd product first, one rounding per add, DAZ/FTZ); no row
 // depends on M, on the other rows or on how N is split in whole groups.
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -175,6 +176,43 @@ TEST(Bf16x16Matmul, SubnormalInputsReadAsZero) {
     EXPECT_EQ(y[0], 0.0f) << isa_name(isa);      // subnormal x, huge w
     EXPECT_EQ(y[N + 1], 0.0f) << isa_name(isa);  // huge x, subnormal w
     EXPECT_TRUE(std::isinf(y[N])) << isa_name(isa);  // huge x, huge w: overflow
+  }
+}
+
+// Rows of bf16 activations prepared in pieces (as a thread team does: reserve_activations, then
+// prepare_activation_rows per range) give the bytes and outputs of one prepare_activations call;
+// plans over the same x share one buffer; layouts that depend on M (int8) and f32 are refused.
+TEST(Bf16x16Matmul, ActivationRowsPreparedInPiecesEqualOneCall) {
+  std::mt19937 rng(10);
+  const int64_t M = 7, N = 40, K = 96;
+  const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
+  const auto a = testing::random_bf16x16(N, K, rng);
+  const auto b = testing::random_bf16x16(N, K, rng);
+  std::vector<float> y_whole(static_cast<size_t>(2 * M * N)), y_rows(y_whole.size());
+  const auto plans_for = [&](std::vector<float>& y) {
+    return std::array<MatmulPlan, 2>{plan_matmul(x.data(), K, M, a.view, y.data(), N),
+                                     plan_matmul(x.data(), K, M, b.view, y.data() + M * N, N)};
+  };
+  auto whole = plans_for(y_whole);
+  ASSERT_NE(whole[0].xq_row_bytes, 0u);
+  prepare_activations(whole);
+  const std::vector<uint8_t> whole_bytes(static_cast<const uint8_t*>(whole[0].args.xq),
+                                         static_cast<const uint8_t*>(whole[0].args.xq) + whole[0].xq_bytes);
+  for (auto& p : whole) p.run_rows(0, N);
+  auto rows = plans_for(y_rows);
+  ASSERT_TRUE(reserve_activations(rows));
+  EXPECT_EQ(rows[1].args.xq, rows[0].args.xq);  // same x: one buffer
+  std::memset(const_cast<void*>(rows[0].args.xq), 0xAB, rows[0].xq_bytes);
+  for (auto [m0, m1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) prepare_activation_rows(rows, m0, m1);
+  ASSERT_EQ(std::memcmp(rows[0].args.xq, whole_bytes.data(), whole_bytes.size()), 0);
+  for (auto& p : rows) p.run_rows(0, N);
+  EXPECT_TRUE(same_bits(y_rows, y_whole));
+
+  const auto q8 = testing::random_weights(DType::kQ8_0, N, K, rng);
+  const auto f32 = testing::random_weights(DType::kF32, N, K, rng);
+  for (const TensorView* w : {&q8.view, &f32.view}) {
+    std::array<MatmulPlan, 1> plan{plan_matmul(x.data(), K, M, *w, y_rows.data(), N)};
+    EXPECT_FALSE(reserve_activations(plan)) << dtype_name(w->dtype);
   }
 }
 

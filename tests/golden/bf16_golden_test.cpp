@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "golden_models.h"
 #include "lemma/kernels/isa.h"
@@ -59,6 +60,11 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
     }
   }
   EXPECT_LE(diff_formats, 1e-4 * max_golden);
+  // Model::open hands the interleaved matrices' source pages back to the OS (its checkpoint is its
+  // own): a copy load, whose sources are anonymous memory, gives the lazy (file-backed) load's bits.
+  const auto copied = sequence_logits(Model::open(files->hf_dir, LoadMode::kCopy), tokens);
+  ASSERT_EQ(copied.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(copied.data(), b.data(), b.size() * sizeof(float)));
   const bool bf16_activations = kernels::default_matmul_precision(DType::kBF16, kernels::active_isa()) ==
                                 kernels::MatmulPrecision::kBf16Activations;
   std::printf("tiny-gqa bf16 (%s activations): max|logit - golden| = %.3g of max|golden|\n",

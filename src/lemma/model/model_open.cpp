@@ -78,7 +78,8 @@ Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& wei
     if (!t) return std::nullopt;
     return t->view;
   };
-  return Model::from_tensors(std::move(config), WeightFormat::kHf, lookup, std::move(file));
+  // As for GGUF: the checkpoint is this model's alone, so interleaved matrices' sources go back to the OS.
+  return Model::from_tensors(std::move(config), WeightFormat::kHf, lookup, std::move(file), /*owns_sources=*/true);
 }
 
 }  // namespace

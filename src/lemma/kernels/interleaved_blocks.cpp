@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "lemma/base/error.h"
+#include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/float_bits.h"
 
 namespace lemma::kernels {
 
@@ -78,7 +80,56 @@ void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) 
   }
 }
 
+// Row i of a superblock back into its file block (the inverse of write_superblock /
+// write_q4k_superblock).
+void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* block) {
+  if (plain == DType::kQ4_K) {
+    std::memcpy(block, super + 2 * i, 2);
+    std::memcpy(block + 2, super + 32 + 2 * i, 2);
+    for (int64_t w = 0; w < 3; ++w) std::memcpy(block + 4 + 4 * w, super + 64 + 64 * w + 4 * i, 4);
+    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(block + 16 + 4 * chunk, super + 256 + 64 * chunk + 4 * i, 4);
+    return;
+  }
+  const bool q8 = plain == DType::kQ8_0;
+  const bool q5 = plain == DType::kQ5_0;
+  std::memcpy(block, super + 2 * i, 2);
+  const uint8_t* codes = super + kScaleBytes;
+  uint8_t* out_codes = block + (q5 ? 6 : 2);
+  for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
+    uint32_t quad;
+    std::memcpy(&quad, codes + 64 * j + 4 * i, 4);
+    if (q8) quad ^= 0x80808080u;
+    std::memcpy(out_codes + 4 * j, &quad, 4);
+  }
+  if (q5) {
+    uint64_t masks[8];
+    std::memcpy(masks, codes + 4 * 64, sizeof(masks));
+    uint32_t qh = 0;
+    for (int64_t v = 0; v < kBlock; ++v) qh |= static_cast<uint32_t>((masks[v / 4] >> (4 * i + v % 4)) & 1u) << v;
+    std::memcpy(block + 2, &qh, 4);
+  }
+}
+
 }  // namespace
+
+void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_t row, float* out) {
+  const DType plain = plain_dtype(interleaved);
+  if (plain == DType::kCount) fail<InvalidArgument>("read_interleaved_row: {} is not an interleaved dtype", dtype_name(interleaved));
+  const int64_t g = row / kInterleaveRows, i = row % kInterleaveRows;
+  const auto* base = static_cast<const uint8_t*>(data);
+  if (plain == DType::kBF16) {
+    const auto* group = reinterpret_cast<const uint16_t*>(base) + g * kInterleaveRows * K;
+    for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(group[k / 2 * 2 * kInterleaveRows + 2 * i + k % 2]);
+    return;
+  }
+  const int64_t values = block_values(plain), blocks = K / values, bb = block_bytes(plain);
+  const uint8_t* group = base + g * blocks * kInterleaveRows * bb;
+  uint8_t block[256];  // the largest file block here (Q4_K: 144 bytes)
+  for (int64_t b = 0; b < blocks; ++b) {
+    read_file_block(plain, group + b * kInterleaveRows * bb, i, block);
+    dequantize_row(plain, block, out + b * values, values);
+  }
+}
 
 DType plain_dtype(DType interleaved) {
   switch (interleaved) {

@@ -80,6 +80,11 @@ size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
 // (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.
 void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out);
 
+// Row `row` of an interleaved [N, K] matrix (`interleaved` one of the dtypes above, `data` its
+// buffer) as f32 into out[0, K): bit for bit what dequantize_row() gives for the file's row (each
+// block is put back into the file's bytes first). For embedding lookups of a tied LM head.
+void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_t row, float* out);
+
 // The signed activation buffer (see above).
 static inline size_t int8_signed_activation_bytes(int64_t M, int64_t K) {
   return int8_activation_bytes(M, K) + static_cast<size_t>(M * int8_scales_stride(K)) * 4;

@@ -1,5 +1,6 @@
 #include "lemma/model/interleaved_weights.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string_view>
@@ -42,7 +43,7 @@ void release_pages(const void* data, size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-void interleave(TensorView& view, Interleaved& out, const void* keep) {
+void interleave(TensorView& view, Interleaved& out, bool release_source) {
   const DType target = kernels::interleaved_dtype(view.dtype);
   if (target == DType::kCount || view.shape.rank != 2 ||
       view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) != 0 || !interleaving_enabled(view.dtype))
@@ -50,11 +51,17 @@ void interleave(TensorView& view, Interleaved& out, const void* keep) {
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
   auto buffer = std::make_unique<AlignedBuffer>(bytes);
-  kernels::interleave_rows(view.dtype, view.data, N, K, buffer->bytes);
-  if (keep != nullptr && view.data != keep) {
-    release_pages(view.data, view.bytes());
-    out.released_bytes += view.bytes();
+  // In slabs of whole 16-row groups (each a contiguous part of both layouts), each source slab
+  // released once copied: the peak holds one slab twice, not a whole LM head (272 MB in bf16).
+  const auto row_bytes = static_cast<int64_t>(view.bytes()) / N;
+  const int64_t slab_rows = std::max<int64_t>(16, (int64_t{32} << 20) / row_bytes / 16 * 16);
+  for (int64_t n0 = 0; n0 < N; n0 += slab_rows) {
+    const int64_t rows = std::min(slab_rows, N - n0);
+    const uint8_t* source = static_cast<const uint8_t*>(view.data) + n0 * row_bytes;
+    kernels::interleave_rows(view.dtype, source, rows, K, buffer->bytes + kernels::interleaved_bytes(view.dtype, n0, K));
+    if (release_source) release_pages(source, static_cast<size_t>(rows * row_bytes));
   }
+  if (release_source) out.released_bytes += view.bytes();
   view = TensorView{buffer->bytes, target, view.shape};
   out.total_bytes += bytes;
   out.buffers.push_back(std::move(buffer));
@@ -76,11 +83,14 @@ bool interleaving_enabled(DType plain) {
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
-  // Sources to keep: none unless released; the token embedding's bytes always (a tied LM head's).
-  const void* keep = release_sources ? weights.token_embedding.data : nullptr;
   for (LayerWeights& layer : weights.layers)
-    for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) interleave(*w, *out, keep);
-  interleave(weights.lm_head, *out, keep);
+    for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+      interleave(*w, *out, release_sources);
+  // A tied LM head's source is the token embedding: lookups then read rows of the interleaved copy
+  // (layers::read_row -> kernels::read_interleaved_row, the same values), so one copy is kept.
+  const bool tied = weights.lm_head.data == weights.token_embedding.data;
+  interleave(weights.lm_head, *out, release_sources);
+  if (tied) weights.token_embedding = weights.lm_head;
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "

@@ -9,7 +9,8 @@
 // Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX-512 (also when
 // forced with LEMMA_ISA), no AVX512_VNNI (int8) or AVX512_BF16 (bf16), or f32 activations
 // (LEMMA_MATMUL_PRECISION=f32).
-// The token embedding keeps its view (rows are read one at a time); a tied LM head gets its own copy.
+// An untied token embedding keeps its view (rows are read one at a time); a tied one becomes the
+// interleaved LM head's view, whose rows layers::read_row() reads back bit for bit.
 #pragma once
 
 #include <memory>
@@ -27,7 +28,7 @@ bool interleaving_enabled(DType plain = DType::kQ8_0);
 // `release_sources`: the caller's owner holds the only reference to the matrices' source bytes and
 // nothing reads them again (Model::open of a GGUF file), so their whole pages go back to the OS
 // (MADV_DONTNEED: a file mapping re-reads them on access, a copy load frees them) and the process
-// holds one copy of the weights, not two. A source shared with the token embedding (tied) is kept.
+// holds one copy of the weights, not two (a tied embedding included: see above).
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources = false);
 
 }  // namespace lemma

@@ -263,5 +263,24 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   }
 }
 
+// Rows read back from every interleaved layout (a tied LM head's embedding lookups) are bit for bit
+// the file rows' dequantised values, in full and partial 16-row groups.
+TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
+  std::mt19937 rng(31);
+  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kBF16}) {
+    const int64_t N = 37, K = plain == DType::kQ4_K ? 512 : 96;
+    const auto w = testing::random_weights(plain, N, K, rng);
+    std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));
+    interleave_rows(plain, w.bytes.data(), N, K, bytes.data());
+    std::vector<float> got(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      read_interleaved_row(interleaved_dtype(plain), bytes.data(), K, n, got.data());
+      ASSERT_EQ(0, std::memcmp(got.data(), w.dequantized.data() + n * K, got.size() * sizeof(float))) << dtype_name(plain) << " row " << n;
+    }
+  }
+  std::vector<float> out(32);
+  EXPECT_THROW(read_interleaved_row(DType::kQ8_0, nullptr, 32, 0, out.data()), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace lemma::kernels

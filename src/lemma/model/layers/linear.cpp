@@ -6,6 +6,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/kernels/dequantize.h"
+#include "lemma/kernels/interleaved_blocks.h"
 
 namespace lemma::layers {
 
@@ -18,6 +19,10 @@ bool is_supported_weight_dtype(DType dtype) { return kernels::can_dequantize(dty
 void read_row(const TensorView& weight, int64_t row, std::span<float> out) {
   const int64_t k = row_length(weight);
   assert(static_cast<int64_t>(out.size()) >= k);
+  if (kernels::is_interleaved(weight.dtype)) {  // a tied LM head's embedding rows (interleaved_weights.h)
+    kernels::read_interleaved_row(weight.dtype, weight.data, k, row, out.data());
+    return;
+  }
   const auto row_bytes = dtype_bytes(weight.dtype, static_cast<uint64_t>(k));
   if (!row_bytes || !kernels::can_dequantize(weight.dtype))
     fail<Unsupported>("cannot read rows of {} weights with {} values per row", dtype_name(weight.dtype), k);

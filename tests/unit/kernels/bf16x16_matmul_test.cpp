@@ -121,15 +121,10 @@ TEST(Bf16x16Matmul, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
     const MatmulOptions options{isa, kBf16};
     const auto batch = run_matmul(x, K, M, w.view, nullptr, options);
     ASSERT_EQ(testing::first_batch_dependence(x, K, M, w.view, options, batch, {2, 3, 4, 5, 8, 9, 16}), "");
-    std::vector<float> tiled(batch.size(), -1.0f);
-    MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
-    EXPECT_EQ(plan.row_group, kInterleaveRows);
-    prepare_activations(std::span(&plan, 1));
-    plan.run_rows(32, N);
-    plan.run_rows(16, 32);
-    plan.run_rows(0, 16);
-    ASSERT_TRUE(same_bits(tiled, batch));
-    EXPECT_THROW(plan.run_rows(8, 16), InvalidArgument);
+    auto split = testing::run_in_group_splits(x, K, M, w.view, options);
+    EXPECT_EQ(split.plan.row_group, kInterleaveRows);
+    ASSERT_TRUE(same_bits(split.y, batch));
+    EXPECT_THROW(split.plan.run_rows(8, 16), InvalidArgument);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,25 @@ inline std::string first_batch_dependence(const std::vector<float>& x, int64_t K
                                           std::initializer_list<int64_t> prefixes) {
   const auto run = [&](const std::vector<float>& rows, int64_t count) { return run_matmul(rows, K, count, w, nullptr, options); };
   return first_batch_dependence_of(run, x, K, M, w.shape[0], batch, prefixes);
+}
+
+// y for x [M, K] (rows K apart) through plan_matmul() + run_rows() over N (> 32) cut into
+// [32, N), [16, 32), [0, 16): whole 16-row groups of interleaved weights, the last (partial) one
+// first. The plan stays with its y for further checks (e.g. that a split inside a group throws).
+struct GroupSplitRun {
+  std::vector<float> y;
+  MatmulPlan plan;
+};
+inline GroupSplitRun run_in_group_splits(const std::vector<float>& x, int64_t K, int64_t M, const TensorView& w,
+                                         const MatmulOptions& options) {
+  const int64_t N = w.shape[0];
+  GroupSplitRun r{std::vector<float>(static_cast<size_t>(M * N), -1.0f), {}};
+  r.plan = plan_matmul(x.data(), K, M, w, r.y.data(), N, nullptr, options);
+  prepare_activations(std::span(&r.plan, 1));
+  r.plan.run_rows(32, N);
+  r.plan.run_rows(16, 32);
+  r.plan.run_rows(0, 16);
+  return r;
 }
 
 }  // namespace lemma::kernels::testing

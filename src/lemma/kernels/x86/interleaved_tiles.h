@@ -21,13 +21,21 @@ static inline void group_starts(const MatmulArgs& a, int64_t g0, int64_t blocks,
 }
 
 // Software prefetch of W for the interleaved kernels: each group of 16 rows is one forward stream,
-// prefetched 1 KiB ahead of the bytes being read. Measured on qwen05b-shape decode (2 threads):
-// prefetching the next register tile's groups instead (tens to hundreds of KiB ahead, past L1) was
-// 10-15% slower for bf16x16 and Q8_0x16; 1, 1.5 and 2 KiB ahead were alike. Past a group's end it
-// reaches into the next group, which another accumulator or the next tile reads.
+// prefetched ahead of the bytes being read, by a distance that depends on how many streams a
+// register tile reads at once. A tile of several groups (prefill, bf16 decode) reads several
+// streams, each prefetched 1 KiB ahead: measured on qwen05b-shape decode (2 threads), prefetching
+// the next register tile's groups instead (tens to hundreds of KiB ahead, past L1) was 10-15% slower
+// for bf16x16 and Q8_0x16; 1, 1.5 and 2 KiB ahead were alike, 4 KiB per stream slower. A tile of one
+// group (int8 decode) walks a thread's rows as one contiguous stream, since groups lie one after the
+// other: prefetched 8 KiB ahead, the LM head's Q4_0 GEMV (2 threads) went from 58-63 to 82-91 GB/s
+// and Q8_0's from 57-60 to 68-73 (matmul_bench; 4, 12, 16 and 24 KiB were lower). Past a group's end
+// the prefetch reaches into the next group, which the next tile reads.
 constexpr int64_t kStreamPrefetchBytes = 1024;
+constexpr int64_t kOneStreamPrefetchBytes = 8192;
+template <int Streams>
 static inline void prefetch_stream(const void* reading, int64_t bytes) {
-  const char* ahead = static_cast<const char*>(reading) + kStreamPrefetchBytes;
+  constexpr int64_t kAhead = Streams == 1 ? kOneStreamPrefetchBytes : kStreamPrefetchBytes;
+  const char* ahead = static_cast<const char*>(reading) + kAhead;
   for (int64_t line = 0; line < bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 

@@ -40,7 +40,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values
   for (int64_t c = 0; c < a.K / 2; ++c) {
     __m512bh wv[G];
     for (int g = 0; g < G; ++g) {
-      if constexpr (F == Fetch::kStream) prefetch_stream(w[g] + 32 * c, 64);
+      if constexpr (F == Fetch::kStream) prefetch_stream<G>(w[g] + 32 * c, 64);
       if constexpr (F == Fetch::kNextBlock) _mm_prefetch(reinterpret_cast<const char*>(w[g] + 32 * c + next_block_values), _MM_HINT_T1);
       wv[g] = (__m512bh)_mm512_load_si512(w[g] + 32 * c);
     }

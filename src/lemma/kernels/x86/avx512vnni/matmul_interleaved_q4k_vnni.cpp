@@ -71,7 +71,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * kSuperBytes;
-      prefetch_stream(super, kSuperBytes);
+      prefetch_stream<G>(super, kSuperBytes);
       const Scales s = unpack_scales(super);
       __m512i S[R], N[R];
       for (int r = 0; r < R; ++r) {

@@ -66,6 +66,27 @@ namespace {
 // The forward's matmul groups, in the order of DecodePlanCache slots: four per layer, then the head.
 enum MatmulSlot : size_t { kQkv, kO, kGateUp, kDown, kSlotsPerLayer };
 
+// The RMSNorm that makes a layer's input rows in ws.normed: from the residual alone (the first
+// layer's attn_norm), or fused with the residual add of the block before (delta = ws.normed, the
+// o_proj or down output: residual += delta first).
+struct NormStep {
+  const char* name;  // trace range
+  std::span<const float> weight;
+  bool add_first;
+
+  // Token rows [t0, t1); each row reads and writes only itself.
+  void run(const ModelConfig& c, ForwardWorkspace& ws, int64_t t0, int64_t t1) const {
+    const int64_t H = c.hidden_size;
+    const auto at = static_cast<size_t>(t0 * H), n = static_cast<size_t>((t1 - t0) * H);
+    const auto residual = std::span(ws.residual).subspan(at, n), normed = std::span(ws.normed).subspan(at, n);
+    if (add_first) {
+      layers::add_rms_norm(residual, normed, t1 - t0, H, weight, c.rms_norm_eps, normed);
+    } else {
+      layers::rms_norm(residual, t1 - t0, H, weight, c.rms_norm_eps, normed);
+    }
+  }
+};
+
 // Everything one forward shares between its layers.
 struct StepState {
   const ModelConfig& config;
@@ -83,6 +104,20 @@ struct StepState {
     trace::Scope t_run(name);
     layers::run_linear_group(plan, team);
   }
+
+  // The same over x = ws.normed, whose rows `norm` writes first (fused with x's conversion for the
+  // kernels where they read it row by row: layers::write_linear_group_input).
+  void normed_linear(const NormStep& norm, const char* name, int64_t layer, MatmulSlot slot,
+                     std::span<const layers::LinearOutput> outputs) const {
+    ThreadTeam* team = ws.team.get();
+    layers::LinearGroupPlan& plan =
+        plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, ws.normed, num_tokens, outputs, team);
+    trace::Scope t_norm(norm.name);
+    layers::write_linear_group_input(plan, team, [&](int64_t t0, int64_t t1) { norm.run(config, ws, t0, t1); });
+    t_norm.end();
+    trace::Scope t_run(name);
+    layers::run_prepared_linear_group(plan, team);
+  }
 };
 
 // fn(t0, t1) over ranges of the step's token rows [0, T): on the team when the rows hold enough
@@ -97,16 +132,17 @@ void for_token_rows(ThreadTeam* team, int64_t T, int64_t row_values, Fn&& fn) {
   team->parallel_for(T, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(row_values, 1)), fn);
 }
 
-// residual += o_proj(attention(normed)), writing this layer's new K/V into the cache; then
-// normed = ffn_norm(residual), fused with that add (G20). On entry normed = attn_norm(residual).
-void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, KvLayerView kv) {
+// normed = attn_norm(residual) (`norm`: fused with the previous block's residual add and with the
+// conversion of x for q/k/v, G20); residual += o_proj(attention(normed)), writing this layer's new
+// K/V into the cache. On return normed holds the o_proj output (the delta of the next add).
+void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, KvLayerView kv, const NormStep& norm) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
   ThreadTeam* team = ws.team.get();
-  const int64_t T = st.num_tokens, H = c.hidden_size, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
+  const int64_t T = st.num_tokens, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
   const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
-  st.linear("qkv", layer, kQkv, ws.normed, T, qkv);
+  st.normed_linear(norm, "qkv", layer, kQkv, qkv);
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
@@ -143,20 +179,16 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   t_attention.end();
   const layers::LinearOutput o{&w.o, {}, ws.normed};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
-  trace::Scope t_add_norm("add_ffn_norm");
-  layers::add_rms_norm(ws.residual, ws.normed, T, H, w.ffn_norm, c.rms_norm_eps, ws.normed);
 }
 
-// residual += down(silu(gate(normed)) * up(normed)); then normed = next_norm(residual), fused with
-// that add: the next layer's attn_norm, or the final norm after the last layer. On entry
-// normed = ffn_norm(residual).
-void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer, std::span<const float> next_norm,
-               const char* next_name) {
+// normed = ffn_norm(residual + normed) (fused with that add and with x's conversion for gate/up);
+// residual += down(silu(gate(normed)) * up(normed)). On return normed holds the down output.
+void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
-  const int64_t T = st.num_tokens, H = c.hidden_size, I = c.intermediate_size;
+  const int64_t T = st.num_tokens, I = c.intermediate_size;
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
-  st.linear("gate_up", layer, kGateUp, ws.normed, T, gate_up);
+  st.normed_linear({"add_ffn_norm", w.ffn_norm, true}, "gate_up", layer, kGateUp, gate_up);
   trace::Scope t_silu("silu_mul");
   for_token_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
     const auto rows = std::span(ws.gate).subspan(static_cast<size_t>(t0 * I), static_cast<size_t>((t1 - t0) * I));
@@ -165,8 +197,6 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer, std::s
   t_silu.end();
   const layers::LinearOutput down{&w.down, {}, ws.normed};
   st.linear("down", layer, kDown, ws.gate, T, std::span(&down, 1));
-  trace::Scope t_add_norm(next_name);
-  layers::add_rms_norm(ws.residual, ws.normed, T, H, next_norm, c.rms_norm_eps, ws.normed);
 }
 
 }  // namespace
@@ -213,18 +243,18 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
                                   ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
   DecodePlanCache::Step plans = ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1);
   const StepState state{c, ws, slices, T, plans};
-  // Only the first norm runs alone; each later one is fused with the residual add before it.
-  trace::Scope t_norm("attn_norm");
-  layers::rms_norm(ws.residual, T, H, weights_.layers.front().attn_norm, c.rms_norm_eps, ws.normed);
-  t_norm.end();
+  // Each norm is fused with the residual add before it (but the first) and with the conversion of
+  // the next matmul's x; the final one runs alone (the LM head reads only the rows that want logits).
   for (int64_t l = 0; l < c.num_layers; ++l) {
     trace::Scope t_layer("layer", "layer", "layer", l);
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    attention_block(state, w, l, cache.layer(l));
-    const bool last = l + 1 == c.num_layers;
-    mlp_block(state, w, l, last ? weights_.final_norm : weights_.layers[static_cast<size_t>(l + 1)].attn_norm,
-              last ? "add_final_norm" : "add_attn_norm");
+    attention_block(state, w, l, cache.layer(l), l == 0 ? NormStep{"attn_norm", w.attn_norm, false} : NormStep{"add_attn_norm", w.attn_norm, true});
+    mlp_block(state, w, l);
   }
+  const NormStep final_norm{"add_final_norm", weights_.final_norm, true};
+  trace::Scope t_final_norm(final_norm.name);
+  for_token_rows(ws.team.get(), T, H, [&](int64_t t0, int64_t t1) { final_norm.run(c, ws, t0, t1); });
+  t_final_norm.end();
 
   // Gather the normalised rows that want logits, project. (Every row went through the final norm
   // with the last residual add; a row's norm does not depend on the others.)

@@ -1,15 +1,19 @@
 // Linear groups on a team (G21): guided row tiles cover the row space once, in aligned tiles that
 // shrink to the minimum (so threads finish within a small tile of each other), and a group run on
 // teams of any size gives the bits of the inline run, with tiles crossing from one matrix into the
-// next and matrices whose row counts are not whole 16-row groups.
+// next and matrices whose row counts are not whole 16-row groups; and an input written row by row
+// (the model's norms, fused with x's conversion) gives the bits of one written first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
-#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/isa.h"
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/row_tiles.h"
 #include "lemma/model/thread_team.h"
@@ -102,6 +106,99 @@ TEST(LinearGroup, TeamsGiveTheInlineBitsAcrossMatrixEdges) {
         ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0) << dtype_name(dtype) << " " << threads << " threads, output " << i;
     }
   }
+}
+
+// Random [N, K] weights of `dtype` (F32, BF16, BF16x16 or Q8_0 with random codes), 64-byte aligned.
+struct Weights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+Weights random_weights(DType dtype, int64_t N, int64_t K, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(N * K));
+  for (auto& v : w) v = dist(rng);
+  Weights out;
+  const size_t size = dtype == DType::kBF16x16 ? kernels::interleaved_bytes(DType::kBF16, N, K)
+                                               : *dtype_bytes(dtype, static_cast<uint64_t>(N * K));
+  out.bytes.resize(size + 64);
+  auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(out.bytes.data()) + 63) / 64 * 64);
+  if (dtype == DType::kF32) {
+    std::memcpy(data, w.data(), w.size() * 4);
+  } else if (dtype == DType::kQ8_0) {  // blocks of an f16 scale and 32 codes
+    for (size_t b = 0; b < w.size() / 32; ++b) {
+      const uint16_t d = kernels::f32_to_f16(0.01f + 0.001f * static_cast<float>(b % 7));
+      std::memcpy(data + 34 * b, &d, 2);
+      for (size_t i = 0; i < 32; ++i) data[34 * b + 2 + i] = static_cast<uint8_t>(static_cast<int8_t>(w[32 * b + i] * 127.0f));
+    }
+  } else {
+    std::vector<uint16_t> plain(w.size());
+    for (size_t i = 0; i < w.size(); ++i) plain[i] = kernels::f32_to_bf16(w[i]);
+    if (dtype == DType::kBF16) {
+      std::memcpy(data, plain.data(), plain.size() * 2);
+    } else {
+      kernels::interleave_rows(DType::kBF16, plain.data(), N, K, data);
+    }
+  }
+  out.view = TensorView{data, dtype, Shape{N, K}};
+  return out;
+}
+
+// x written row by row by write_x (as the model's norms write it, each range converted for the
+// kernels right after it is written where they read x row by row) gives the bits of x written first
+// and linear_group(), inline and on teams of 2 and 3, with every row written once. Before each run
+// the same plan runs over another x, so a range left unconverted would read stale rows and fail.
+TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t K = 1024;  // ranges of 16 rows on a team (16K values each)
+  const int64_t rows[] = {100, 48};
+  bool converted_by_rows = false;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kBF16x16, DType::kQ8_0}) {
+    std::vector<Weights> weights;
+    for (int64_t N : rows) weights.push_back(random_weights(dtype, N, K, rng));
+    for (int64_t M : {1, 5, 40}) {
+      std::vector<float> source(static_cast<size_t>(M * K));
+      for (auto& v : source) v = dist(rng);
+      const auto row_of_x = [&](std::span<float> x, int64_t r) {  // any row-local function of the source
+        for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(r * K + k)] = 1.5f * source[static_cast<size_t>(r * K + k)] - 0.25f;
+      };
+      const auto outputs_into = [&](std::vector<std::vector<float>>& ys) {
+        std::vector<LinearOutput> outputs;
+        ys.clear();
+        for (int64_t N : rows) ys.emplace_back(static_cast<size_t>(M * N), -1.0f);
+        for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i].view, {}, ys[i]});
+        return outputs;
+      };
+      std::vector<float> x(static_cast<size_t>(M * K));
+      for (int64_t r = 0; r < M; ++r) row_of_x(x, r);
+      std::vector<std::vector<float>> want;
+      linear_group(x, M, outputs_into(want), nullptr);
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M << " threads=" << threads);
+        ThreadTeam team(threads);
+        std::vector<std::vector<float>> got;
+        const auto outputs = outputs_into(got);
+        LinearGroupPlan plan = plan_linear_group(x, M, outputs, &team);
+        converted_by_rows = converted_by_rows || plan.plans[0].xq_row_bytes != 0;
+        std::fill(x.begin(), x.end(), 0.75f);
+        run_linear_group(plan, &team);  // the other x, prepared into the same scratch
+        std::fill(x.begin(), x.end(), std::numeric_limits<float>::quiet_NaN());
+        std::vector<int> written(static_cast<size_t>(M), 0);
+        write_linear_group_input(plan, &team, [&](int64_t m0, int64_t m1) {
+          for (int64_t r = m0; r < m1; ++r) {
+            row_of_x(x, r);
+            ++written[static_cast<size_t>(r)];
+          }
+        });
+        run_prepared_linear_group(plan, &team);
+        EXPECT_EQ(std::count(written.begin(), written.end(), 1), M);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0) << "output " << i;
+      }
+    }
+  }
+  // bf16 weights read x as bf16 rows where the CPU has AVX512_BF16: the fused path ran.
+  if (kernels::cpu_features().avx512_bf16 && kernels::active_isa() >= kernels::Isa::kAvx512) EXPECT_TRUE(converted_by_rows);
 }
 
 }  // namespace

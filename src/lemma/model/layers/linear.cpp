@@ -59,17 +59,21 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
   return g;
 }
 
-void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
-  // int8/bf16 kernels read x prepared once per call; bf16 rows are prepared on the team (at batch 32
-  // the 4864-wide input of down took 8% of that matmul on one thread).
-  const auto plans = std::span(g.plans.data(), g.count);
-  if (g.tiles.count != 0 && kernels::reserve_activations(plans)) {
-    const int64_t M = g.plans[0].args.M, K = g.plans[0].args.K;
-    team->parallel_for(M, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(K, 1)),
-                       [plans](int64_t m0, int64_t m1) { kernels::prepare_activation_rows(plans, m0, m1); });
-  } else {
-    kernels::prepare_activations(plans);
+namespace {
+
+// Ranges of x's M rows of K values on the team: chunks of ~16K values (inline when few).
+void for_x_rows(ThreadTeam* team, int64_t M, int64_t K, RangeFnRef fn) {
+  if (team == nullptr || team->size() == 1) {
+    fn(0, M);
+    return;
   }
+  team->parallel_for(M, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(K, 1)), fn);
+}
+
+}  // namespace
+
+// Row tiles over the team: each thread runs the part of each matrix inside a tile.
+void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   if (g.tiles.count == 0) {
     for (size_t i = 0; i < g.count; ++i) g.plans[i].run_rows(0, g.plans[i].args.N);
     return;
@@ -83,6 +87,30 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
       if (n0 < n1) g.plans[i].run_rows(n0, n1);
     }
   });
+}
+
+void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
+  // int8/bf16 kernels read x prepared once per call; bf16 rows are prepared on the team (at batch 32
+  // the 4864-wide input of down took 8% of that matmul on one thread).
+  const auto plans = std::span(g.plans.data(), g.count);
+  if (g.tiles.count != 0 && kernels::reserve_activations(plans)) {
+    for_x_rows(team, g.plans[0].args.M, g.plans[0].args.K,
+               [plans](int64_t m0, int64_t m1) { kernels::prepare_activation_rows(plans, m0, m1); });
+  } else {
+    kernels::prepare_activations(plans);
+  }
+  run_prepared_linear_group(g, team);
+}
+
+void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef write_x) {
+  const auto plans = std::span(g.plans.data(), g.count);
+  const int64_t M = g.count != 0 ? g.plans[0].args.M : 0, K = g.count != 0 ? g.plans[0].args.K : 0;
+  const bool by_rows = kernels::reserve_activations(plans);
+  for_x_rows(team, M, K, [&](int64_t m0, int64_t m1) {
+    write_x(m0, m1);
+    if (by_rows) kernels::prepare_activation_rows(plans, m0, m1);
+  });
+  if (!by_rows) kernels::prepare_activations(plans);
 }
 
 void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {

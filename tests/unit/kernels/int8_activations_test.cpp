@@ -17,6 +17,7 @@
 #include "lemma/base/error.h"
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/int8_activations.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/kernels/quant_blocks.h"
@@ -78,32 +79,47 @@ TEST(Int8Activations, EveryQuantiserWritesTheReferenceBytes) {
   x[static_cast<size_t>(stride + 32)] = std::numeric_limits<float>::infinity();
   x[static_cast<size_t>(stride + 96 + 5)] = std::numeric_limits<float>::quiet_NaN();
   x[static_cast<size_t>(stride + 64 + 9)] = -2.5f;
-  const size_t bytes = int8_activation_bytes(M, K);
-  std::vector<uint8_t> want(bytes + 64), got(bytes + 64);
   auto aligned = [](std::vector<uint8_t>& v) {
     const auto address = reinterpret_cast<uintptr_t>(v.data());
     return v.data() + (64 - address % 64) % 64;
   };
+  // What `reference` (a scalar registry row) writes for x, and how many quantisers of its format
+  // (same buffer size function) on this machine write the same bytes.
+  const auto check_format = [&](const MatmulKernel* reference, std::vector<uint8_t>& want) {
+    const size_t bytes = reference->xq_bytes(M, K);
+    want.assign(bytes + 64, 0);
+    reference->quantize_x(x.data(), stride, M, K, aligned(want));
+    std::vector<uint8_t> got(bytes + 64);
+    int checked = 0;
+    for (const MatmulKernel& k : matmul_kernels()) {
+      // Same format only (bf16 packers: bf16_matmul_test.cpp; K-quants' Q8_K: q8k_activations_test.cpp).
+      if (k.quantize_x == nullptr || k.xq_bytes != reference->xq_bytes || k.isa > detected_isa()) continue;
+      std::fill(got.begin(), got.end(), 0xAB);
+      k.quantize_x(x.data(), stride, M, K, aligned(got));
+      EXPECT_EQ(0, std::memcmp(aligned(got), aligned(want), bytes)) << k.name;
+      ++checked;
+    }
+    return checked;
+  };
   const MatmulKernel* reference = find_matmul_kernel(DType::kQ8_0, K, Isa::kScalar, kInt8);
   ASSERT_NE(reference, nullptr);
   ASSERT_NE(reference->quantize_x, nullptr);
-  reference->quantize_x(x.data(), stride, M, K, aligned(want));
+  std::vector<uint8_t> want;
+  EXPECT_GE(check_format(reference, want), 3);
   // Spot checks of the rule itself: zero block, rounding half to even, NaN scale.
   const float* scales = int8_scales(aligned(want), M, K, 0);
   EXPECT_EQ(scales[0], 0.0f);
   EXPECT_EQ(int8_codes(aligned(want), K, 0)[0], 128);
   EXPECT_TRUE(std::isnan(int8_scales(aligned(want), M, K, 1)[3]));
   EXPECT_EQ(int8_codes(aligned(want), K, 1)[64 + 9], 128 - 127);  // the lone value is the block's max
-  int checked = 0;
-  for (const MatmulKernel& k : matmul_kernels()) {
-    // Same format only (bf16 packers: bf16_matmul_test.cpp; K-quants' Q8_K: q8k_activations_test.cpp).
-    if (k.quantize_x == nullptr || k.xq_bytes != reference->xq_bytes || k.isa > detected_isa()) continue;
-    std::fill(got.begin(), got.end(), 0xAB);
-    k.quantize_x(x.data(), stride, M, K, aligned(got));
-    ASSERT_EQ(0, std::memcmp(aligned(got), aligned(want), bytes)) << k.name;
-    ++checked;
-  }
-  EXPECT_GE(checked, 3);
+  // The signed form the interleaved kernels read (interleaved_blocks.h: codes made signed, block
+  // sums appended), whichever way a quantiser gets there.
+  const MatmulKernel* signed_reference = find_matmul_kernel(DType::kQ8_0x16, K, Isa::kScalar, kInt8);
+  ASSERT_NE(signed_reference, nullptr);
+  std::vector<uint8_t> want_signed;
+  EXPECT_GE(check_format(signed_reference, want_signed), 2);
+  EXPECT_EQ(int8_signed_codes(aligned(want_signed), K, 1)[64 + 9], -127);
+  EXPECT_EQ(int8_block_sums(aligned(want_signed), M, K, 1)[2], -127);
 }
 
 // Every ISA's kernel equals the reference kernel bitwise; the reference is within the quantisation

@@ -5,10 +5,12 @@
 // v = x * id, NaN -> 0, clamped to [-127, 127] in f32, then rounded half to even; a block holding a
 // NaN gets d_x = NaN (so the outputs that read it are NaN, as in f32).
 //
-// Buffer layout (what MatmulArgs::xq points at), for M rows of K values (K a multiple of 32):
-//   codes:  M rows of int8_codes_stride(K) bytes, code + 128 as uint8 (so vpdpbusd can take x as its
-//           unsigned operand), padded after K with 128 (q = 0);
-//   scales: then M rows of int8_scales_stride(K) floats (d_x per block, padded with 0).
+// Buffer layout (what MatmulArgs::xq points at), for M rows of K values (K a multiple of 32): row
+// by row, each row int8_row_bytes(K) long (so rows can be written apart, by several threads, right
+// after x's row is made: layers::write_linear_group_input):
+//   codes:  int8_codes_stride(K) bytes, code + 128 as uint8 (so vpdpbusd can take x as its unsigned
+//           operand), padded after K with 128 (q = 0);
+//   scales: then int8_scales_stride(K) floats (d_x per block, padded with 0).
 // Both strides are multiples of 64 bytes (the buffer must be 64-byte aligned).
 //
 // The dot product every kernel computes (the reference defines the bits; SIMD kernels match them):
@@ -30,17 +32,15 @@ constexpr int64_t kInt8ActivationBlock = 32;
 
 static constexpr int64_t int8_codes_stride(int64_t K) { return (K + 63) / 64 * 64; }
 static constexpr int64_t int8_scales_stride(int64_t K) { return (K / kInt8ActivationBlock + 15) / 16 * 16; }
-static constexpr size_t int8_activation_bytes(int64_t M, int64_t K) {
-  return static_cast<size_t>(M * (int8_codes_stride(K) + 4 * int8_scales_stride(K)));
-}
+static constexpr int64_t int8_row_bytes(int64_t K) { return int8_codes_stride(K) + 4 * int8_scales_stride(K); }
+static constexpr size_t int8_activation_bytes(int64_t M, int64_t K) { return static_cast<size_t>(M * int8_row_bytes(K)); }
 
-// Views into a quantised-x buffer.
+// Views into a quantised-x buffer (row m).
 static inline const uint8_t* int8_codes(const void* xq, int64_t K, int64_t m) {
-  return static_cast<const uint8_t*>(xq) + m * int8_codes_stride(K);
+  return static_cast<const uint8_t*>(xq) + m * int8_row_bytes(K);
 }
-static inline const float* int8_scales(const void* xq, int64_t M, int64_t K, int64_t m) {
-  return reinterpret_cast<const float*>(static_cast<const uint8_t*>(xq) + M * int8_codes_stride(K)) +
-         m * int8_scales_stride(K);
+static inline const float* int8_scales(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const float*>(int8_codes(xq, K, m) + int8_codes_stride(K));
 }
 
 // Writes the buffer for x[M, K] (rows x_stride floats apart) into out (int8_activation_bytes(M, K),

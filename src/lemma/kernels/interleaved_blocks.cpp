@@ -193,9 +193,9 @@ void make_int8_activations_signed(int64_t M, int64_t K, void* out) {
   auto* base = static_cast<uint8_t*>(out);
   const int64_t blocks = K / kBlock;
   for (int64_t m = 0; m < M; ++m) {
-    uint8_t* codes = base + m * int8_codes_stride(K);
+    uint8_t* codes = base + m * int8_signed_row_bytes(K);
     for (int64_t k = 0; k < int8_codes_stride(K); ++k) codes[k] = static_cast<uint8_t>(codes[k] ^ 0x80u);
-    auto* sums = reinterpret_cast<int32_t*>(base + int8_activation_bytes(M, K)) + m * int8_scales_stride(K);
+    auto* sums = reinterpret_cast<int32_t*>(codes + int8_row_bytes(K));
     for (int64_t b = 0; b < int8_scales_stride(K); ++b) {
       int32_t sum = 0;
       if (b < blocks)

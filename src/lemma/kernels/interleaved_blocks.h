@@ -43,8 +43,8 @@
 // nearest even; bf16 subnormal inputs read as 0, subnormal results flushed to 0); y = acc (+ bias).
 //
 // Activations (MatmulPrecision::kInt8Activations, x quantised by int8_activations.h's rule): the
-// same codes and scales as int8_activations.h but the codes signed (padding 0), and after the
-// scales M rows of int8_scales_stride(K) int32: each block's code sum (for the start value
+// same codes and scales as int8_activations.h but the codes signed (padding 0), and each row's record
+// longer by int8_scales_stride(K) int32: each block's code sum after the scales (for the start value
 // -bias * sum that removes the weights' +128 / +8 from vpdpbusd's exact sums).
 //
 // The dot product (the reference defines the bits; the VNNI kernel matches them): per output
@@ -85,19 +85,21 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
 // block is put back into the file's bytes first). For embedding lookups of a tied LM head.
 void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_t row, float* out);
 
-// The signed activation buffer (see above).
-static inline size_t int8_signed_activation_bytes(int64_t M, int64_t K) {
-  return int8_activation_bytes(M, K) + static_cast<size_t>(M * int8_scales_stride(K)) * 4;
-}
+// The signed activation buffer (see above): rows of int8_signed_row_bytes(K).
+static inline int64_t int8_signed_row_bytes(int64_t K) { return int8_row_bytes(K) + 4 * int8_scales_stride(K); }
+static inline size_t int8_signed_activation_bytes(int64_t M, int64_t K) { return static_cast<size_t>(M * int8_signed_row_bytes(K)); }
 static inline const int8_t* int8_signed_codes(const void* xq, int64_t K, int64_t m) {
-  return reinterpret_cast<const int8_t*>(int8_codes(xq, K, m));
+  return static_cast<const int8_t*>(xq) + m * int8_signed_row_bytes(K);
 }
-static inline const int32_t* int8_block_sums(const void* xq, int64_t M, int64_t K, int64_t m) {
-  return reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(xq) + int8_activation_bytes(M, K)) +
-         m * int8_scales_stride(K);
+static inline const float* int8_signed_scales(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const float*>(int8_signed_codes(xq, K, m) + int8_codes_stride(K));
 }
-// Turns a buffer written by a QuantizeActivationsFn (int8_activations.h; `out` sized
-// int8_signed_activation_bytes) into the signed form in place: codes - 128, block sums appended.
+static inline const int32_t* int8_block_sums(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const int32_t*>(int8_signed_scales(xq, K, m) + int8_scales_stride(K));
+}
+// Turns a buffer of M signed rows (int8_signed_activation_bytes), each of which starts with what a
+// QuantizeActivationsFn wrote for that row alone (int8_activations.h: codes, scales), into the signed
+// form in place: codes - 128, the block sums after the scales.
 void make_int8_activations_signed(int64_t M, int64_t K, void* out);
 
 }  // namespace lemma::kernels

@@ -38,6 +38,9 @@ struct MatmulKernel {
   // Set for kernels that read x quantised (MatmulArgs::xq): writes that buffer, once per call.
   QuantizeActivationsFn quantize_x = nullptr;
   ActivationBytesFn xq_bytes = nullptr;  // that buffer's size; set with quantize_x
+  // That buffer holds x row by row, xq_bytes(1, K) per row, so rows can be written apart
+  // (MatmulPlan::xq_row_bytes); false for layouts that depend on M.
+  bool xq_by_rows = false;
 };
 
 // Every registered kernel, for `inspect` and tests.

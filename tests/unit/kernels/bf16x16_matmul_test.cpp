@@ -174,39 +174,58 @@ TEST(Bf16x16Matmul, SubnormalInputsReadAsZero) {
   }
 }
 
-// Rows of bf16 activations prepared in pieces (as a thread team does: reserve_activations, then
-// prepare_activation_rows per range) give the bytes and outputs of one prepare_activations call;
-// plans over the same x share one buffer; layouts that depend on M (int8) and f32 are refused.
+// Rows of x prepared in pieces (as a thread team does: reserve_activations, then
+// prepare_activation_rows per range) give the bytes and outputs of one prepare_activations call, for
+// every format that holds x row by row: bf16 activations (bf16x16 weights) and int8 activations,
+// unsigned (Q8_0) and signed (Q8_0x16); plans over the same x share one buffer; a layout that
+// depends on M (Q4_K's Q8_K) and f32 are refused.
 TEST(Bf16x16Matmul, ActivationRowsPreparedInPiecesEqualOneCall) {
   std::mt19937 rng(10);
-  const int64_t M = 7, N = 40, K = 96;
+  const int64_t M = 7, N = 40, K = 256;
   const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
-  const auto a = testing::random_bf16x16(N, K, rng);
-  const auto b = testing::random_bf16x16(N, K, rng);
-  std::vector<float> y_whole(static_cast<size_t>(2 * M * N)), y_rows(y_whole.size());
-  const auto plans_for = [&](std::vector<float>& y) {
-    return std::array<MatmulPlan, 2>{plan_matmul(x.data(), K, M, a.view, y.data(), N),
-                                     plan_matmul(x.data(), K, M, b.view, y.data() + M * N, N)};
+  const auto check = [&](const TensorView& a, const TensorView& b, MatmulPrecision precision) {
+    SCOPED_TRACE(dtype_name(a.dtype));
+    std::vector<float> y_whole(static_cast<size_t>(2 * M * N)), y_rows(y_whole.size());
+    const MatmulOptions options{std::nullopt, precision};
+    const auto plans_for = [&](std::vector<float>& y) {
+      return std::array<MatmulPlan, 2>{plan_matmul(x.data(), K, M, a, y.data(), N, nullptr, options),
+                                       plan_matmul(x.data(), K, M, b, y.data() + M * N, N, nullptr, options)};
+    };
+    auto whole = plans_for(y_whole);
+    ASSERT_NE(whole[0].xq_row_bytes, 0u);
+    prepare_activations(whole);
+    const std::vector<uint8_t> whole_bytes(static_cast<const uint8_t*>(whole[0].args.xq),
+                                           static_cast<const uint8_t*>(whole[0].args.xq) + whole[0].xq_bytes);
+    for (auto& p : whole) p.run_rows(0, N);
+    auto rows = plans_for(y_rows);
+    ASSERT_TRUE(reserve_activations(rows));
+    EXPECT_EQ(rows[1].args.xq, rows[0].args.xq);  // same x: one buffer
+    std::memset(const_cast<void*>(rows[0].args.xq), 0xAB, rows[0].xq_bytes);
+    for (auto [m0, m1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) prepare_activation_rows(rows, m0, m1);
+    ASSERT_EQ(std::memcmp(rows[0].args.xq, whole_bytes.data(), whole_bytes.size()), 0);
+    for (auto& p : rows) p.run_rows(0, N);
+    EXPECT_TRUE(same_bits(y_rows, y_whole));
   };
-  auto whole = plans_for(y_whole);
-  ASSERT_NE(whole[0].xq_row_bytes, 0u);
-  prepare_activations(whole);
-  const std::vector<uint8_t> whole_bytes(static_cast<const uint8_t*>(whole[0].args.xq),
-                                         static_cast<const uint8_t*>(whole[0].args.xq) + whole[0].xq_bytes);
-  for (auto& p : whole) p.run_rows(0, N);
-  auto rows = plans_for(y_rows);
-  ASSERT_TRUE(reserve_activations(rows));
-  EXPECT_EQ(rows[1].args.xq, rows[0].args.xq);  // same x: one buffer
-  std::memset(const_cast<void*>(rows[0].args.xq), 0xAB, rows[0].xq_bytes);
-  for (auto [m0, m1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) prepare_activation_rows(rows, m0, m1);
-  ASSERT_EQ(std::memcmp(rows[0].args.xq, whole_bytes.data(), whole_bytes.size()), 0);
-  for (auto& p : rows) p.run_rows(0, N);
-  EXPECT_TRUE(same_bits(y_rows, y_whole));
+  const auto bf16_a = testing::random_bf16x16(N, K, rng), bf16_b = testing::random_bf16x16(N, K, rng);
+  check(bf16_a.view, bf16_b.view, MatmulPrecision::kBf16Activations);
+  const auto q8_a = testing::random_weights(DType::kQ8_0, N, K, rng), q8_b = testing::random_weights(DType::kQ8_0, N, K, rng);
+  check(q8_a.view, q8_b.view, MatmulPrecision::kInt8Activations);
+  std::vector<uint8_t> interleaved[2];
+  TensorView interleaved_view[2];
+  for (int i = 0; i < 2; ++i) {
+    interleaved[i].resize(interleaved_bytes(DType::kQ8_0, N, K) + 64);
+    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(interleaved[i].data()) + 63) / 64 * 64);
+    interleave_rows(DType::kQ8_0, (i == 0 ? q8_a : q8_b).view.data, N, K, aligned);
+    interleaved_view[i] = TensorView{aligned, DType::kQ8_0x16, Shape{N, K}};
+  }
+  check(interleaved_view[0], interleaved_view[1], MatmulPrecision::kInt8Activations);
 
-  const auto q8 = testing::random_weights(DType::kQ8_0, N, K, rng);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  const auto q4k = testing::random_weights(DType::kQ4_K, N, K, rng);
   const auto f32 = testing::random_weights(DType::kF32, N, K, rng);
-  for (const TensorView* w : {&q8.view, &f32.view}) {
-    std::array<MatmulPlan, 1> plan{plan_matmul(x.data(), K, M, *w, y_rows.data(), N)};
+  for (const TensorView* w : {&q4k.view, &f32.view}) {
+    const MatmulOptions options{std::nullopt, w->dtype == DType::kQ4_K ? MatmulPrecision::kInt8Activations : MatmulPrecision::kF32Activations};
+    std::array<MatmulPlan, 1> plan{plan_matmul(x.data(), K, M, *w, y.data(), N, nullptr, options)};
     EXPECT_FALSE(reserve_activations(plan)) << dtype_name(w->dtype);
   }
 }

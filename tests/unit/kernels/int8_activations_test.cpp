@@ -107,10 +107,10 @@ TEST(Int8Activations, EveryQuantiserWritesTheReferenceBytes) {
   std::vector<uint8_t> want;
   EXPECT_GE(check_format(reference, want), 3);
   // Spot checks of the rule itself: zero block, rounding half to even, NaN scale.
-  const float* scales = int8_scales(aligned(want), M, K, 0);
+  const float* scales = int8_scales(aligned(want), K, 0);
   EXPECT_EQ(scales[0], 0.0f);
   EXPECT_EQ(int8_codes(aligned(want), K, 0)[0], 128);
-  EXPECT_TRUE(std::isnan(int8_scales(aligned(want), M, K, 1)[3]));
+  EXPECT_TRUE(std::isnan(int8_scales(aligned(want), K, 1)[3]));
   EXPECT_EQ(int8_codes(aligned(want), K, 1)[64 + 9], 128 - 127);  // the lone value is the block's max
   // The signed form the interleaved kernels read (interleaved_blocks.h: codes made signed, block
   // sums appended), whichever way a quantiser gets there.
@@ -119,7 +119,7 @@ TEST(Int8Activations, EveryQuantiserWritesTheReferenceBytes) {
   std::vector<uint8_t> want_signed;
   EXPECT_GE(check_format(signed_reference, want_signed), 2);
   EXPECT_EQ(int8_signed_codes(aligned(want_signed), K, 1)[64 + 9], -127);
-  EXPECT_EQ(int8_block_sums(aligned(want_signed), M, K, 1)[2], -127);
+  EXPECT_EQ(int8_block_sums(aligned(want_signed), K, 1)[2], -127);
 }
 
 // Every ISA's kernel equals the reference kernel bitwise; the reference is within the quantisation

@@ -65,7 +65,7 @@ Exact exact_product(const std::vector<float>& x, int64_t x_stride, int64_t M, co
   Exact e;
   for (int64_t m = 0; m < M; ++m) {
     const int8_t* q = int8_signed_codes(aligned, K, m);
-    const float* d = int8_scales(aligned, M, K, m);
+    const float* d = int8_signed_scales(aligned, K, m);
     for (int64_t n = 0; n < N; ++n) {
       double y = bias != nullptr ? bias[n] : 0.0, mag = bias != nullptr ? std::fabs(bias[n]) : 0.0;
       for (int64_t b = 0; b < K / 32; ++b) {

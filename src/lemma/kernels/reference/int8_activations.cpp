@@ -62,7 +62,7 @@ void matmul_int8(const MatmulArgs& a) {
   const int64_t blocks = a.K / kBlock;
   for (int64_t m = 0; m < a.M; ++m) {
     const uint8_t* codes = int8_codes(a.xq, a.K, m);
-    const float* scales = int8_scales(a.xq, a.M, a.K, m);
+    const float* scales = int8_scales(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
       const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
       float acc[16] = {};
@@ -93,8 +93,8 @@ void quantize_activations_reference(const float* x, int64_t x_stride, int64_t M,
   auto* base = static_cast<uint8_t*>(out);
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    uint8_t* codes = base + m * int8_codes_stride(K);
-    auto* scales = reinterpret_cast<float*>(base + M * int8_codes_stride(K)) + m * int8_scales_stride(K);
+    uint8_t* codes = base + m * int8_row_bytes(K);
+    auto* scales = reinterpret_cast<float*>(codes + int8_codes_stride(K));
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = row + b * kBlock;
       float amax = 0.0f;

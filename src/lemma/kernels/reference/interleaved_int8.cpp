@@ -38,7 +38,7 @@ void matmul_interleaved(const MatmulArgs& a) {
   const int64_t super_bytes = kInterleaveRows * static_cast<int64_t>(dtype_info(Plain).block_bytes);
   for (int64_t m = 0; m < a.M; ++m) {
     const int8_t* x = int8_signed_codes(a.xq, a.K, m);
-    const float* dx = int8_scales(a.xq, a.M, a.K, m);
+    const float* dx = int8_signed_scales(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
       const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
       const int64_t i = n % kInterleaveRows;
@@ -103,7 +103,9 @@ void matmul_q4_kx16(const MatmulArgs& a) {
 }  // namespace
 
 void quantize_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
-  quantize_activations_reference(x, x_stride, M, K, out);
+  // Each row's record starts with the unsigned layout's codes and scales (int8_activations.h).
+  for (int64_t m = 0; m < M; ++m)
+    quantize_activations_reference(x + m * x_stride, x_stride, 1, K, static_cast<uint8_t*>(out) + m * int8_signed_row_bytes(K));
   make_int8_activations_signed(M, K, out);
 }
 

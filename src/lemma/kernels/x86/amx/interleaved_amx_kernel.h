@@ -143,7 +143,7 @@ void run_chunk(const MatmulArgs& a, Tiles& tiles, int64_t g0, int64_t m0, int64_
       for (int64_t j = 0; j < 16; ++j)
         acc[g][r][j] = !first && n0 + j < a.N ? a.y[(m0 + r) * a.y_stride + n0 + j] : 0.0f;
   }
-  const int64_t codes_stride = int8_codes_stride(a.K);
+  const int64_t codes_stride = int8_signed_row_bytes(a.K);  // x's rows, one after the other
   const int8_t* x = int8_signed_codes(a.xq, a.K, m0);
   alignas(64) int32_t c[G][16][16];
   for (int64_t b = 0; b < chunk.count; ++b) {
@@ -160,8 +160,8 @@ void run_chunk(const MatmulArgs& a, Tiles& tiles, int64_t g0, int64_t m0, int64_
     tiles.template store<TC0>(c[0], 64);
     if constexpr (G == 2) tiles.template store<TC1>(c[1], 64);
     for (int64_t r = 0; r < R; ++r) {
-      const float dx = int8_scales(a.xq, a.M, a.K, m0 + r)[block];
-      const int32_t offset = int8_block_sums(a.xq, a.M, a.K, m0 + r)[block] * (1 << W::kShift);
+      const float dx = int8_signed_scales(a.xq, a.K, m0 + r)[block];
+      const int32_t offset = int8_block_sums(a.xq, a.K, m0 + r)[block] * (1 << W::kShift);
       for (int g = 0; g < G; ++g)
         for (int j = 0; j < 16; ++j)
           acc[g][r][j] = std::fma(chunk.dw[g][b][j] * dx, static_cast<float>(c[g][r][j] - offset), acc[g][r][j]);

@@ -65,7 +65,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const float* xs[R];
   for (int r = 0; r < R; ++r) {
     xc[r] = int8_codes(a.xq, a.K, m0 + r);
-    xs[r] = int8_scales(a.xq, a.M, a.K, m0 + r);
+    xs[r] = int8_scales(a.xq, a.K, m0 + r);
   }
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   const __m256i ones = _mm256_set1_epi16(1);

@@ -29,8 +29,8 @@ void quantize_activations_avx2(const float* x, int64_t x_stride, int64_t M, int6
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    uint8_t* codes = base + m * int8_codes_stride(K);
-    auto* scales = reinterpret_cast<float*>(base + M * int8_codes_stride(K)) + m * int8_scales_stride(K);
+    uint8_t* codes = base + m * int8_row_bytes(K);
+    auto* scales = reinterpret_cast<float*>(codes + int8_codes_stride(K));
     for (int64_t b = 0; b < blocks; ++b) {
       __m256 v[4];
       __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();

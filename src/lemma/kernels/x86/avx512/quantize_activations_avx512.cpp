@@ -33,9 +33,9 @@ void quantize(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out)
   const __m512i offset = _mm512_set1_epi32(Signed ? 0 : 128);
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    uint8_t* codes = base + m * int8_codes_stride(K);
-    auto* scales = reinterpret_cast<float*>(base + M * int8_codes_stride(K)) + m * int8_scales_stride(K);
-    int32_t* sums = Signed ? reinterpret_cast<int32_t*>(base + int8_activation_bytes(M, K)) + m * int8_scales_stride(K) : nullptr;
+    uint8_t* codes = base + m * (Signed ? int8_signed_row_bytes(K) : int8_row_bytes(K));
+    auto* scales = reinterpret_cast<float*>(codes + int8_codes_stride(K));
+    int32_t* sums = Signed ? reinterpret_cast<int32_t*>(scales + int8_scales_stride(K)) : nullptr;
     for (int64_t b = 0; b < blocks; ++b) {
       const __m512 v0 = _mm512_loadu_ps(row + b * 32), v1 = _mm512_loadu_ps(row + b * 32 + 16);
       __m512 vmax = _mm512_max_ps(_mm512_and_ps(v0, abs_mask), _mm512_setzero_ps());

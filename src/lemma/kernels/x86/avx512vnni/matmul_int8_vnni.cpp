@@ -131,7 +131,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const float* xs[R];
   for (int r = 0; r < R; ++r) {
     xc[r] = int8_codes(a.xq, a.K, m0 + r);
-    xs[r] = int8_scales(a.xq, a.M, a.K, m0 + r);
+    xs[r] = int8_scales(a.xq, a.K, m0 + r);
   }
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)

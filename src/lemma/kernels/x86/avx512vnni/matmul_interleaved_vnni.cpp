@@ -80,8 +80,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int32_t* sums[R];
   for (int r = 0; r < R; ++r) {
     x[r] = int8_signed_codes(a.xq, a.K, m0 + r);
-    dx[r] = int8_scales(a.xq, a.M, a.K, m0 + r);
-    sums[r] = int8_block_sums(a.xq, a.M, a.K, m0 + r);
+    dx[r] = int8_signed_scales(a.xq, a.K, m0 + r);
+    sums[r] = int8_block_sums(a.xq, a.K, m0 + r);
   }
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)

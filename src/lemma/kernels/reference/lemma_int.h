@@ -27,7 +27,8 @@ void matmul_q8_0_int8_reference(const MatmulArgs& args);
 void matmul_q4_0_int8_reference(const MatmulArgs& args);
 void matmul_q5_0_int8_reference(const MatmulArgs& args);
 // The interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 oracles (interleaved_blocks.h): the signed-activation quantiser
-// (quantize_activations_reference, then make_int8_activations_signed), and y = W x args.xq.
+// (quantize_activations_reference row by row into each signed row, then
+// make_int8_activations_signed), and y = W x args.xq.
 void quantize_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args);
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args);

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "lemma/base/error.h"
-#include "lemma/kernels/bf16_activations.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_precision.h"
 
@@ -37,8 +36,6 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   plan.fn = kernel->fn;
   plan.quantize_x = kernel->quantize_x;
   plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
-  if (kernel->quantize_x != nullptr && kernel->precision == MatmulPrecision::kBf16Activations)
-    plan.xq_row_bytes = static_cast<size_t>(bf16_x_stride(K)) * 2;  // bf16_activations.h: row by row
   if (kernel->quantize_x != nullptr && kernel->xq_by_rows) plan.xq_row_bytes = kernel->xq_bytes(1, K);
   plan.row_group = is_interleaved(w.dtype) ? kInterleaveRows : 1;
   MatmulArgs& args = plan.args;

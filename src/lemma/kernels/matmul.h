@@ -40,9 +40,9 @@ struct MatmulPlan {
   // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
   QuantizeActivationsFn quantize_x = nullptr;
   size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, q8k_activations.h, bf16_activations.h)
-  // Bytes per row of x in that buffer when it holds x row by row (bf16 activations, Q8_0/Q4_0/Q5_0
-  // int8 activations), so that rows can be prepared in parallel (reserve_activations); 0 for layouts
-  // that depend on M (Q8_K's).
+  // Bytes per row of x in that buffer when it holds x row by row (every format today: bf16, int8 and
+  // Q8_K activations; MatmulKernel::xq_by_rows), so that rows can be prepared in parallel
+  // (reserve_activations); 0 for a layout that would depend on M.
   size_t xq_row_bytes = 0;
   // run_rows() ranges must start on a multiple of this (16 for interleaved weights, whose rows come
   // in groups: interleaved_blocks.h); 1 otherwise.

@@ -7,11 +7,12 @@
 // divides by the signed value of largest magnitude instead, so its codes and d are ours negated when
 // that value is positive: d_x * q is the same float either way (round half to even is symmetric).
 //
-// Buffer layout (what MatmulArgs::xq points at), for M rows of K values (K a multiple of 256):
-//   codes:  M rows of q8k_codes_stride(K) bytes, signed int8 (the weights' codes are unsigned, so
-//           x is vpmaddubsw's signed operand);
-//   scales: then M rows of q8k_scales_stride(K) floats (d_x per block, padded with 0);
-//   sums:   then M rows of q8k_sums_stride(K) int16 (s_g, K / 16 per row, padded with 0).
+// Buffer layout (what MatmulArgs::xq points at), for M rows of K values (K a multiple of 256): row by
+// row, q8k_row_bytes(K) each (so rows can be written apart, by several threads: int8_activations.h):
+//   codes:  q8k_codes_stride(K) bytes, signed int8 (the weights' codes are unsigned, so x is
+//           vpmaddubsw's signed operand);
+//   scales: then q8k_scales_stride(K) floats (d_x per block, padded with 0);
+//   sums:   then q8k_sums_stride(K) int16 (s_g, K / 16 per row, padded with 0).
 // All three strides are multiples of 64 bytes (the buffer must be 64-byte aligned).
 //
 // The dot product every kernel computes (the reference defines the bits; SIMD kernels match them).
@@ -41,21 +42,20 @@ constexpr int64_t kQ8KGroup = 16;  // values per code sum s_g
 static constexpr int64_t q8k_codes_stride(int64_t K) { return (K + 63) / 64 * 64; }
 static constexpr int64_t q8k_scales_stride(int64_t K) { return (K / kQ8KBlock + 15) / 16 * 16; }
 static constexpr int64_t q8k_sums_stride(int64_t K) { return (K / kQ8KGroup + 31) / 32 * 32; }
-static constexpr size_t q8k_activation_bytes(int64_t M, int64_t K) {
-  return static_cast<size_t>(M * (q8k_codes_stride(K) + 4 * q8k_scales_stride(K) + 2 * q8k_sums_stride(K)));
+static constexpr int64_t q8k_row_bytes(int64_t K) {
+  return q8k_codes_stride(K) + 4 * q8k_scales_stride(K) + 2 * q8k_sums_stride(K);
 }
+static constexpr size_t q8k_activation_bytes(int64_t M, int64_t K) { return static_cast<size_t>(M * q8k_row_bytes(K)); }
 
-// Views into a Q8_K-style buffer.
+// Views into a Q8_K-style buffer (row m).
 static inline const int8_t* q8k_codes(const void* xq, int64_t K, int64_t m) {
-  return static_cast<const int8_t*>(xq) + m * q8k_codes_stride(K);
+  return static_cast<const int8_t*>(xq) + m * q8k_row_bytes(K);
 }
-static inline const float* q8k_scales(const void* xq, int64_t M, int64_t K, int64_t m) {
-  return reinterpret_cast<const float*>(static_cast<const uint8_t*>(xq) + M * q8k_codes_stride(K)) +
-         m * q8k_scales_stride(K);
+static inline const float* q8k_scales(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const float*>(q8k_codes(xq, K, m) + q8k_codes_stride(K));
 }
-static inline const int16_t* q8k_sums(const void* xq, int64_t M, int64_t K, int64_t m) {
-  return reinterpret_cast<const int16_t*>(static_cast<const uint8_t*>(xq) + M * (q8k_codes_stride(K) + 4 * q8k_scales_stride(K))) +
-         m * q8k_sums_stride(K);
+static inline const int16_t* q8k_sums(const void* xq, int64_t K, int64_t m) {
+  return reinterpret_cast<const int16_t*>(q8k_scales(xq, K, m) + q8k_scales_stride(K));
 }
 
 }  // namespace lemma::kernels

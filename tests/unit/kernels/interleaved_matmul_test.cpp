@@ -181,7 +181,7 @@ TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWit
       const int64_t blocks = s.K / 256;
       for (int64_t m = 0; m < s.M; ++m) {
         const int8_t* q = q8k_codes(aligned, s.K, m);
-        const float* dx = q8k_scales(aligned, s.M, s.K, m);
+        const float* dx = q8k_scales(aligned, s.K, m);
         for (int64_t n = 0; n < s.N; ++n) {
           double y = b != nullptr ? b[n] : 0.0, mag = b != nullptr ? std::fabs(b[n]) : 0.0;
           for (int64_t blk = 0; blk < blocks; ++blk) {

@@ -67,8 +67,8 @@ void matmul_q4_kx16(const MatmulArgs& a) {
   const int64_t blocks = a.K / kValues;
   for (int64_t m = 0; m < a.M; ++m) {
     const int8_t* x = q8k_codes(a.xq, a.K, m);
-    const float* dx = q8k_scales(a.xq, a.M, a.K, m);
-    const int16_t* sums = q8k_sums(a.xq, a.M, a.K, m);
+    const float* dx = q8k_scales(a.xq, a.K, m);
+    const int16_t* sums = q8k_sums(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
       const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * kSuperBytes;
       const int64_t i = n % kInterleaveRows;

@@ -108,8 +108,8 @@ void matmul_q8k(const MatmulArgs& a) {
   const int64_t blocks = a.K / kBlock;
   for (int64_t m = 0; m < a.M; ++m) {
     const int8_t* codes = q8k_codes(a.xq, a.K, m);
-    const float* scales = q8k_scales(a.xq, a.M, a.K, m);
-    const int16_t* sums = q8k_sums(a.xq, a.M, a.K, m);
+    const float* scales = q8k_scales(a.xq, a.K, m);
+    const int16_t* sums = q8k_sums(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
       const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
       float acc[8] = {};
@@ -148,9 +148,9 @@ void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_
   auto* base = static_cast<uint8_t*>(out);
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    auto* codes = reinterpret_cast<int8_t*>(base + m * q8k_codes_stride(K));
-    auto* scales = const_cast<float*>(q8k_scales(out, M, K, m));
-    auto* sums = const_cast<int16_t*>(q8k_sums(out, M, K, m));
+    auto* codes = reinterpret_cast<int8_t*>(base + m * q8k_row_bytes(K));
+    auto* scales = const_cast<float*>(q8k_scales(out, K, m));
+    auto* sums = const_cast<int16_t*>(q8k_sums(out, K, m));
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = row + b * kBlock;
       float amax = 0.0f;

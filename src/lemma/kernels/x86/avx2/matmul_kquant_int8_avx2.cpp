@@ -162,8 +162,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const int16_t* xsum[R];
   for (int r = 0; r < R; ++r) {
     xc[r] = q8k_codes(a.xq, a.K, m0 + r);
-    xs[r] = q8k_scales(a.xq, a.M, a.K, m0 + r);
-    xsum[r] = q8k_sums(a.xq, a.M, a.K, m0 + r);
+    xs[r] = q8k_scales(a.xq, a.K, m0 + r);
+    xsum[r] = q8k_sums(a.xq, a.K, m0 + r);
   }
   __m256 acc[R][C];
   for (auto& row : acc)

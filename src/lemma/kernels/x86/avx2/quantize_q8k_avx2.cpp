@@ -36,9 +36,9 @@ void quantize_q8k_activations_avx2(const float* x, int64_t x_stride, int64_t M, 
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    auto* codes = static_cast<int8_t*>(out) + m * q8k_codes_stride(K);
-    auto* scales = const_cast<float*>(q8k_scales(out, M, K, m));
-    auto* sums = const_cast<int16_t*>(q8k_sums(out, M, K, m));
+    auto* codes = static_cast<int8_t*>(out) + m * q8k_row_bytes(K);
+    auto* scales = const_cast<float*>(q8k_scales(out, K, m));
+    auto* sums = const_cast<int16_t*>(q8k_sums(out, K, m));
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = row + b * kBlock;
       __m256 vmax = _mm256_setzero_ps(), unordered = _mm256_setzero_ps();

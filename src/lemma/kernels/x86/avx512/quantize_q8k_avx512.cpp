@@ -17,9 +17,9 @@ void quantize_q8k_activations_avx512(const float* x, int64_t x_stride, int64_t M
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   for (int64_t m = 0; m < M; ++m) {
     const float* row = x + m * x_stride;
-    auto* codes = static_cast<int8_t*>(out) + m * q8k_codes_stride(K);
-    auto* scales = const_cast<float*>(q8k_scales(out, M, K, m));
-    auto* sums = const_cast<int16_t*>(q8k_sums(out, M, K, m));
+    auto* codes = static_cast<int8_t*>(out) + m * q8k_row_bytes(K);
+    auto* scales = const_cast<float*>(q8k_scales(out, K, m));
+    auto* sums = const_cast<int16_t*>(q8k_sums(out, K, m));
     for (int64_t b = 0; b < blocks; ++b) {
       const float* xb = row + b * kBlock;
       __m512 vmax = _mm512_setzero_ps();

@@ -50,8 +50,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int16_t* sums[R];
   for (int r = 0; r < R; ++r) {
     x[r] = q8k_codes(a.xq, a.K, m0 + r);
-    dx[r] = q8k_scales(a.xq, a.M, a.K, m0 + r);
-    sums[r] = q8k_sums(a.xq, a.M, a.K, m0 + r);
+    dx[r] = q8k_scales(a.xq, a.K, m0 + r);
+    sums[r] = q8k_sums(a.xq, a.K, m0 + r);
   }
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)

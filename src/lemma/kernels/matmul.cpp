@@ -36,7 +36,7 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   plan.fn = kernel->fn;
   plan.quantize_x = kernel->quantize_x;
   plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
-  if (kernel->quantize_x != nullptr && kernel->xq_by_rows) plan.xq_row_bytes = kernel->xq_bytes(1, K);
+  plan.xq_row_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(1, K) : 0;
   plan.row_group = is_interleaved(w.dtype) ? kInterleaveRows : 1;
   MatmulArgs& args = plan.args;
   args.x = x;
@@ -123,10 +123,7 @@ void prepare_activations(std::span<MatmulPlan> plans) {
 
 bool reserve_activations(std::span<MatmulPlan> plans) {
   bool any = false;
-  for (const MatmulPlan& p : plans) {
-    if (needs_activations(p) && p.xq_row_bytes == 0) return false;
-    any = any || needs_activations(p);
-  }
+  for (const MatmulPlan& p : plans) any = any || needs_activations(p);
   if (!any) return false;
   assign_activation_buffers(plans, [](MatmulPlan&) {});
   return true;

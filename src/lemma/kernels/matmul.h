@@ -40,9 +40,8 @@ struct MatmulPlan {
   // Set when the kernel reads x quantised (args.xq): prepare_activations() must run first.
   QuantizeActivationsFn quantize_x = nullptr;
   size_t xq_bytes = 0;  // the size of that buffer (int8_activations.h, q8k_activations.h, bf16_activations.h)
-  // Bytes per row of x in that buffer when it holds x row by row (every format today: bf16, int8 and
-  // Q8_K activations; MatmulKernel::xq_by_rows), so that rows can be prepared in parallel
-  // (reserve_activations); 0 for a layout that would depend on M.
+  // Bytes per row of x in that buffer (every format holds x row by row: bf16, int8 and Q8_K
+  // activations), so that rows can be prepared in parallel (reserve_activations).
   size_t xq_row_bytes = 0;
   // run_rows() ranges must start on a multiple of this (16 for interleaved weights, whose rows come
   // in groups: interleaved_blocks.h); 1 otherwise.
@@ -65,8 +64,7 @@ void prepare_activations(std::span<MatmulPlan> plans);
 
 // prepare_activations() in two halves, so that several threads can fill the rows: points every plan
 // that needs it at its buffer (shared as above) without filling it, and returns true; or does
-// nothing and returns false when no plan needs prepared x or some plan's layout is not row by row
-// (xq_row_bytes == 0; call prepare_activations() then).
+// nothing and returns false when no plan needs prepared x.
 bool reserve_activations(std::span<MatmulPlan> plans);
 // Then rows [m0, m1) of x, for each plan whose buffer no earlier plan in `plans` shares.
 // Thread-safe for disjoint row ranges; no allocation.

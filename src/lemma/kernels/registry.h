@@ -37,10 +37,9 @@ struct MatmulKernel {
   MatmulFn fn;
   // Set for kernels that read x quantised (MatmulArgs::xq): writes that buffer, once per call.
   QuantizeActivationsFn quantize_x = nullptr;
-  ActivationBytesFn xq_bytes = nullptr;  // that buffer's size; set with quantize_x
-  // That buffer holds x row by row, xq_bytes(1, K) per row, so rows can be written apart
-  // (MatmulPlan::xq_row_bytes); false for layouts that depend on M.
-  bool xq_by_rows = false;
+  // That buffer's size; set with quantize_x. Every format holds x row by row, xq_bytes(1, K) bytes per
+  // row, so that rows can be written apart (MatmulPlan::xq_row_bytes, kernels::prepare_activation_rows).
+  ActivationBytesFn xq_bytes = nullptr;
 };
 
 // Every registered kernel, for `inspect` and tests.

@@ -120,18 +120,6 @@ struct StepState {
   }
 };
 
-// fn(t0, t1) over ranges of the step's token rows [0, T): on the team when the rows hold enough
-// work (chunks of ~16K values of `row_values` each), inline otherwise. Callers' rows are
-// independent, so the split never changes a value.
-template <class Fn>
-void for_token_rows(ThreadTeam* team, int64_t T, int64_t row_values, Fn&& fn) {
-  if (team == nullptr || team->size() == 1) {
-    fn(int64_t{0}, T);
-    return;
-  }
-  team->parallel_for(T, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(row_values, 1)), fn);
-}
-
 // normed = attn_norm(residual) (`norm`: fused with the previous block's residual add and with the
 // conversion of x for q/k/v, G20); residual += o_proj(attention(normed)), writing this layer's new
 // K/V into the cache. On return normed holds the o_proj output (the delta of the next add).
@@ -154,7 +142,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   // Tokens write distinct cache slots, so ranges of them run on the team.
   trace::Scope t_rope("rope_kv_write");
   const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
-  for_token_rows(team, T, (nh + 2 * nkv) * hd, [&](int64_t t0, int64_t t1) {
+  parallel_rows(team, T, (nh + 2 * nkv) * hd, [&](int64_t t0, int64_t t1) {
     for (const layers::AttentionSequence& sl : st.slices) {
       const int64_t r0 = std::max(t0, sl.token_offset), r1 = std::min(t1, sl.token_offset + sl.num_tokens);
       for (int64_t r = r0; r < r1; ++r) {
@@ -190,7 +178,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
   st.normed_linear({"add_ffn_norm", w.ffn_norm, true}, "gate_up", layer, kGateUp, gate_up);
   trace::Scope t_silu("silu_mul");
-  for_token_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
+  parallel_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
     const auto rows = std::span(ws.gate).subspan(static_cast<size_t>(t0 * I), static_cast<size_t>((t1 - t0) * I));
     kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows);
   });
@@ -253,7 +241,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   }
   const NormStep final_norm{"add_final_norm", weights_.final_norm, true};
   trace::Scope t_final_norm(final_norm.name);
-  for_token_rows(ws.team.get(), T, H, [&](int64_t t0, int64_t t1) { final_norm.run(c, ws, t0, t1); });
+  parallel_rows(ws.team.get(), T, H, [&](int64_t t0, int64_t t1) { final_norm.run(c, ws, t0, t1); });
   t_final_norm.end();
 
   // Gather the normalised rows that want logits, project. (Every row went through the final norm

@@ -208,4 +208,12 @@ void ThreadTeam::parallel_for(int64_t n, int64_t min_chunk, RangeFnRef fn) {
   parallel_tiles(n, tile, fn);
 }
 
+void parallel_rows(ThreadTeam* team, int64_t rows, int64_t row_values, RangeFnRef fn) {
+  if (team == nullptr || team->size() == 1) {
+    fn(0, rows);
+    return;
+  }
+  team->parallel_for(rows, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(row_values, 1)), fn);
+}
+
 }  // namespace lemma

@@ -87,4 +87,9 @@ class ThreadTeam {
   std::exception_ptr error_;
 };
 
+// fn over ranges of `rows` independent rows of `row_values` values each: on the team in chunks of
+// about 16K values, inline without a team, with one thread, or when the rows hold little work.
+// Rows must not depend on each other, so the split never changes a value.
+void parallel_rows(ThreadTeam* team, int64_t rows, int64_t row_values, RangeFnRef fn);
+
 }  // namespace lemma

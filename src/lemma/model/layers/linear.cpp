@@ -59,19 +59,6 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
   return g;
 }
 
-namespace {
-
-// Ranges of x's M rows of K values on the team: chunks of ~16K values (inline when few).
-void for_x_rows(ThreadTeam* team, int64_t M, int64_t K, RangeFnRef fn) {
-  if (team == nullptr || team->size() == 1) {
-    fn(0, M);
-    return;
-  }
-  team->parallel_for(M, std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(K, 1)), fn);
-}
-
-}  // namespace
-
 // Row tiles over the team: each thread runs the part of each matrix inside a tile.
 void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   if (g.tiles.count == 0) {
@@ -94,8 +81,8 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   // the 4864-wide input of down took 8% of that matmul on one thread).
   const auto plans = std::span(g.plans.data(), g.count);
   if (g.tiles.count != 0 && kernels::reserve_activations(plans)) {
-    for_x_rows(team, g.plans[0].args.M, g.plans[0].args.K,
-               [plans](int64_t m0, int64_t m1) { kernels::prepare_activation_rows(plans, m0, m1); });
+    parallel_rows(team, g.plans[0].args.M, g.plans[0].args.K,
+                  [plans](int64_t m0, int64_t m1) { kernels::prepare_activation_rows(plans, m0, m1); });
   } else {
     kernels::prepare_activations(plans);
   }
@@ -105,12 +92,11 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
 void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef write_x) {
   const auto plans = std::span(g.plans.data(), g.count);
   const int64_t M = g.count != 0 ? g.plans[0].args.M : 0, K = g.count != 0 ? g.plans[0].args.K : 0;
-  const bool by_rows = kernels::reserve_activations(plans);
-  for_x_rows(team, M, K, [&](int64_t m0, int64_t m1) {
+  const bool needs_x = kernels::reserve_activations(plans);
+  parallel_rows(team, M, K, [&](int64_t m0, int64_t m1) {
     write_x(m0, m1);
-    if (by_rows) kernels::prepare_activation_rows(plans, m0, m1);
+    if (needs_x) kernels::prepare_activation_rows(plans, m0, m1);
   });
-  if (!by_rows) kernels::prepare_activations(plans);
 }
 
 void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {

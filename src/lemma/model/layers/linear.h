@@ -59,14 +59,13 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
 // plan's pointer to that scratch).
 void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
 // run_linear_group() in two steps, for an x that `write_x(m0, m1)` writes first, rows [m0, m1) at a
-// time, on the team (the residual add + RMSNorm before q/k/v and gate/up). Where the kernels read x
-// converted row by row (bf16 activations: kernels::MatmulPlan::xq_row_bytes), each range is
-// converted right after it is written, by the thread that wrote it, while it is still in cache (G20:
-// norm + activation conversion fused); otherwise x is prepared once all rows are written. Then
-// run_prepared_linear_group() runs the matmuls. The bits are those of write_x over all rows followed
-// by run_linear_group(). write_x must write each row from inputs of that row only (ranges run
-// concurrently), and no other matmul may run on this thread in between (the prepared x lives in its
-// scratch: kernels::prepare_activations).
+// time, on the team (the residual add + RMSNorm before q/k/v and gate/up). Each range is converted
+// for the kernels (bf16 or int8 activations, which hold x row by row) right after it is written, by
+// the thread that wrote it, while it is still in cache (G20: norm + activation conversion fused).
+// Then run_prepared_linear_group() runs the matmuls. The bits are those of write_x over all rows
+// followed by run_linear_group(). write_x must write each row from inputs of that row only (ranges
+// run concurrently), and no other matmul may run on this thread in between (the prepared x lives in
+// its scratch: kernels::prepare_activations).
 void write_linear_group_input(LinearGroupPlan& plan, ThreadTeam* team, RangeFnRef write_x);
 void run_prepared_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
 

@@ -1,10 +1,13 @@
 // matmul_bench: Google Benchmark microbenchmarks of the matmul kernels on the qwen05b shapes
-// (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for
-// M = 1 (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision
-// and ISA this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down; Q8_0/Q4_0 random codes). Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call:
-// the figure to hold against `lemma bench roofline` at M = 1). Work is split over N between the
-// threads of a ThreadTeam exactly as layers::linear does (LEMMA_BENCH_THREADS, default one per
-// CPU). Weights are random, generated once per (dtype, shape), 64-byte aligned.
+// (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for M = 1
+// (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision and ISA
+// this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down; Q8_0/Q4_0 random
+// codes). `cold:1` cycles over copies of W past the last-level cache, so every call reads W from
+// DRAM as a decode step's layers do; `cold:0` reads whatever cache the previous call warmed.
+// Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call: the figure to hold against
+// `lemma bench roofline` at M = 1). Work is split over N into four equal tiles per thread of a
+// ThreadTeam (LEMMA_BENCH_THREADS, default one per CPU; the model uses guided tiles). Weights are
+// random, generated once per (dtype, shape), 64-byte aligned.
 // Usage: matmul_bench [--benchmark_filter=REGEX] [--benchmark_min_time=0.5]
 #include <benchmark/benchmark.h>
 
@@ -97,8 +100,30 @@ lemma::ThreadTeam& team() {
   return t;
 }
 
+// `copies` copies of w one after the other (huge pages where granted), so that calls cycling over
+// them read W from DRAM as the model's layers do, not from a cache the previous call warmed. Owned
+// by one benchmark run: a ring is hundreds of MB.
+struct ColdRing {
+  std::unique_ptr<uint8_t[]> bytes;
+  std::vector<TensorView> views;
+};
+ColdRing cold_ring(const TensorView& w, size_t bytes, int64_t copies) {
+  constexpr size_t kAlign = size_t{2} << 20;
+  const size_t stride = (bytes + 4095) / 4096 * 4096;
+  ColdRing ring;
+  ring.bytes.reset(new (std::align_val_t{kAlign}) uint8_t[stride * static_cast<size_t>(copies)]);
+  madvise(ring.bytes.get(), stride * static_cast<size_t>(copies), MADV_HUGEPAGE);
+  for (int64_t c = 0; c < copies; ++c) {
+    uint8_t* copy = ring.bytes.get() + stride * static_cast<size_t>(c);
+    std::memcpy(copy, w.data, bytes);
+    ring.views.push_back(TensorView{copy, w.dtype, w.shape});
+  }
+  return ring;
+}
+
 void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   const int64_t M = state.range(0);
+  const bool cold = state.range(1) != 0;
   if (v.isa > lemma::kernels::detected_isa() ||
       (v.precision == MatmulPrecision::kBf16Activations && !lemma::kernels::cpu_features().avx512_bf16)) {
     state.SkipWithError(v.isa == Isa::kAmx ? "needs AMX (this CPU has none)" : "this machine cannot run the variant");
@@ -109,6 +134,13 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     return;
   }
   const TensorView& w = weights(v.dtype, N, K);
+  const double bytes = static_cast<double>(*lemma::dtype_bytes(v.dtype, static_cast<uint64_t>(N * K)));
+  // Cold: a ring of copies well past the last-level cache (at least 512 MB, at least 2 copies).
+  const ColdRing cold_copies =
+      cold ? cold_ring(w, static_cast<size_t>(bytes), std::max<int64_t>(2, static_cast<int64_t>((512e6 + bytes - 1) / bytes)))
+           : ColdRing{nullptr, {w}};
+  const std::vector<TensorView>& ring = cold_copies.views;
+  size_t next = 0;
   std::vector<float> x(static_cast<size_t>(M * K));
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -121,7 +153,8 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   const int64_t rows_per_tile = (std::max(min_rows, per_thread) + 15) / 16 * 16;
   for (auto _ : state) {
     lemma::kernels::MatmulPlan plan =
-        lemma::kernels::plan_matmul(x.data(), K, M, w, y.data(), N, nullptr, {v.isa, v.precision});
+        lemma::kernels::plan_matmul(x.data(), K, M, ring[next], y.data(), N, nullptr, {v.isa, v.precision});
+    next = (next + 1) % ring.size();
     lemma::kernels::prepare_activations(std::span(&plan, 1));
     threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile));
@@ -130,7 +163,6 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     benchmark::ClobberMemory();
   }
   const double flops = 2.0 * static_cast<double>(M * N * K);
-  const double bytes = static_cast<double>(*lemma::dtype_bytes(v.dtype, static_cast<uint64_t>(N * K)));
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(lemma::kernels::kernel_name_for(v.dtype, K, v.isa, v.precision)));
@@ -174,7 +206,9 @@ const bool kRegistered = [] {
   for (const MatrixShape& s : kShapes) {
     for (const Variant& v : kVariants) {
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
-      b->ArgName("M")->Arg(1)->Arg(16)->Arg(32)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+      // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
+      b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({512, 0});
+      b->UseRealTime()->Unit(benchmark::kMillisecond);
     }
   }
   return true;

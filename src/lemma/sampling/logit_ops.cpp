@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "lemma/sampling/vocab_passes.h"
+
 namespace lemma {
 
 namespace {
@@ -25,24 +27,21 @@ std::pair<float, double> max_and_log_sum(std::span<const float> logits) {
 }  // namespace
 
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = kNoToken;
-  float best_value = kNegInf;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > best_value) {  // false for NaN; strict, so the lowest id wins ties
-      best_value = logits[i];
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
+  // Two passes the compiler vectorises (the largest value, then its first index), not one with a
+  // branch per entry: greedy sampling runs this over the vocabulary once per sequence per step.
+  const float best = max_value(logits);
+  if (best == kNegInf) return kNoToken;
+  size_t i = 0;
+  while (logits[i] != best) ++i;
+  return static_cast<int32_t>(i);
 }
 
 int64_t mask_nan(std::span<float> logits) {
   int64_t count = 0;
   for (float& v : logits) {
-    if (std::isnan(v)) {
-      v = kNegInf;
-      ++count;
-    }
+    const bool nan = v != v;  // branch-free, so the loop vectorises
+    count += nan ? 1 : 0;
+    v = nan ? kNegInf : v;
   }
   return count;
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "lemma/sampling/vocab_passes.h"
+
 namespace lemma {
 
 Sampler::Sampler(SamplingParams params, uint64_t default_seed)
@@ -14,37 +16,45 @@ void Sampler::seek(uint64_t position) {
   rng_ = Rng(seed_ ^ ((position + 1) * 0xD1B54A32D192ED03ull));
 }
 
-void Sampler::ensure_scratch(size_t vocab) {
-  if (work_.size() == vocab) return;
-  work_.assign(vocab, 0.0f);
-  ids_.assign(vocab, 0);
-  counts_.assign(vocab, 0);
-  flags_.assign(vocab, 0);
-  weights_.assign(vocab, 0.0);
+void SamplerScratch::ensure(size_t vocab) {
+  if (work.size() == vocab) return;
+  work.assign(vocab, 0.0f);
+  weights.assign(vocab, 0.0f);
+  block_sums.assign(weight_blocks(vocab), 0.0);
+  ids.assign(vocab, 0);
+  positions.assign(vocab, 0);
+  counts.assign(vocab, 0);
+  flags.assign(vocab, 0);
 }
 
 SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                              std::span<const int32_t> output_tokens) {
-  ensure_scratch(logits.size());
+  if (!own_scratch_) own_scratch_ = std::make_unique<SamplerScratch>();
+  return sample(logits, prompt_tokens, output_tokens, *own_scratch_);
+}
+
+SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                             std::span<const int32_t> output_tokens, SamplerScratch& scratch) {
+  scratch.ensure(logits.size());
+  SamplerScratch& s = scratch;
   SampleResult result;
-  std::span<float> work(work_);
+  std::span<float> work(s.work);
   std::copy(logits.begin(), logits.end(), work.begin());
   result.nan_count = mask_nan(work);
 
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
-    apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, flags_);
+    apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, s.flags);
   }
   if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
-    apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, counts_);
+    apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, s.counts);
   }
 
   if (params_.is_greedy()) {
     result.token = argmax(work);
   } else {
     apply_temperature(work, params_.temperature);
-    const size_t count = select_candidates(work);
-    result.token = count == 0 ? kNoToken : draw(work, count);
+    result.token = sample_tempered(work, s);
   }
 
   // Raw logprobs: reuse `work` for log_softmax of the unprocessed logits.
@@ -58,84 +68,79 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   }
   if (params_.logprobs && params_.top_logprobs > 0) {
     result.top.resize(std::min(static_cast<size_t>(params_.top_logprobs), logits.size()));
-    top_logprobs(logits, result.top, ids_);
+    top_logprobs(logits, result.top, s.ids);
   }
   return result;
 }
 
-size_t Sampler::select_candidates(std::span<const float> logits) {
+int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& s) {
+  const float max = max_value(logits);
+  if (max == -std::numeric_limits<float>::infinity()) return kNoToken;
+  const bool filtered = params_.min_p > 0.0f || (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < logits.size()) ||
+                        params_.top_p < 1.0f;
+  if (!filtered) {  // every finite token is a candidate: weights over the row itself, no id list
+    const double total = exp_weights(logits, max, s.weights, s.block_sums);
+    return static_cast<int32_t>(inverse_cdf(std::span<const float>(s.weights).first(logits.size()), s.block_sums,
+                                            rng_.next_double() * total));
+  }
+  const size_t count = select_candidates(logits, max, s);
+  return draw(logits, max, count, s);
+}
+
+double Sampler::candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s) {
+  for (size_t i = 0; i < count; ++i) s.weights[i] = logits[static_cast<size_t>(s.ids[i])];
+  return exp_weights(std::span<const float>(s.weights).first(count), max, s.weights, s.block_sums);
+}
+
+size_t Sampler::select_candidates(std::span<const float> logits, float max, SamplerScratch& s) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  float max = kNegInf;
+  // Finite tokens, in id order; min_p keeps p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p).
+  const double threshold = params_.min_p > 0.0f ? std::log(static_cast<double>(params_.min_p)) : 0.0;
   size_t count = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > kNegInf) {
-      ids_[count++] = static_cast<int32_t>(i);
-      max = std::max(max, logits[i]);
-    }
+    const float l = logits[i];
+    if (l > kNegInf && (params_.min_p <= 0.0f || !(l - static_cast<double>(max) < threshold))) s.ids[count++] = static_cast<int32_t>(i);
   }
-  if (count == 0) return 0;
-  const auto begin = ids_.begin();
-  auto end = [&] { return begin + static_cast<std::ptrdiff_t>(count); };
-  if (params_.min_p > 0.0f) {  // p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p)
-    const double threshold = std::log(static_cast<double>(params_.min_p));
-    count = static_cast<size_t>(std::remove_if(begin, end(), [&](int32_t t) {
-                                  return logits[static_cast<size_t>(t)] - static_cast<double>(max) < threshold;
-                                }) - begin);
-  }
-  // (logit desc, id asc) is a strict total order, so the top-k *set* is the same everywhere.
-  auto by_logit = [&](int32_t a, int32_t b) {
-    const float va = logits[static_cast<size_t>(a)], vb = logits[static_cast<size_t>(b)];
-    return va != vb ? va > vb : a < b;
+  // (logit desc, id asc) is a strict total order, so the top-k set and the nucleus are the same
+  // everywhere. Candidates are kept as positions into s.ids, which is in id order.
+  const auto logit_at = [&](int32_t position) { return logits[static_cast<size_t>(s.ids[static_cast<size_t>(position)])]; };
+  const auto keep_positions = [&](size_t kept) {  // s.ids = the ids at s.positions[0 .. kept), in id order
+    std::sort(s.positions.begin(), s.positions.begin() + static_cast<std::ptrdiff_t>(kept));
+    for (size_t i = 0; i < kept; ++i) s.ids[i] = s.ids[static_cast<size_t>(s.positions[i])];
+    return kept;
   };
-  bool reordered = false;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count) {
-    std::nth_element(begin, begin + params_.top_k, end(), by_logit);
-    count = static_cast<size_t>(params_.top_k);
-    reordered = true;
+    best_positions(count, static_cast<size_t>(params_.top_k), logit_at, s.positions);
+    count = keep_positions(static_cast<size_t>(params_.top_k));
   }
   if (params_.top_p < 1.0f && count > 1) {
-    // Smallest most-likely prefix whose mass reaches top_p: sort a growing head, not the vocabulary.
-    double total = 0.0;
-    for (size_t i = 0; i < count; ++i) total += std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[i])]) - max);
-    const double target = static_cast<double>(params_.top_p) * total;
-    size_t head = std::min<size_t>(count, 64);
-    for (;;) {
-      std::partial_sort(begin, begin + static_cast<std::ptrdiff_t>(head), end(), by_logit);
+    // Smallest most-likely prefix whose mass reaches top_p: rank a growing head, not every candidate.
+    const double target = static_cast<double>(params_.top_p) * candidate_weights(logits, max, count, s);
+    const auto by_rank = [&](int32_t a, int32_t b) {
+      const float va = logit_at(a), vb = logit_at(b);
+      return va != vb ? va > vb : a < b;
+    };
+    for (size_t head = std::min<size_t>(count, 64);; head = std::min(count, head * 4)) {
+      best_positions(count, head, logit_at, s.positions);
+      std::sort(s.positions.begin(), s.positions.begin() + static_cast<std::ptrdiff_t>(head), by_rank);
       double cumulative = 0.0;
       size_t keep = 0;
-      while (keep < head && cumulative < target) {
-        cumulative += std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[keep])]) - max);
-        ++keep;
-      }
+      while (keep < head && cumulative < target) cumulative += s.weights[static_cast<size_t>(s.positions[keep++])];
       if (cumulative >= target || head == count) {
-        count = std::max<size_t>(keep, 1);
+        count = keep_positions(std::max<size_t>(keep, 1));
         break;
       }
-      head = std::min(count, head * 4);
     }
-    reordered = true;
   }
-  // Draw in id order so the token a given random number maps to does not depend on how the
-  // standard library arranged equal-rank elements.
-  if (reordered) std::sort(begin, end());
   return count;
 }
 
-int32_t Sampler::draw(std::span<const float> logits, size_t count) {
-  float max = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < count; ++i) max = std::max(max, logits[static_cast<size_t>(ids_[i])]);
-  double total = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    weights_[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(ids_[i])]) - max);
-    total += weights_[i];
-  }
-  const double target = rng_.next_double() * total;
-  double cumulative = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    cumulative += weights_[i];
-    if (target < cumulative) return ids_[i];
-  }
-  return ids_[count - 1];  // rounding left target at the very top
+int32_t Sampler::draw(std::span<const float> logits, float max, size_t count, SamplerScratch& s) {
+  if (count == 0) return kNoToken;
+  // Draw in id order so the token a given random number maps to does not depend on the ranking.
+  const double total = candidate_weights(logits, max, count, s);
+  const size_t at = inverse_cdf(std::span<const float>(s.weights).first(count), s.block_sums, rng_.next_double() * total);
+  return s.ids[at];
 }
 
 }  // namespace lemma

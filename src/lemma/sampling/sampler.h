@@ -3,12 +3,12 @@
 //   temperature is 0, else temperature -> min_p -> top_k -> top_p -> seeded inverse-CDF draw.
 // top_k keeps exactly k tokens (lowest ids among equal logits), so top_k=1 is greedy; HF and vLLM
 // keep every token tied with the k-th. Reported logprobs are of the raw logits (vLLM's default
-// "raw_logprobs"). Owns scratch buffers sized to the vocabulary on first use (no allocation per
-// step afterwards) and the request's Rng.
+// "raw_logprobs"). Owns the request's Rng; works in a SamplerScratch (its own, or the caller's).
 // Not thread-safe: one Sampler per request.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -26,6 +26,20 @@ struct SampleResult {
   std::vector<TokenLogprob> top;  // params.top_logprobs entries, most likely first
 };
 
+// The buffers a draw works in, sized to the vocabulary on first use (about 17 bytes per entry):
+// any Sampler may use one, one call at a time, so a server keeps one per batch row instead of one
+// per request.
+struct SamplerScratch {
+  void ensure(size_t vocab);
+  std::vector<float> work;          // the processed logits
+  std::vector<float> weights;       // exp(l - max) of the row or of ids's candidates
+  std::vector<double> block_sums;   // their sums per kWeightBlock
+  std::vector<int32_t> ids;         // candidate ids
+  std::vector<int32_t> positions;   // ranked positions into ids
+  std::vector<int32_t> counts;      // penalty scratch, left zeroed
+  std::vector<uint8_t> flags;       // penalty scratch, left zeroed
+};
+
 class Sampler {
  public:
   // `params` must be valid (validate()); default_seed is used when params.seed is unset.
@@ -33,8 +47,11 @@ class Sampler {
 
   // `prompt_tokens` and `output_tokens` feed the penalties (repetition uses both, presence and
   // frequency only the output). Consumes one Rng draw per non-greedy call.
+  // The first form uses buffers of this Sampler's own (allocated on first use).
   SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                       std::span<const int32_t> output_tokens);
+  SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                      std::span<const int32_t> output_tokens, SamplerScratch& scratch);
 
   // Restarts the draw stream for output position `position` (0 = the first generated token), so a
   // draw depends only on (seed, position): a request that is preempted and recomputed, or resumed
@@ -44,20 +61,20 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  void ensure_scratch(size_t vocab);
-  // Filters the finite candidates by min_p, top_k, top_p (sorting only as much as needed);
-  // returns how many remain: a prefix of ids_, in increasing id order.
-  size_t select_candidates(std::span<const float> logits);
-  int32_t draw(std::span<const float> logits, size_t count);
+  // A token from tempered logits: weights over the whole row when no filter applies, else over
+  // the candidates select_candidates keeps. kNoToken if nothing is finite.
+  int32_t sample_tempered(std::span<const float> logits, SamplerScratch& s);
+  // Filters the finite candidates by min_p, top_k, top_p (ranking only as many as needed);
+  // returns how many remain: a prefix of s.ids, in increasing id order. max: the largest logit.
+  size_t select_candidates(std::span<const float> logits, float max, SamplerScratch& s);
+  // s.weights[i] = exp(logit of s.ids[i] - max) for i < count (and s.block_sums); returns their total.
+  double candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
+  int32_t draw(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
 
   SamplingParams params_;
   uint64_t seed_;
   Rng rng_;
-  std::vector<float> work_;
-  std::vector<int32_t> ids_;
-  std::vector<int32_t> counts_;
-  std::vector<uint8_t> flags_;
-  std::vector<double> weights_;
+  std::unique_ptr<SamplerScratch> own_scratch_;
 };
 
 }  // namespace lemma

@@ -73,6 +73,51 @@ TEST(Sampler, TopKKeepsTheKMostLikely) {
   EXPECT_LT(chi_square(s, log_probs(kProbs), {0, 0, 3.0 / 7, 4.0 / 7}, 20000), kChi2Df1);
 }
 
+// Over a vocabulary wider than a weight block (vocab_passes.h): 3000 tokens with NaN and -inf
+// among them, the draw follows the softmax, counted in 15 buckets of 200 ids (chi-square, 14 df).
+TEST(Sampler, PlainSamplingOverAWideVocabularyFollowsSoftmax) {
+  std::vector<float> logits(3000);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 2.0f * std::sin(static_cast<float>(i) * 0.37f);
+  for (size_t i = 5; i < logits.size(); i += 97) logits[i] = -kInf;
+  for (size_t i = 11; i < logits.size(); i += 211) logits[i] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<double> bucket_p(15, 0.0);
+  double total = 0.0;
+  for (float l : logits) total += std::isfinite(l) ? std::exp(static_cast<double>(l)) : 0.0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (std::isfinite(logits[i])) bucket_p[i / 200] += std::exp(static_cast<double>(logits[i])) / total;
+  Sampler s(params_with(1.0f), 0);
+  std::vector<int> counts(15, 0);
+  const int n = 30000;
+  for (int i = 0; i < n; ++i) {
+    const int32_t t = s.sample(logits, kNone, kNone).token;
+    ASSERT_GE(t, 0);
+    ASSERT_TRUE(std::isfinite(logits[static_cast<size_t>(t)])) << "token " << t << " is masked";
+    ++counts[static_cast<size_t>(t) / 200];
+  }
+  double chi2 = 0.0;
+  for (size_t b = 0; b < counts.size(); ++b) chi2 += (counts[b] - bucket_p[b] * n) * (counts[b] - bucket_p[b] * n) / (bucket_p[b] * n);
+  EXPECT_LT(chi2, 36.12);  // p = 0.001 at 14 degrees of freedom
+}
+
+// top_k among ties keeps the lowest ids, exactly k of them, however the ranking pass meets them.
+TEST(Sampler, TopKAmongTiesKeepsTheLowestIds) {
+  std::vector<float> logits(2000, 0.0f);
+  for (size_t i = 7; i < logits.size(); i += 13) logits[i] = 1.0f;  // 154 tied best, ids 7, 20, 33, ...
+  SamplingParams p = params_with(1.0f);
+  p.top_k = 5;
+  Sampler s(p, 0);
+  std::vector<int> seen(logits.size(), 0);
+  for (int i = 0; i < 5000; ++i) ++seen[static_cast<size_t>(s.sample(logits, kNone, kNone).token)];
+  for (size_t t = 0; t < logits.size(); ++t) {
+    const bool kept = t % 13 == 7 && t < 7 + 5 * 13;
+    if (kept) {
+      EXPECT_GT(seen[t], 800) << "token " << t;  // 1000 expected each
+    } else {
+      EXPECT_EQ(seen[t], 0) << "token " << t;
+    }
+  }
+}
+
 TEST(Sampler, TopPKeepsSmallestPrefixReachingP) {
   SamplingParams p = params_with(1.0f);
   p.top_p = 0.75f;  // 0.4 + 0.3 = 0.7 < 0.75, so 0.2 joins; 0.1 is cut

@@ -74,6 +74,8 @@ class ModelRunner {
   };
   void apply_plan_state(const StepPlan& plan);
   void copy_blocks(const StepPlan& plan);
+  // One token per sequence that needs one, the sequences split over the forward's team (each has
+  // its own Sampler, so which thread samples a row never changes the token).
   void sample(const StepPlan& plan, RunnerOutput& out);
 
   const Model& model_;
@@ -84,6 +86,9 @@ class ModelRunner {
   std::vector<float> logits_;
   ForwardBatch batch_;
   std::unordered_map<RequestId, State> state_;
+  std::vector<State*> sampled_;          // this step's sequences that sample, in logits-row order
+  std::vector<SampleResult> samples_;    // their results, by row
+  std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;
 };

@@ -70,6 +70,29 @@ void expect_batched_equals_alone(const EngineConfig& config, const std::string& 
 
 TEST_F(EngineTest, BatchedEqualsAloneBitwise) { expect_batched_equals_alone(engine_config(64), "batched"); }
 
+// The runner samples a step's sequences on the forward's team; each has its own Sampler, so a
+// thread count changes neither the logits nor any seeded token.
+TEST_F(EngineTest, ThreadsChangeNoSampledToken) {
+  Workload w = mixed_workload();
+  for (size_t i = 0; i < w.options.size(); ++i) {  // every request samples, with each filter
+    RequestOptions& o = w.options[i];
+    o.sampling.temperature = 0.8f + 0.1f * static_cast<float>(i % 3);
+    o.sampling.top_k = i % 3 == 0 ? 20 : 0;
+    o.sampling.min_p = i % 3 == 1 ? 0.02f : 0.0f;
+    o.sampling.top_p = i % 3 == 2 ? 0.9f : 1.0f;
+    o.sampling.seed = 500 + i;
+  }
+  auto run = [&](int threads) {
+    EngineConfig config = engine_config(64);
+    config.num_threads = threads;
+    Engine engine(stories_model(), config);
+    for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
+    return run_to_completion(engine);
+  };
+  const auto one = run(1), three = run(3);
+  for (size_t i = 0; i < w.prompts.size(); ++i) expect_same(one.at(i + 1), three.at(i + 1), i + 1);
+}
+
 TEST_F(EngineTest, ChunkedPrefillEqualsAloneBitwise) {
   expect_batched_equals_alone(engine_config(64, /*token_budget=*/24), "chunked, budget 24");
 }

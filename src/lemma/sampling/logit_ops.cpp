@@ -36,12 +36,15 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(i);
 }
 
-int64_t mask_nan(std::span<float> logits) {
+int64_t mask_nan(std::span<float> logits) { return copy_masking_nan(logits, logits); }
+
+int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out) {
   int64_t count = 0;
-  for (float& v : logits) {
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float v = logits[i];
     const bool nan = v != v;  // branch-free, so the loop vectorises
     count += nan ? 1 : 0;
-    v = nan ? kNegInf : v;
+    out[i] = nan ? kNegInf : v;
   }
   return count;
 }

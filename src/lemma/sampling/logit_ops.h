@@ -17,6 +17,8 @@ int32_t argmax(std::span<const float> logits);
 
 // Replaces NaN with -inf; returns how many there were.
 int64_t mask_nan(std::span<float> logits);
+// out = logits with NaN replaced by -inf, in one pass; returns how many there were.
+int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out);
 
 // logits /= temperature (temperature > 0).
 void apply_temperature(std::span<float> logits, float temperature);

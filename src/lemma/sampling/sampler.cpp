@@ -38,9 +38,8 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   scratch.ensure(logits.size());
   SamplerScratch& s = scratch;
   SampleResult result;
-  std::span<float> work(s.work);
-  std::copy(logits.begin(), logits.end(), work.begin());
-  result.nan_count = mask_nan(work);
+  std::span<float> work = std::span<float>(s.work).first(logits.size());
+  result.nan_count = copy_masking_nan(logits, work);
 
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
@@ -88,6 +87,7 @@ int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& 
 }
 
 double Sampler::candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s) {
+  if (count == logits.size()) return exp_weights(logits, max, s.weights, s.block_sums);  // ids are 0, 1, ...
   for (size_t i = 0; i < count; ++i) s.weights[i] = logits[static_cast<size_t>(s.ids[i])];
   return exp_weights(std::span<const float>(s.weights).first(count), max, s.weights, s.block_sums);
 }

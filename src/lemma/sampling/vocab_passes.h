@@ -44,12 +44,14 @@ void best_positions(size_t count, size_t k, ValueAt&& value, std::span<int32_t> 
   const auto begin = out.begin(), end = out.begin() + static_cast<std::ptrdiff_t>(k);
   for (size_t p = 0; p < k; ++p) out[p] = static_cast<int32_t>(p);
   std::make_heap(begin, end, better);
+  float worst = value(out[0]);
   for (size_t p = k; p < count; ++p) {
     // Later positions lose ties, so only a strictly larger value displaces the worst kept one.
-    if (!(value(static_cast<int32_t>(p)) > value(out[0]))) continue;
+    if (!(value(static_cast<int32_t>(p)) > worst)) continue;
     std::pop_heap(begin, end, better);
     *(end - 1) = static_cast<int32_t>(p);
     std::push_heap(begin, end, better);
+    worst = value(out[0]);
   }
 }
 

@@ -24,6 +24,22 @@ TEST(LogitOps, MaskNan) {
   EXPECT_EQ(mask_nan(v), 2);
   EXPECT_EQ(v[0], -kInf);
   EXPECT_EQ(v[1], 1.0f);
+  // Past the vector width, with NaN in the tail too; the source is left as it was.
+  std::vector<float> src(37, 0.25f), out(37, 9.0f);
+  src[0] = src[16] = src[36] = NAN;
+  src[5] = -kInf;
+  EXPECT_EQ(copy_masking_nan(src, out), 3);
+  for (size_t i = 0; i < src.size(); ++i) EXPECT_EQ(out[i], std::isnan(src[i]) ? -kInf : src[i]) << i;
+  EXPECT_TRUE(std::isnan(src[36]));
+}
+
+TEST(LogitOps, ArgmaxFindsTheFirstBestPastTheVectorWidth) {
+  std::vector<float> v(1000, -1.0f);
+  v[999] = 5.0f;
+  EXPECT_EQ(argmax(v), 999);
+  v[17] = 5.0f;
+  v[3] = NAN;
+  EXPECT_EQ(argmax(v), 17);
 }
 
 TEST(LogitOps, TemperatureAndBias) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lemma/kernels/vocab_ops.h"
 #include "lemma/sampling/vocab_passes.h"
 
 namespace lemma {
@@ -27,31 +28,17 @@ std::pair<float, double> max_and_log_sum(std::span<const float> logits) {
 }  // namespace
 
 int32_t argmax(std::span<const float> logits) {
-  // Two passes the compiler vectorises (the largest value, then its first index), not one with a
-  // branch per entry: greedy sampling runs this over the vocabulary once per sequence per step.
-  const float best = max_value(logits);
-  if (best == kNegInf) return kNoToken;
-  size_t i = 0;
-  while (logits[i] != best) ++i;
-  return static_cast<int32_t>(i);
+  const int64_t at = kernels::argmax_first(logits);
+  return at < 0 ? kNoToken : static_cast<int32_t>(at);
 }
 
 int64_t mask_nan(std::span<float> logits) { return copy_masking_nan(logits, logits); }
 
 int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out) {
-  int64_t count = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float v = logits[i];
-    const bool nan = v != v;  // branch-free, so the loop vectorises
-    count += nan ? 1 : 0;
-    out[i] = nan ? kNegInf : v;
-  }
-  return count;
+  return kernels::copy_masking_nan(logits, out);
 }
 
-void apply_temperature(std::span<float> logits, float temperature) {
-  for (float& v : logits) v /= temperature;
-}
+void apply_temperature(std::span<float> logits, float temperature) { kernels::divide_row(logits, temperature, logits); }
 
 void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias) {
   for (const auto& [token, value] : bias) {

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "lemma/kernels/vocab_ops.h"
 #include "lemma/sampling/vocab_passes.h"
 
 namespace lemma {
+
 
 Sampler::Sampler(SamplingParams params, uint64_t default_seed)
     : params_(std::move(params)), seed_(params_.seed.value_or(default_seed)), rng_(seed_) {}
@@ -21,6 +23,7 @@ void SamplerScratch::ensure(size_t vocab) {
   work.assign(vocab, 0.0f);
   weights.assign(vocab, 0.0f);
   block_sums.assign(weight_blocks(vocab), 0.0);
+  values.assign(vocab, 0.0f);
   ids.assign(vocab, 0);
   positions.assign(vocab, 0);
   counts.assign(vocab, 0);
@@ -52,7 +55,7 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   if (params_.is_greedy()) {
     result.token = argmax(work);
   } else {
-    apply_temperature(work, params_.temperature);
+    if (params_.temperature != 1.0f) apply_temperature(work, params_.temperature);  // x / 1 is x
     result.token = sample_tempered(work, s);
   }
 
@@ -93,35 +96,37 @@ double Sampler::candidate_weights(std::span<const float> logits, float max, size
 }
 
 size_t Sampler::select_candidates(std::span<const float> logits, float max, SamplerScratch& s) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   // Finite tokens, in id order; min_p keeps p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p).
-  const double threshold = params_.min_p > 0.0f ? std::log(static_cast<double>(params_.min_p)) : 0.0;
-  size_t count = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    if (l > kNegInf && (params_.min_p <= 0.0f || !(l - static_cast<double>(max) < threshold))) s.ids[count++] = static_cast<int32_t>(i);
-  }
+  const float threshold = params_.min_p > 0.0f ? min_p_cutoff(max, std::log(static_cast<double>(params_.min_p)))
+                                               : -std::numeric_limits<float>::infinity();
+  auto count = static_cast<size_t>(kernels::select_at_least(logits, threshold, s.ids));
   // (logit desc, id asc) is a strict total order, so the top-k set and the nucleus are the same
-  // everywhere. Candidates are kept as positions into s.ids, which is in id order.
-  const auto logit_at = [&](int32_t position) { return logits[static_cast<size_t>(s.ids[static_cast<size_t>(position)])]; };
+  // everywhere. Candidates are kept as positions into s.ids, which is in id order; their logits
+  // are gathered into s.values (unless every token is a candidate: then they are `logits`).
+  const auto candidate_logits = [&]() -> std::span<const float> {
+    if (count == logits.size()) return logits;
+    for (size_t i = 0; i < count; ++i) s.values[i] = logits[static_cast<size_t>(s.ids[i])];
+    return std::span<const float>(s.values).first(count);
+  };
   const auto keep_positions = [&](size_t kept) {  // s.ids = the ids at s.positions[0 .. kept), in id order
     std::sort(s.positions.begin(), s.positions.begin() + static_cast<std::ptrdiff_t>(kept));
     for (size_t i = 0; i < kept; ++i) s.ids[i] = s.ids[static_cast<size_t>(s.positions[i])];
     return kept;
   };
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count) {
-    best_positions(count, static_cast<size_t>(params_.top_k), logit_at, s.positions);
+    best_positions(candidate_logits(), static_cast<size_t>(params_.top_k), s.positions);
     count = keep_positions(static_cast<size_t>(params_.top_k));
   }
   if (params_.top_p < 1.0f && count > 1) {
     // Smallest most-likely prefix whose mass reaches top_p: rank a growing head, not every candidate.
     const double target = static_cast<double>(params_.top_p) * candidate_weights(logits, max, count, s);
+    const std::span<const float> values = candidate_logits();
     const auto by_rank = [&](int32_t a, int32_t b) {
-      const float va = logit_at(a), vb = logit_at(b);
+      const float va = values[static_cast<size_t>(a)], vb = values[static_cast<size_t>(b)];
       return va != vb ? va > vb : a < b;
     };
     for (size_t head = std::min<size_t>(count, 64);; head = std::min(count, head * 4)) {
-      best_positions(count, head, logit_at, s.positions);
+      best_positions(values, head, s.positions);
       std::sort(s.positions.begin(), s.positions.begin() + static_cast<std::ptrdiff_t>(head), by_rank);
       double cumulative = 0.0;
       size_t keep = 0;

@@ -34,6 +34,7 @@ struct SamplerScratch {
   std::vector<float> work;          // the processed logits
   std::vector<float> weights;       // exp(l - max) of the row or of ids's candidates
   std::vector<double> block_sums;   // their sums per kWeightBlock
+  std::vector<float> values;        // the candidates' logits, gathered in id order
   std::vector<int32_t> ids;         // candidate ids
   std::vector<int32_t> positions;   // ranked positions into ids
   std::vector<int32_t> counts;      // penalty scratch, left zeroed

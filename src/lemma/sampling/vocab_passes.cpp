@@ -1,55 +1,48 @@
 #include "lemma/sampling/vocab_passes.h"
 
-#include <array>
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 
-#include "lemma/kernels/ops.h"
+#include "lemma/kernels/vocab_ops.h"
 
 namespace lemma {
 
-namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-constexpr size_t kLanes = 16;  // independent partial results, so the compiler can vectorise
-
-}  // namespace
-
-float max_value(std::span<const float> values) {
-  std::array<float, kLanes> lane;
-  lane.fill(kNegInf);
-  size_t i = 0;
-  for (; i + kLanes <= values.size(); i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) lane[j] = values[i + j] > lane[j] ? values[i + j] : lane[j];  // NaN loses
-  }
-  float max = kNegInf;
-  for (; i < values.size(); ++i) max = values[i] > max ? values[i] : max;
-  for (float v : lane) max = v > max ? v : max;
-  return max;
-}
+float max_value(std::span<const float> values) { return kernels::max_ignoring_nan(values); }
 
 double exp_weights(std::span<const float> values, float max, std::span<float> weights, std::span<double> block_sums) {
-  assert(weights.size() >= values.size() && block_sums.size() >= weight_blocks(values.size()));
-  const size_t n = values.size();
-  for (size_t i = 0; i < n; ++i) weights[i] = values[i] - max;  // -inf stays -inf, so exp gives 0
-  kernels::exp_row(weights.first(n), weights.first(n));
-  double total = 0.0;
-  for (size_t b = 0; b * kWeightBlock < n; ++b) {
-    const size_t begin = b * kWeightBlock, end = std::min(n, begin + kWeightBlock);
-    // Double partial sums in a fixed order: within about 1e-16 of the sequential sum that
-    // inverse_cdf scans, so a block's sum and its scan agree on all but the last ulps.
-    std::array<double, kLanes> lane{};
-    size_t i = begin;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (size_t j = 0; j < kLanes; ++j) lane[j] += weights[i + j];
-    }
-    double sum = 0.0;
-    for (; i < end; ++i) sum += weights[i];
-    for (float v : lane) sum += v;
-    block_sums[b] = sum;
-    total += sum;
+  return kernels::exp_block_sums(values, max, weights.first(values.size()), block_sums);
+}
+
+float min_p_cutoff(float max, double log_min_p) {
+  const auto keeps = [&](float l) { return static_cast<double>(l) - static_cast<double>(max) >= log_min_p; };
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  auto l = static_cast<float>(static_cast<double>(max) + log_min_p);
+  while (!keeps(l)) l = std::nextafter(l, max);
+  while (l > kNegInf && keeps(std::nextafter(l, kNegInf))) l = std::nextafter(l, kNegInf);
+  return l;
+}
+
+void best_positions(std::span<const float> values, size_t k, std::span<int32_t> out) {
+  assert(k <= values.size() && k <= out.size());
+  if (k == 0) return;
+  const auto better = [&](int32_t a, int32_t b) {
+    const float va = values[static_cast<size_t>(a)], vb = values[static_cast<size_t>(b)];
+    return va != vb ? va > vb : a < b;
+  };
+  // The heap keeps the worst kept position on top.
+  const auto begin = out.begin(), end = out.begin() + static_cast<std::ptrdiff_t>(k);
+  for (size_t p = 0; p < k; ++p) out[p] = static_cast<int32_t>(p);
+  std::make_heap(begin, end, better);
+  // Later positions lose ties, so only a strictly larger value displaces the worst kept one.
+  for (size_t p = k; p < values.size(); ++p) {
+    p += static_cast<size_t>(kernels::first_above(values.subspan(p), values[static_cast<size_t>(out[0])]));
+    if (p >= values.size()) break;
+    std::pop_heap(begin, end, better);
+    *(end - 1) = static_cast<int32_t>(p);
+    std::push_heap(begin, end, better);
   }
-  return total;
 }
 
 size_t inverse_cdf(std::span<const float> weights, std::span<const double> block_sums, double target) {

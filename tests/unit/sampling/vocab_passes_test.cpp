@@ -74,6 +74,21 @@ TEST(VocabPasses, ExpWeightsAreExpOfTheShiftAndSumPerBlock) {
   }
 }
 
+TEST(VocabPasses, MinPCutoffIsTheBoundaryOfTheDoubleTest) {
+  std::mt19937 rng(77);
+  std::normal_distribution<float> logit(0.0f, 20.0f);
+  std::uniform_real_distribution<double> min_p(1e-6, 1.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const float max = trial == 0 ? 0.0f : logit(rng);
+    const double log_min_p = trial == 1 ? 0.0 : std::log(min_p(rng));
+    const float cutoff = min_p_cutoff(max, log_min_p);
+    const auto keeps = [&](float l) { return static_cast<double>(l) - static_cast<double>(max) >= log_min_p; };
+    ASSERT_TRUE(keeps(cutoff)) << "max " << max << " log_min_p " << log_min_p;
+    ASSERT_FALSE(keeps(std::nextafter(cutoff, -kInf))) << "max " << max << " log_min_p " << log_min_p;
+    ASSERT_LE(cutoff, max);
+  }
+}
+
 TEST(VocabPasses, InverseCdfFindsTheEntryAtEachTargetAndNeverAZeroWeight) {
   std::mt19937 rng(5);
   for (size_t n : kSizes) {
@@ -122,7 +137,7 @@ TEST(VocabPasses, BestPositionsAreTheTopKOfAFullSortWithTiesToLowerPositions) {
     for (size_t k : {size_t{1}, size_t{2}, size_t{40}, n / 2, n}) {
       if (k == 0 || k > n) continue;
       std::vector<int32_t> out(n);
-      best_positions(n, k, [&](int32_t p) { return v[static_cast<size_t>(p)]; }, out);
+      best_positions(v, k, out);
       std::vector<int32_t> got(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k));
       std::vector<int32_t> want(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
       std::sort(got.begin(), got.end());

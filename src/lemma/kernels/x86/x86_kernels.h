@@ -50,6 +50,22 @@ void softmax_avx512(const float* x, float* y, int64_t n);
 void add_avx512(const float* a, const float* b, float* out, int64_t n);
 void exp_avx512(const float* x, float* y, int64_t n);
 
+// Vocabulary passes (see vocab_ops.h), n values each.
+int64_t copy_masking_nan_avx2(const float* x, float* y, int64_t n);
+float max_ignoring_nan_avx2(const float* x, int64_t n);
+int64_t argmax_first_avx2(const float* x, int64_t n);
+void divide_row_avx2(const float* x, float divisor, float* y, int64_t n);
+double exp_block_sums_avx2(const float* x, float shift, float* w, double* block_sums, int64_t n);
+int64_t first_above_avx2(const float* x, float threshold, int64_t n);
+int64_t select_at_least_avx2(const float* x, float threshold, int32_t* ids, int64_t n);
+int64_t copy_masking_nan_avx512(const float* x, float* y, int64_t n);
+float max_ignoring_nan_avx512(const float* x, int64_t n);
+int64_t argmax_first_avx512(const float* x, int64_t n);
+void divide_row_avx512(const float* x, float divisor, float* y, int64_t n);
+double exp_block_sums_avx512(const float* x, float shift, float* w, double* block_sums, int64_t n);
+int64_t first_above_avx512(const float* x, float threshold, int64_t n);
+int64_t select_at_least_avx512(const float* x, float threshold, int32_t* ids, int64_t n);
+
 void matmul_f32_avx2(const MatmulArgs& args);
 void matmul_f16_avx2(const MatmulArgs& args);
 void matmul_bf16_avx2(const MatmulArgs& args);

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "lemma/kernels/vocab_ops.h"
-#include "lemma/sampling/vocab_passes.h"
 
 namespace lemma {
 

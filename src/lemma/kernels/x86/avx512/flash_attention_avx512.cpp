@@ -10,7 +10,7 @@
 
 #include "lemma/kernels/attention/flash_attention_isa.h"
 #include "lemma/kernels/attention/kv_dtype.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/avx512/vector_math_avx512.h"
 
 namespace lemma::kernels::x86 {
 
@@ -19,16 +19,13 @@ namespace {
 constexpr int64_t kTile = 16;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-__mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << remaining) - 1u);
-}
-
 int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // Lane i of the result = sum of the 16 lanes of a[i]; each lane's sum only ever adds values of its
-// own vector, in a fixed order, so it does not depend on the other vectors.
-__m512 transpose_sum(__m512* a) {
+// own vector, in a fixed order, so it does not depend on the other vectors. Inlined so the caller's
+// accumulators stay in registers (an out-of-line call makes it store them on every FMA).
+[[gnu::always_inline]] inline __m512 transpose_sum(__m512* a) {
   __m512 pairs[8], quads[4];
   for (int i = 0; i < 8; ++i)  // [a0_0+a0_2, a1_0+a1_2, a0_1+a0_3, a1_1+a1_3] per 128-bit lane
     pairs[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
@@ -68,7 +65,7 @@ __m512 load16(const char* row, int64_t d, __mmask16 m) {
 
 // q . k[i] for the 16 keys of a tile (every k[i] must point at readable keys), scales not applied.
 template <KvDtype D>
-__m512 tile_dots(const float* q, const char* const* k, int64_t hd) {
+[[gnu::always_inline]] inline __m512 tile_dots(const float* q, const char* const* k, int64_t hd) {
   __m512 acc[kTile];
   for (auto& x : acc) x = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += 16) {
@@ -79,76 +76,161 @@ __m512 tile_dots(const float* q, const char* const* k, int64_t hd) {
   return transpose_sum(acc);
 }
 
-// One tile's keys: row pointers and (int8/fp8) the scales the kernel multiplies by.
-struct Tile {
-  const char* k[kTile];
-  const char* v[kTile];
-  alignas(64) float k_scale[kTile];
-  alignas(64) float v_scale[kTile];
+// Keys per chunk: a chunk's scores for kHeadsPerPass heads stay on the stack (4 KiB). The model's
+// splits (kFlashSplitKeys, 256) are one chunk each; longer ranges take several.
+constexpr int64_t kChunkKeys = 256;
+
+// The keys of one chunk: row pointers and (int8/fp8) the scales the kernel multiplies by. Entries
+// past the chunk's end point at its first key (readable; their lanes are masked).
+struct ChunkKeys {
+  const char* k[kChunkKeys + kTile];
+  const char* v[kChunkKeys + kTile];
+  float k_scale[kChunkKeys + kTile];
+  float v_scale[kChunkKeys + kTile];
 };
 
-// acc[d0 .. d0 + 16 * kChunks) = acc * alpha + sum over keys j in [lo, hi) of p[j - t0] * v[j][d]
-// (ascending j; the last chunk masked to head_dim). kChunks accumulators stay in registers so
-// their FMA chains overlap; every element sees the same operations in the same order.
-template <KvDtype D, int kChunks>
-void accumulate_block(float* acc, __m512 p, float alpha, const char* const* v, int64_t t0, int64_t lo, int64_t hi,
-                      int64_t d0, int64_t hd) {
-  __m512 o[kChunks];
-  __mmask16 m[kChunks];
-  for (int c = 0; c < kChunks; ++c) {
-    m[c] = tail_mask(hd - d0 - 16 * c);
-    o[c] = _mm512_maskz_loadu_ps(m[c], acc + d0 + 16 * c);
-    if (alpha != 1.0f) o[c] = _mm512_mul_ps(o[c], _mm512_set1_ps(alpha));
-  }
-  for (int64_t j = lo; j < hi; ++j) {
-    const __m512 pj = _mm512_permutexvar_ps(_mm512_set1_epi32(static_cast<int>(j - t0)), p);
-    const char* vj = v[j - t0];
-    for (int c = 0; c < kChunks; ++c) o[c] = _mm512_fmadd_ps(pj, load16<D>(vj, d0 + 16 * c, m[c]), o[c]);
-  }
-  for (int c = 0; c < kChunks; ++c) _mm512_mask_storeu_ps(acc + d0 + 16 * c, m[c], o[c]);
-}
-
-// The value half of the online-softmax update over head_dim, in blocks of up to 128 floats.
 template <KvDtype D>
-void accumulate_values(float* acc, __m512 p, float alpha, const char* const* v, int64_t t0, int64_t lo, int64_t hi,
-                       int64_t hd) {
-  for (int64_t d0 = 0; d0 < hd; d0 += 128) {
-    switch ((min64(hd - d0, 128) + 15) / 16) {
-      case 1: accumulate_block<D, 1>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 2: accumulate_block<D, 2>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 3: accumulate_block<D, 3>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 4: accumulate_block<D, 4>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 5: accumulate_block<D, 5>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 6: accumulate_block<D, 6>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 7: accumulate_block<D, 7>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      default: accumulate_block<D, 8>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+void gather_keys(const FlashSplitArgs& a, int64_t begin, int64_t end, ChunkKeys& keys) {
+  const int64_t slot_bytes = a.token_stride * kElementBytes<D>;
+  // e4m3 loads give value * 2^-8 (load16), so the scales take the 2^8 back.
+  const float scale_factor = D == KvDtype::kFp8 ? 256.0f : 1.0f;
+  int64_t block = begin / a.block_size, offset = begin % a.block_size;
+  for (int64_t i = 0; i < end - begin; ++i) {
+    const int64_t slot = a.block_table[block] * a.block_size + offset;
+    if (++offset == a.block_size) offset = 0, ++block;
+    keys.k[i] = static_cast<const char*>(a.keys) + slot * slot_bytes;
+    keys.v[i] = static_cast<const char*>(a.values) + slot * slot_bytes;
+    if constexpr (is_scaled(D)) {
+      keys.k_scale[i] = a.key_scales[slot * a.scale_stride] * scale_factor;
+      keys.v_scale[i] = a.value_scales[slot * a.scale_stride] * scale_factor;
     }
   }
+  for (int64_t i = end - begin; i < end - begin + kTile; ++i) {
+    keys.k[i] = keys.v[i] = keys.k[0];
+    keys.k_scale[i] = keys.v_scale[i] = 1.0f;  // finite, unused
+  }
+}
+
+// Starts loading rows[0 .. n) (row_bytes each) into L1 (kHint = _MM_HINT_T0) or L2 (_MM_HINT_T1).
+template <int kHint>
+void prefetch_rows(const char* const* rows, int64_t n, int64_t row_bytes) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(rows[i] + b, static_cast<_mm_hint>(kHint));
+}
+
+// Query heads whose values one pass accumulates together: 4 heads x 4 chunks of 16 floats = 16
+// accumulators, + 4 value chunks + 1 weight in registers.
+constexpr int kHeadsPerPass = 4;
+constexpr int kChunks = 4;
+
+// For heads h < kHeads at once: acc_h[d] = acc_h[d] * alpha_h + sum over keys i < n of
+// p_h[i] * v[i][d] (ascending i), over head_dim in blocks of 16 * kChunks floats. Each value chunk
+// is loaded once for all heads; per element the operations and their order are those of one head
+// alone, so which heads share a pass never changes a bit.
+template <KvDtype D, int kHeads>
+void accumulate_heads(float* const* acc, const float* const* p, const float* alpha, const char* const* v, int64_t n,
+                      int64_t hd) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 16 * kChunks) {
+    __m512 o[kHeads][kChunks];
+    __mmask16 m[kChunks];
+    for (int c = 0; c < kChunks; ++c) m[c] = tail_mask(max64(hd - d0 - 16 * c, 0));
+    for (int h = 0; h < kHeads; ++h)
+      for (int c = 0; c < kChunks; ++c) {
+        o[h][c] = _mm512_maskz_loadu_ps(m[c], acc[h] + d0 + 16 * c);
+        if (alpha[h] != 1.0f) o[h][c] = _mm512_mul_ps(o[h][c], _mm512_set1_ps(alpha[h]));
+      }
+    for (int64_t i = 0; i < n; ++i) {
+      __m512 vc[kChunks];
+      for (int c = 0; c < kChunks; ++c) vc[c] = load16<D>(v[i], d0 + 16 * c, m[c]);
+      for (int h = 0; h < kHeads; ++h) {
+        const __m512 pi = _mm512_set1_ps(p[h][i]);
+        for (int c = 0; c < kChunks; ++c) o[h][c] = _mm512_fmadd_ps(pi, vc[c], o[h][c]);
+      }
+    }
+    for (int h = 0; h < kHeads; ++h)
+      for (int c = 0; c < kChunks; ++c) _mm512_mask_storeu_ps(acc[h] + d0 + 16 * c, m[c], o[h][c]);
+  }
 }
 
 template <KvDtype D>
-void update_query(const FlashSplitArgs& a, const float* q, const Tile& tile, int64_t t0, int64_t lo, int64_t hi,
-                  float* part) {
-  const int64_t hd = a.head_dim;
-  alignas(64) float s[kTile];
-  const __mmask16 visible = static_cast<__mmask16>(((1u << (hi - t0)) - 1u) & ~((1u << (lo - t0)) - 1u));
-  __m512 dots = tile_dots<D>(q, tile.k, hd);
-  if constexpr (is_scaled(D)) dots = _mm512_mul_ps(dots, _mm512_load_ps(tile.k_scale));
-  const __m512 scores = _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), visible, dots, _mm512_set1_ps(a.scale));
-  const float tile_max = _mm512_reduce_max_ps(scores);
-  if (tile_max == kNegInf) return;
-  const float m_new = part[0] > tile_max ? part[0] : tile_max;
-  // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
-  const float alpha = m_new == part[0] ? 1.0f : std::exp(part[0] - m_new);  // 0 on the first tile
-  _mm512_store_ps(s, _mm512_sub_ps(scores, _mm512_set1_ps(m_new)));
-  exp_avx512(s, s, kTile);
-  const __m512 p = _mm512_load_ps(s);
-  part[0] = m_new;
-  part[1] = part[1] * alpha + _mm512_reduce_add_ps(p);
-  if constexpr (is_scaled(D))  // each key's weight carries its value row's scale
-    accumulate_values<D>(part + 2, _mm512_mul_ps(p, _mm512_load_ps(tile.v_scale)), alpha, tile.v, t0, lo, hi, hd);
-  else
-    accumulate_values<D>(part + 2, p, alpha, tile.v, t0, lo, hi, hd);
+void accumulate_heads(int heads, float* const* acc, const float* const* p, const float* alpha, const char* const* v,
+                      int64_t n, int64_t hd) {
+  switch (heads) {
+    case 1: accumulate_heads<D, 1>(acc, p, alpha, v, n, hd); break;
+    case 2: accumulate_heads<D, 2>(acc, p, alpha, v, n, hd); break;
+    case 3: accumulate_heads<D, 3>(acc, p, alpha, v, n, hd); break;
+    default: accumulate_heads<D, kHeadsPerPass>(acc, p, alpha, v, n, hd); break;
+  }
+}
+
+// One online-softmax step of kHeads query heads (q[h], partial part[h]) over the n keys of a chunk
+// they all see (keys.k/v/scales from index i0): every score first (16 keys per dot-product tile),
+// then the chunk's max, the weights exp(score - new max) and their sum in one vector pass, then
+// the values, once for all heads. A head with no finite score is left unchanged.
+template <KvDtype D, int kHeads>
+void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* part, const ChunkKeys& keys,
+                  int64_t i0, int64_t n) {
+  alignas(64) float s[kHeads][kChunkKeys];
+  float alpha[kHeads];
+  float* acc[kHeads];
+  const float* p[kHeads];
+  int active = 0;
+  const int64_t row_bytes = a.head_dim * kElementBytes<D>;
+  __m512 vmax[kHeads];
+  for (int h = 0; h < kHeads; ++h) vmax[h] = _mm512_set1_ps(kNegInf);
+  for (int64_t t = 0; t < n; t += kTile) {
+    // The rows of a tile are 16 short streams (paged blocks lie anywhere), which the hardware
+    // prefetchers follow poorly: load the next tile's keys into L1 and this tile's values into L2.
+    prefetch_rows<_MM_HINT_T0>(keys.k + i0 + t + kTile, min64(kTile, n - t - kTile), row_bytes);
+    prefetch_rows<_MM_HINT_T1>(keys.v + i0 + t, min64(kTile, n - t), row_bytes);
+    for (int h = 0; h < kHeads; ++h) {  // the tile's keys stay in L1 across the heads
+      __m512 dots = tile_dots<D>(q[h], keys.k + i0 + t, a.head_dim);
+      if constexpr (is_scaled(D)) dots = _mm512_mul_ps(dots, _mm512_loadu_ps(keys.k_scale + i0 + t));
+      const __m512 scores = _mm512_mask_mul_ps(_mm512_set1_ps(kNegInf), tail_mask(n - t), dots, _mm512_set1_ps(a.scale));
+      _mm512_store_ps(s[h] + t, scores);
+      vmax[h] = _mm512_max_ps(vmax[h], scores);
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    const float chunk_max = _mm512_reduce_max_ps(vmax[h]);
+    if (chunk_max == kNegInf) continue;
+    const float m_old = part[h][0], m_new = m_old > chunk_max ? m_old : chunk_max;
+    // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
+    alpha[active] = m_new == m_old ? 1.0f : std::exp(m_old - m_new);  // 0 on the first chunk
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < n; t += kTile) {
+      __m512 w = exp16(_mm512_sub_ps(_mm512_load_ps(s[h] + t), _mm512_set1_ps(m_new)));  // masked lanes: 0
+      vsum = _mm512_add_ps(vsum, w);
+      if constexpr (is_scaled(D)) w = _mm512_mul_ps(w, _mm512_loadu_ps(keys.v_scale + i0 + t));  // value rows' scales
+      _mm512_store_ps(s[h] + t, w);
+    }
+    part[h][0] = m_new;
+    part[h][1] = part[h][1] * alpha[active] + _mm512_reduce_add_ps(vsum);
+    acc[active] = part[h] + 2;
+    p[active++] = s[h];
+  }
+  if (active > 0) accumulate_heads<D>(active, acc, p, alpha, keys.v + i0, n, a.head_dim);
+}
+
+// Every query head of row r over the keys [lo, hi) of the chunk starting at key c0, kHeadsPerPass
+// heads at a time.
+template <KvDtype D>
+void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64_t c0, int64_t lo, int64_t hi) {
+  const float* q[kHeadsPerPass];
+  float* part[kHeadsPerPass];
+  for (int64_t g0 = 0; g0 < a.group; g0 += kHeadsPerPass) {
+    const int heads = static_cast<int>(min64(kHeadsPerPass, a.group - g0));
+    for (int h = 0; h < heads; ++h) {
+      q[h] = a.q + r * a.q_row_stride + (g0 + h) * a.head_dim;
+      part[h] = a.partial + (r * a.group + g0 + h) * (a.head_dim + 2);
+    }
+    switch (heads) {
+      case 1: update_heads<D, 1>(a, q, part, keys, lo - c0, hi - lo); break;
+      case 2: update_heads<D, 2>(a, q, part, keys, lo - c0, hi - lo); break;
+      case 3: update_heads<D, 3>(a, q, part, keys, lo - c0, hi - lo); break;
+      default: update_heads<D, kHeadsPerPass>(a, q, part, keys, lo - c0, hi - lo); break;
+    }
+  }
 }
 
 template <KvDtype D>
@@ -161,37 +243,18 @@ void split(const FlashSplitArgs& a) {
     for (int64_t d = 0; d < a.head_dim; d += 16)
       _mm512_mask_storeu_ps(part + 2 + d, tail_mask(a.head_dim - d), _mm512_setzero_ps());
   }
-  const int64_t row_bytes = a.token_stride * kElementBytes<D>;
-  // e4m3 loads give value * 2^-8 (load16), so the scales take the 2^8 back.
-  const float scale_factor = D == KvDtype::kFp8 ? 256.0f : 1.0f;
-  Tile tile;
   // Keys before the first row's window are never read: their blocks may already be freed.
   const int64_t first_key =
       max64(a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
-  for (int64_t t0 = first_key / kTile * kTile; t0 < a.key_end; t0 += kTile) {
-    const int64_t tile_lo = max64(t0, first_key), tile_hi = min64(t0 + kTile, a.key_end);
-    for (int64_t j = tile_lo; j < tile_hi; ++j) {
-      const int64_t slot = a.block_table[j / a.block_size] * a.block_size + j % a.block_size;
-      tile.k[j - t0] = static_cast<const char*>(a.keys) + slot * row_bytes;
-      tile.v[j - t0] = static_cast<const char*>(a.values) + slot * row_bytes;
-      if constexpr (is_scaled(D)) {
-        tile.k_scale[j - t0] = a.key_scales[slot * a.scale_stride] * scale_factor;
-        tile.v_scale[j - t0] = a.value_scales[slot * a.scale_stride] * scale_factor;
-      }
-    }
-    for (int64_t j = t0; j < t0 + kTile; ++j)  // lanes outside the split: any readable key (masked)
-      if (j < tile_lo || j >= tile_hi) {
-        tile.k[j - t0] = tile.k[tile_lo - t0];
-        if constexpr (is_scaled(D)) tile.k_scale[j - t0] = tile.v_scale[j - t0] = 1.0f;  // finite, unused
-      }
+  ChunkKeys keys;
+  for (int64_t c0 = first_key; c0 < a.key_end; c0 += kChunkKeys) {
+    const int64_t c1 = min64(c0 + kChunkKeys, a.key_end);
+    gather_keys<D>(a, c0, c1, keys);
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
-      const int64_t lo = max64(tile_lo, window_lo), hi = min64(tile_hi, pos + 1);
-      if (lo >= hi) continue;
-      for (int64_t g = 0; g < a.group; ++g)
-        update_query<D>(a, a.q + r * a.q_row_stride + g * a.head_dim, tile, t0, lo, hi,
-                        a.partial + (r * a.group + g) * stride);
+      const int64_t lo = max64(c0, window_lo), hi = min64(c1, pos + 1);
+      if (lo < hi) update_row<D>(a, r, keys, c0, lo, hi);
     }
   }
 }

@@ -42,7 +42,7 @@ struct MachineFlags {
 struct ModelFlags {
   std::string model, load = "lazy", kv_cache_dtype = "auto";
   int threads = 0;
-  int64_t pp = 512, tg = 128, batch = 1;
+  int64_t pp = 512, tg = 128, batch = 1, depth = 0;
   int reps = 3;
   double bandwidth_gbps = 0.0, peak_gflops = 0.0;  // 0 = measure
   int64_t buffer_mib = 1024;
@@ -175,27 +175,30 @@ int run_model(const ModelFlags& flags) {
     const std::string pp = flags.pp > 0 ? "pp" + std::to_string(flags.pp) : "no prefill test";
     const std::string tg = flags.tg > 0 ? "tg" + std::to_string(flags.tg) + ", batch " + std::to_string(flags.batch)
                                         : "no decode test";
-    std::printf("workload: %s, %s, %d reps after a warm-up, outputs checked first\n", pp.c_str(), tg.c_str(), flags.reps);
+    const std::string depth = flags.depth > 0 ? ", after " + std::to_string(flags.depth) + " cached tokens" : "";
+    std::printf("workload: %s, %s%s, %d reps after a warm-up, outputs checked first\n", pp.c_str(), tg.c_str(),
+                depth.c_str(), flags.reps);
   }
   bench::ModelBenchOptions options{flags.pp, flags.tg, flags.reps, threads, flags.batch, 42};
   options.kv_dtype = kv_dtype;
+  options.depth = flags.depth;
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
   const auto results = bench::run_model_bench(model, options, progress);
-  if (!flags.json) std::printf("%-8s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
+  if (!flags.json) std::printf("%-12s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
   for (const auto& r : results) {
     const bool decode = r.test[0] == 't';
     double roofline_tps = 0.0, bytes_per_token = 0.0, gflops = 0.0;
     if (decode) {
       bytes_per_token = bench::decode_bytes_per_token(weight_bytes.read_per_token, kv_per_token,
-                                                      bench::mean_decode_context(flags.tg), r.batch);
+                                                      bench::mean_decode_context(flags.tg, flags.depth), r.batch);
       roofline_tps = bandwidth * 1e9 / bytes_per_token;
     } else {
-      gflops = bench::prefill_flops(c, w, flags.pp) / 1e9;
+      gflops = bench::prefill_flops(c, w, flags.pp, flags.depth) / 1e9;
       roofline_tps = peak * static_cast<double>(flags.pp) / gflops;  // compute-bound ceiling
     }
     const double fraction = r.tokens_per_s.mean / roofline_tps;
     if (flags.json) {
-      nlohmann::json j = {{"test", r.test}, {"threads", threads}, {"batch", r.batch},
+      nlohmann::json j = {{"test", r.test}, {"threads", threads}, {"batch", r.batch}, {"depth", flags.depth},
                           {"tokens_per_s", r.tokens_per_s.mean}, {"stddev", r.tokens_per_s.stddev},
                           {"reps", r.tokens_per_s.count}, {"isa", kernels::isa_name(kernels::active_isa())},
                           {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
@@ -213,11 +216,11 @@ int run_model(const ModelFlags& flags) {
       }
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("%-8s %6lld %7d %14.2f %10.2f %14.2f %8.1f%%\n", r.test.c_str(), static_cast<long long>(r.batch), threads,
+      std::printf("%-12s %6lld %7d %14.2f %10.2f %14.2f %8.1f%%\n", r.test.c_str(), static_cast<long long>(r.batch), threads,
                   r.tokens_per_s.mean, r.tokens_per_s.stddev, roofline_tps, 100.0 * fraction);
       if (decode) {
         std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
-                    r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg),
+                    r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg, flags.depth),
                     bytes_per_token * r.tokens_per_s.mean / 1e9);
         std::printf("  %s: framework overhead %.2f%% of step time (step %.3f ms, %.3f ms outside kernel ranges; "
                     "traced run, batch %lld)\n",
@@ -289,6 +292,8 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
   app->add_option("--tg,-n", flags.tg, "Decode steps of the generation test (0 = skip)")->capture_default_str();
   app->add_option("--reps,-r", flags.reps, "Timed repetitions")->capture_default_str();
   app->add_option("--batch,-b", flags.batch, "Sequences decoded together in tg")->capture_default_str();
+  app->add_option("--depth,-d", flags.depth, "Tokens already cached in each sequence before pp and tg (llama-bench -d)")
+      ->capture_default_str();
   app->add_option("--bandwidth", flags.bandwidth_gbps, "Read bandwidth in GB/s (default: measure it)");
   app->add_option("--peak-gflops", flags.peak_gflops, "Peak GFLOP/s (default: measure it)");
   app->add_option("--buffer-mib", flags.buffer_mib, "Bandwidth buffer size when measuring")->capture_default_str();

@@ -10,9 +10,11 @@ double decode_bytes_per_token(uint64_t weight_read_bytes, uint64_t kv_bytes_per_
   return static_cast<double>(weight_read_bytes) / b + static_cast<double>(kv_bytes_per_token) * mean_context;
 }
 
-double mean_decode_context(int64_t steps) { return steps > 0 ? (static_cast<double>(steps) + 1.0) / 2.0 : 0.0; }
+double mean_decode_context(int64_t steps, int64_t depth) {
+  return steps > 0 ? static_cast<double>(depth) + (static_cast<double>(steps) + 1.0) / 2.0 : 0.0;
+}
 
-double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int64_t tokens) {
+double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int64_t tokens, int64_t depth) {
   double layer_macs = 0.0;  // multiply-adds per token
   for (const auto& l : weights.layers) {
     for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
@@ -20,7 +22,7 @@ double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int
     }
   }
   const double t = static_cast<double>(tokens);
-  const double attended = t * (t + 1.0) / 2.0;  // sum over p of (p + 1)
+  const double attended = t * (t + 1.0) / 2.0 + t * static_cast<double>(depth);  // sum over p of (depth + p + 1)
   const double attention_macs = 2.0 * static_cast<double>(config.num_layers) * static_cast<double>(config.q_dim()) * attended;
   const double head_macs = static_cast<double>(weights.lm_head.elements());
   return 2.0 * (layer_macs * t + attention_macs + head_macs);

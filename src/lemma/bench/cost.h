@@ -14,13 +14,13 @@ namespace lemma::bench {
 double decode_bytes_per_token(uint64_t weight_read_bytes, uint64_t kv_bytes_per_token, double mean_context,
                               int64_t batch = 1);
 
-// Mean context a decode step attends over when `steps` tokens are generated from an empty cache
-// (step i reads i + 1 tokens' K/V): (steps + 1) / 2.
-double mean_decode_context(int64_t steps);
+// Mean context a decode step attends over when `steps` tokens are generated after `depth` cached
+// ones (step i reads depth + i + 1 tokens' K/V): depth + (steps + 1) / 2.
+double mean_decode_context(int64_t steps, int64_t depth = 0);
 
-// FLOPs of one prefill of `tokens` tokens from an empty cache with logits for the last token only:
-// 2 x (multiply-adds of every layer matrix) per token, causal attention (QK^T and PV over
+// FLOPs of one prefill of `tokens` tokens after `depth` cached ones, with logits for the last token
+// only: 2 x (multiply-adds of every layer matrix) per token, causal attention (QK^T and PV over
 // positions 0..p for token p), and the LM head once. Norms, RoPE and activations are not counted.
-double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int64_t tokens);
+double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int64_t tokens, int64_t depth = 0);
 
 }  // namespace lemma::bench

@@ -12,6 +12,7 @@ namespace lemma::bench {
 
 namespace {
 constexpr int64_t kBlockSize = 16;
+constexpr int64_t kDepthChunk = 512;  // the depth is prefilled in chunks of this many tokens
 using Clock = std::chrono::steady_clock;
 
 int64_t blocks_for(int64_t tokens) { return (tokens + kBlockSize - 1) / kBlockSize; }
@@ -43,24 +44,40 @@ class Runner {
   Runner(const Model& model, const ModelBenchOptions& options)
       : model_(model), options_(options), workspace_(options.num_threads), rng_(options.seed) {
     const ModelConfig& c = model.config();
-    const int64_t blocks_per_seq = std::max(blocks_for(options.prompt_tokens), blocks_for(options.gen_tokens));
+    const int64_t depth = options.depth;
+    const int64_t blocks_per_seq =
+        std::max(blocks_for(depth + options.prompt_tokens), blocks_for(depth + options.gen_tokens));
     cache_ = KvCache::for_model(c, std::max<int64_t>(1, blocks_per_seq * options.batch), kBlockSize, options.kv_dtype);
     for (int64_t b = 0; b < options.batch; ++b) {
       std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
       for (int64_t i = 0; i < blocks_per_seq; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(b * blocks_per_seq + i);
       tables_.push_back(std::move(table));
     }
-    const int64_t max_tokens = std::max(options.prompt_tokens, options.batch);
-    const int64_t max_context = std::max(options.prompt_tokens, options.gen_tokens);
+    const int64_t max_tokens = std::max({options.prompt_tokens, options.batch, std::min(depth, kDepthChunk)});
+    const int64_t max_context = depth + std::max(options.prompt_tokens, options.gen_tokens);
     workspace_.reserve(c, max_tokens, options.batch, max_context);  // nothing grows while timed
     logits_.resize(static_cast<size_t>(options.batch * c.vocab_size));
   }
 
-  // One prefill of the whole prompt into the empty cache of sequence 0.
+  // Caches positions [0, depth) of every sequence (once: the tests only write after them).
+  void fill_depth(const std::function<void(const std::string&)>& note) {
+    for (int64_t b = 0; b < options_.batch; ++b) {
+      note("filling depth " + std::to_string(options_.depth) + " of sequence " + std::to_string(b + 1) + "/" +
+           std::to_string(options_.batch));
+      for (int64_t at = 0; at < options_.depth; at += kDepthChunk) {
+        const auto ids = random_tokens(std::min(kDepthChunk, options_.depth - at), model_.config().vocab_size, rng_);
+        ForwardBatch batch;
+        batch.sequences.push_back({ids, at, tables_[static_cast<size_t>(b)], LogitsRequest::kNone});
+        model_.forward(batch, cache_, workspace_, logits_);
+      }
+    }
+  }
+
+  // One prefill of the whole prompt into the cache of sequence 0, after its depth.
   double prefill(bool check) {
     const auto prompt = random_tokens(options_.prompt_tokens, model_.config().vocab_size, rng_);
     ForwardBatch batch;
-    batch.sequences.push_back({prompt, 0, tables_[0], LogitsRequest::kLast});
+    batch.sequences.push_back({prompt, options_.depth, tables_[0], LogitsRequest::kLast});
     const auto start = Clock::now();
     model_.forward(batch, cache_, workspace_, logits_);
     const double s = seconds_since(start);
@@ -68,7 +85,7 @@ class Runner {
     return s;
   }
 
-  // `steps` decode steps of every sequence from an empty cache.
+  // `steps` decode steps of every sequence, after its depth.
   double decode(int64_t steps, bool check) {
     const int64_t vocab = model_.config().vocab_size;
     const auto ids = random_tokens(steps * options_.batch, vocab, rng_);
@@ -80,7 +97,7 @@ class Runner {
       for (int64_t b = 0; b < options_.batch; ++b) {
         auto& seq = batch.sequences[static_cast<size_t>(b)];
         seq.token_ids = std::span(ids).subspan(static_cast<size_t>(step * options_.batch + b), 1);
-        seq.num_cached = step;
+        seq.num_cached = options_.depth + step;
       }
       trace::Scope t_step("decode_step", "step", "step", step);
       model_.forward(batch, cache_, workspace_, logits_);
@@ -112,14 +129,22 @@ PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<
 std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
                                          const BenchProgress& progress) {
   if (options.prompt_tokens < 0 || options.gen_tokens < 0 || options.reps < 1 || options.num_threads < 1 ||
-      options.batch < 1) {
-    throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1 and batch >= 1");
+      options.batch < 1 || options.depth < 0) {
+    throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1, batch >= 1 and depth >= 0");
+  }
+  const int64_t longest = options.depth + std::max(options.prompt_tokens, options.gen_tokens);
+  if (model.config().max_position_embeddings > 0 && longest > model.config().max_position_embeddings) {
+    throw InvalidArgument("bench: depth " + std::to_string(options.depth) + " + " +
+                          std::to_string(std::max(options.prompt_tokens, options.gen_tokens)) + " tokens exceed the model's context of " +
+                          std::to_string(model.config().max_position_embeddings));
   }
   const auto note = [&](const std::string& what) { if (progress) progress(what); };
+  const std::string at_depth = options.depth > 0 ? "@d" + std::to_string(options.depth) : "";
   Runner runner(model, options);
+  if (options.depth > 0) runner.fill_depth(note);
   std::vector<PhaseResult> results;
   if (options.prompt_tokens > 0) {
-    const std::string test = "pp" + std::to_string(options.prompt_tokens);
+    const std::string test = "pp" + std::to_string(options.prompt_tokens) + at_depth;
     note(test + " warm-up");
     runner.prefill(/*check=*/true);
     std::vector<double> seconds;
@@ -130,7 +155,7 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
     results.push_back(finish(test, 1, options.prompt_tokens, std::move(seconds)));
   }
   if (options.gen_tokens > 0) {
-    const std::string test = "tg" + std::to_string(options.gen_tokens);
+    const std::string test = "tg" + std::to_string(options.gen_tokens) + at_depth;
     note(test + " warm-up");
     runner.decode(std::min<int64_t>(options.gen_tokens, 4), /*check=*/true);
     std::vector<double> seconds;

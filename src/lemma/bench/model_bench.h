@@ -1,6 +1,8 @@
 // llama-bench-style model throughput: "pp<P>" is one forward of P prompt tokens into an empty
 // cache; "tg<N>" is N single-token decode steps from an empty cache, each step one forward of
-// `batch` sequences (one new token each, every sequence with its own block table). Token ids are
+// `batch` sequences (one new token each, every sequence with its own block table). With a depth
+// D > 0 (llama-bench's -d), every sequence first holds D context tokens (prefilled once, untimed)
+// and the tests run after them ("pp<P>@d<D>", "tg<N>@d<D>"), so attention reads D more keys. Token ids are
 // seeded pseudo-random, as llama-bench's. Before any timing the outputs are checked (logits finite
 // and not all equal) and each phase is warmed up once; then `reps` timed repetitions. After the
 // timed tg repetitions, one more (untimed) tg run is traced to measure the per-step framework
@@ -26,10 +28,11 @@ struct ModelBenchOptions {
   int64_t batch = 1;            // sequences decoded together in tg
   uint64_t seed = 42;
   KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
+  int64_t depth = 0;            // context tokens already cached before each test
 };
 
 struct PhaseResult {
-  std::string test;             // "pp512", "tg128"
+  std::string test;             // "pp512", "tg128", "tg128@d2048"
   int64_t batch = 1;
   int64_t tokens_per_rep = 0;   // tokens processed per repetition, all sequences together
   std::vector<double> seconds;  // one per repetition
@@ -37,7 +40,8 @@ struct PhaseResult {
   StepOverhead overhead;        // tg only: from the traced run ("decode_step" ranges)
 };
 
-// Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3").
+// Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3"), and
+// while the depth is filled.
 using BenchProgress = std::function<void(const std::string& what)>;
 
 // Throws InvalidArgument for bad options, Error when the model's outputs fail the check.

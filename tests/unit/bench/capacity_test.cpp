@@ -96,6 +96,7 @@ TEST(Cost, DecodeBytesShareTheWeightsAcrossTheBatch) {
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(1000, 10, 5.0, 4), 300.0);
   EXPECT_DOUBLE_EQ(mean_decode_context(128), 64.5);
   EXPECT_DOUBLE_EQ(mean_decode_context(0), 0.0);
+  EXPECT_DOUBLE_EQ(mean_decode_context(128, 2048), 2112.5);
 }
 
 TEST(Cost, PrefillFlopsCountMatricesAttentionAndHead) {
@@ -106,6 +107,9 @@ TEST(Cost, PrefillFlopsCountMatricesAttentionAndHead) {
   const double t = 6;
   const double attention = layers * 2 * c.q_dim() * (1 + 2 + 3 + 4 + 5 + 6);
   EXPECT_DOUBLE_EQ(prefill_flops(c, model.weights(), 6), 2 * (per_token * t + attention + vocab * h));
+  // After 10 cached tokens, token p attends over 10 + p + 1 positions.
+  const double deep_attention = layers * 2 * c.q_dim() * (11 + 12 + 13 + 14 + 15 + 16);
+  EXPECT_DOUBLE_EQ(prefill_flops(c, model.weights(), 6, 10), 2 * (per_token * t + deep_attention + vocab * h));
 }
 
 }  // namespace

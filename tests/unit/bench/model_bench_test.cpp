@@ -47,6 +47,29 @@ TEST(ModelBench, SkipsPhasesSetToZero) {
   EXPECT_THROW(run_model_bench(model, {8, 3, 1, 1, 0, 42}), InvalidArgument);
 }
 
+TEST(ModelBench, TestsAtADepthRunAfterThatManyCachedTokens) {
+  const Model model = testing::make_random_model(testing::small_config(), 1).build();  // 64 positions
+  std::vector<std::string> notes;
+  ModelBenchOptions options{4, 3, 1, 1, 2, 42};
+  options.depth = 40;
+  const auto results = run_model_bench(model, options, [&](const std::string& s) { notes.push_back(s); });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].test, "pp4@d40");
+  EXPECT_EQ(results[1].test, "tg3@d40");
+  EXPECT_EQ(results[1].tokens_per_rep, 6);
+  ASSERT_GE(notes.size(), 3u);
+  EXPECT_EQ(notes[0], "filling depth 40 of sequence 1/2");
+  EXPECT_EQ(notes[1], "filling depth 40 of sequence 2/2");
+  EXPECT_EQ(notes[2], "pp4@d40 warm-up");
+  // depth + the longer test must fit the model's positions: 60 + 4 does, 61 + 4 does not.
+  options.depth = 60;
+  EXPECT_NO_THROW(run_model_bench(model, options));
+  options.depth = 61;
+  EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
+  options.depth = -1;
+  EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
+}
+
 TEST(ModelBench, RefusesToTimeNonFiniteOutputs) {
   auto random = testing::make_random_model(testing::small_config(), 2);
   for (auto& v : random.tensors->at("model.norm.weight")) v = std::numeric_limits<float>::quiet_NaN();

@@ -4,7 +4,10 @@
 // bytes read per second (decode) or GFLOP/s (prefill, 4 * causal pairs * head_dim per head), from
 // the best wall-clock time, with the CPU time of that call (all threads) beside it. Cases: decode
 // of one sequence at context 512/2048/8192, decode of 32 sequences at 512, prefill of 512 tokens.
-// Usage: attention_bench [threads=2] [repetitions=20]
+// With cold = 1 each flash call reads the next of a ring of caches (as a decode step reads each
+// layer's) that together exceed the last-level cache, so K/V come from DRAM, and the scalar loop
+// is skipped.
+// Usage: attention_bench [threads=2] [repetitions=20] [cold=0]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -86,17 +89,24 @@ double best_ms(int reps, const std::function<void()>& fn, double* cpu_ms = nullp
   return best;
 }
 
+constexpr int64_t kColdBytes = int64_t{256} << 20;  // the ring of caches for cold calls
+
 // `batch` sequences of `context` keys each (own shuffled blocks), `num_tokens` new tokens each.
-void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t batch, int threads, int reps) {
+void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t batch, int threads, int reps, bool cold) {
   const int64_t blocks_per_seq = (context + kBlockSize - 1) / kBlockSize, blocks = blocks_per_seq * batch;
-  KvCache cache(1, blocks, kBlockSize, kKvHeads, kHeadDim);
-  KvLayerView view = cache.layer(0);
+  const int64_t layer_bytes = 2 * blocks * kBlockSize * kKvHeads * kHeadDim * int64_t{sizeof(float)};
+  const int64_t layers = cold ? std::max<int64_t>(2, kColdBytes / layer_bytes) : 1;
+  KvCache cache(layers, blocks, kBlockSize, kKvHeads, kHeadDim);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t kv_floats = blocks * kBlockSize * view.token_stride();
-  float* keys = static_cast<float*>(view.keys);  // an f32 cache
-  float* values = static_cast<float*>(view.values);
-  for (int64_t i = 0; i < kv_floats; ++i) keys[i] = normal(rng), values[i] = normal(rng);
+  for (int64_t l = 0; l < layers; ++l) {
+    KvLayerView layer = cache.layer(l);
+    const int64_t kv_floats = blocks * kBlockSize * layer.token_stride();
+    float* keys = static_cast<float*>(layer.keys);  // an f32 cache
+    float* values = static_cast<float*>(layer.values);
+    for (int64_t i = 0; i < kv_floats; ++i) keys[i] = normal(rng), values[i] = normal(rng);
+  }
+  KvLayerView view = cache.layer(0);
   std::vector<int32_t> ids = lemma::contiguous_block_table(blocks * kBlockSize, kBlockSize);
   std::shuffle(ids.begin(), ids.end(), rng);  // paged, not contiguous
   std::vector<AttentionSequence> seqs;
@@ -114,9 +124,20 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
   ThreadTeam team(threads);
 
   double flash_cpu = 0.0, old_cpu = 0.0;
+  int64_t next_layer = 0;
   const double flash = best_ms(reps, [&] {
-    lemma::layers::paged_attention(q, view, seqs, params, scratch, out, &team);
+    lemma::layers::paged_attention(q, cache.layer(next_layer), seqs, params, scratch, out, &team);
+    next_layer = (next_layer + 1) % layers;
   }, &flash_cpu);
+  const double kv_gb = 2.0 * double(batch * context) * double(view.token_stride()) * sizeof(float) / 1e9;
+  const double pairs = double(num_tokens) * double(context) - double(num_tokens) * double(num_tokens - 1) / 2.0;
+  const double gflop = 4.0 * pairs * kHeadDim * kHeads * double(batch) / 1e9;
+  if (cold) {
+    std::printf("%-12s ctx %5lld  flash %8.3f ms (%5.1f GB/s K/V, %5.1f GFLOP/s), ring of %lld layers\n", name,
+                static_cast<long long>(context), flash, kv_gb / (flash / 1e3), gflop / (flash / 1e3),
+                static_cast<long long>(layers));
+    return;
+  }
   const double old = best_ms(reps, [&] {
     for (const AttentionSequence& s : seqs) {
       const auto rows = static_cast<size_t>(s.token_offset * row_floats);
@@ -125,12 +146,10 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
                        std::span(old_out).subspan(rows), team);
     }
   }, &old_cpu);
+  // Warm runs have one layer, so `out` is layer 0's result, as `old_out` is.
   double max_diff = 0.0;
   for (size_t i = 0; i < out.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(out[i] - old_out[i])));
 
-  const double kv_gb = 2.0 * double(batch * context) * double(view.token_stride()) * sizeof(float) / 1e9;
-  const double pairs = double(num_tokens) * double(context) - double(num_tokens) * double(num_tokens - 1) / 2.0;
-  const double gflop = 4.0 * pairs * kHeadDim * kHeads * double(batch) / 1e9;
   std::printf("%-12s ctx %5lld  flash %8.3f ms (cpu %8.3f; %5.1f GB/s K/V, %5.1f GFLOP/s)  scalar %8.3f ms "
               "(cpu %8.3f)  speed-up %4.1fx  max|diff| %.1e\n",
               name, static_cast<long long>(context), flash, flash_cpu, kv_gb / (flash / 1e3), gflop / (flash / 1e3),
@@ -142,12 +161,13 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
-  std::printf("attention_bench: isa %s, %d threads, heads %lld/%lld, head_dim %lld, block %lld, best of %d\n",
+  const bool cold = argc > 3 && std::atoi(argv[3]) != 0;
+  std::printf("attention_bench: isa %s, %d threads, heads %lld/%lld, head_dim %lld, block %lld, best of %d%s\n",
               std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(), threads,
               static_cast<long long>(kHeads), static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim),
-              static_cast<long long>(kBlockSize), reps);
-  for (int64_t ctx : {512, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps);
-  run_case("decode x32", 512, 1, 32, threads, reps);
-  run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4));
+              static_cast<long long>(kBlockSize), reps, cold ? ", cold (K/V from DRAM)" : "");
+  for (int64_t ctx : {512, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps, cold);
+  run_case("decode x32", 512, 1, 32, threads, reps, cold);
+  run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4), cold);
   return 0;
 }

@@ -1,8 +1,10 @@
-// Flash-attention split kernel with AVX2 + FMA (see flash_attention.h): the reference's tiles and
-// update order, with the scores of 8 keys at a time (8 dot products reduced by one transpose-and-
-// add; masked head_dim tail), vector exp over the 16-key score tile. Quantized caches are widened
-// to f32 8 elements at a time in registers (bf16: shift; int8: sign-extend + convert; fp8: e4m3
-// bits moved into an f16 and converted, which is the value / 2^8, so fp8 scales are taken x 2^8).
+// Flash-attention split kernel with AVX2 + FMA (see flash_attention.h), built like the AVX-512 one:
+// per query row and chunk of up to 256 keys, up to 4 query heads of a KV head compute all their
+// scores (8 dot products at a time, reduced by one transpose-and-add; masked head_dim tail), then
+// one max / exp / sum pass each, then their values in one pass that loads each value chunk once for
+// all of them; K and V rows are prefetched ahead. Quantized caches are widened to f32 8 elements at
+// a time in registers (bf16: shift; int8: sign-extend + convert; fp8: e4m3 bits moved into an f16
+// and converted, which is the value / 2^8, so fp8 scales are taken x 2^8).
 #include <immintrin.h>
 
 #include <cmath>
@@ -11,7 +13,7 @@
 
 #include "lemma/kernels/attention/flash_attention_isa.h"
 #include "lemma/kernels/attention/kv_dtype.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/avx2/vector_math_avx2.h"
 
 namespace lemma::kernels::x86 {
 
@@ -44,8 +46,9 @@ float hmax(__m256 x) {
 }
 
 // Lane i of the result = sum of the 8 lanes of a[i]; each lane's sum only ever adds values of its
-// own vector, in a fixed order, so it does not depend on the other vectors.
-__m256 transpose_sum(const __m256* a) {
+// own vector, in a fixed order, so it does not depend on the other vectors. Inlined so the caller's
+// accumulators stay in registers.
+[[gnu::always_inline]] inline __m256 transpose_sum(const __m256* a) {
   const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
   const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
   // t0 = [a0..a3 summed over the low 128 bits | a0..a3 over the high 128 bits], t1 likewise.
@@ -75,14 +78,17 @@ __m256 widen8(const char* p) {
 }
 
 // Elements [d, d + min(8, hd - d)) of a stored row (the rest 0; nothing past the row is read);
-// m is tail_mask(hd - d).
-template <KvDtype D>
+// m is tail_mask(hd - d). kFull: the caller knows d + 8 <= hd.
+template <KvDtype D, bool kFull = false>
 __m256 load8(const char* row, int64_t d, int64_t hd, __m256i m) {
-  if constexpr (D == KvDtype::kF32) {
+  if constexpr (kFull) {
+    return widen8<D>(row + d * kElementBytes<D>);
+  } else if constexpr (D == KvDtype::kF32) {
     return _mm256_maskload_ps(reinterpret_cast<const float*>(row) + d, m);
   } else {
     const char* p = row + d * kElementBytes<D>;
     if (hd - d >= 8) return widen8<D>(p);
+    if (hd - d <= 0) return _mm256_setzero_ps();
     alignas(16) char tail[8 * kElementBytes<D>] = {};
     std::memcpy(tail, p, static_cast<size_t>((hd - d) * kElementBytes<D>));
     return widen8<D>(tail);
@@ -91,7 +97,7 @@ __m256 load8(const char* row, int64_t d, int64_t hd, __m256i m) {
 
 // q . k[i] for 8 keys (every k[i] must point at readable keys), scales not applied.
 template <KvDtype D>
-__m256 dots8(const float* q, const char* const* k, int64_t hd) {
+[[gnu::always_inline]] inline __m256 dots8(const float* q, const char* const* k, int64_t hd) {
   __m256 acc[8];
   for (auto& x : acc) x = _mm256_setzero_ps();
   int64_t d = 0;
@@ -107,15 +113,96 @@ __m256 dots8(const float* q, const char* const* k, int64_t hd) {
   return transpose_sum(acc);
 }
 
-// One tile's keys: row pointers and (int8/fp8) the scales the kernel multiplies by.
-struct Tile {
-  const char* k[kTile];
-  const char* v[kTile];
-  alignas(32) float k_scale[kTile];
-  alignas(32) float v_scale[kTile];
+// Keys per chunk: a chunk's scores for kHeadsPerPass heads stay on the stack (4 KiB). The model's
+// splits (kFlashSplitKeys, 256) are one chunk each; longer ranges take several.
+constexpr int64_t kChunkKeys = 256;
+
+// The keys of one chunk: row pointers and (int8/fp8) the scales the kernel multiplies by. Entries
+// past the chunk's end point at its first key (readable; their lanes are masked).
+struct ChunkKeys {
+  const char* k[kChunkKeys + kTile];
+  const char* v[kChunkKeys + kTile];
+  float k_scale[kChunkKeys + kTile];
+  float v_scale[kChunkKeys + kTile];
 };
 
-// Lanes with t0 + i in [lo, hi) keep dot * scale, the others become -inf.
+template <KvDtype D>
+void gather_keys(const FlashSplitArgs& a, int64_t begin, int64_t end, ChunkKeys& keys) {
+  const int64_t slot_bytes = a.token_stride * kElementBytes<D>;
+  // e4m3 loads give value * 2^-8 (widen8), so the scales take the 2^8 back.
+  const float scale_factor = D == KvDtype::kFp8 ? 256.0f : 1.0f;
+  int64_t block = begin / a.block_size, offset = begin % a.block_size;
+  for (int64_t i = 0; i < end - begin; ++i) {
+    const int64_t slot = a.block_table[block] * a.block_size + offset;
+    if (++offset == a.block_size) offset = 0, ++block;
+    keys.k[i] = static_cast<const char*>(a.keys) + slot * slot_bytes;
+    keys.v[i] = static_cast<const char*>(a.values) + slot * slot_bytes;
+    if constexpr (is_scaled(D)) {
+      keys.k_scale[i] = a.key_scales[slot * a.scale_stride] * scale_factor;
+      keys.v_scale[i] = a.value_scales[slot * a.scale_stride] * scale_factor;
+    }
+  }
+  for (int64_t i = end - begin; i < end - begin + kTile; ++i) {
+    keys.k[i] = keys.v[i] = keys.k[0];
+    keys.k_scale[i] = keys.v_scale[i] = 1.0f;  // finite, unused
+  }
+}
+
+// Query heads whose values one pass accumulates together: 4 heads x 2 chunks of 8 floats = 8
+// accumulators, + 2 value chunks + 1 weight, of 16 registers.
+constexpr int kHeadsPerPass = 4;
+constexpr int kChunks = 2;
+constexpr int64_t kPrefetchTiles = 4;  // how far ahead (in tiles) K and V rows are asked into L2
+
+// Starts loading rows[begin .. min(begin + kTile, n)) (row_bytes each) into L1 (kHint =
+// _MM_HINT_T0) or L2 (_MM_HINT_T1).
+template <int kHint>
+void prefetch_tile(const char* const* rows, int64_t begin, int64_t n, int64_t row_bytes) {
+  for (int64_t i = begin; i < min64(begin + kTile, n); ++i)
+    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(rows[i] + b, static_cast<_mm_hint>(kHint));
+}
+
+// For heads h < kHeads at once: acc_h[d] = acc_h[d] * alpha_h + sum over keys i < n of
+// p_h[i] * v[i][d] (ascending i), over head_dim in blocks of 8 * kChunks floats. Each value chunk
+// is loaded once for all heads; per element the operations and their order are those of one head
+// alone, so which heads share a pass never changes a bit.
+template <KvDtype D, bool kFull, int kHeads>
+void accumulate_heads(float* const* acc, const float* const* p, const float* alpha, const char* const* v, int64_t n,
+                      int64_t hd) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 8 * kChunks) {
+    __m256 o[kHeads][kChunks];
+    __m256i m[kChunks];
+    for (int c = 0; c < kChunks; ++c) m[c] = tail_mask(max64(hd - d0 - 8 * c, 0));
+    for (int h = 0; h < kHeads; ++h)
+      for (int c = 0; c < kChunks; ++c) {
+        o[h][c] = _mm256_maskload_ps(acc[h] + d0 + 8 * c, m[c]);
+        if (alpha[h] != 1.0f) o[h][c] = _mm256_mul_ps(o[h][c], _mm256_set1_ps(alpha[h]));
+      }
+    for (int64_t i = 0; i < n; ++i) {
+      __m256 vc[kChunks];
+      for (int c = 0; c < kChunks; ++c) vc[c] = load8<D, kFull>(v[i], d0 + 8 * c, hd, m[c]);
+      for (int h = 0; h < kHeads; ++h) {
+        const __m256 pi = _mm256_broadcast_ss(p[h] + i);
+        for (int c = 0; c < kChunks; ++c) o[h][c] = _mm256_fmadd_ps(pi, vc[c], o[h][c]);
+      }
+    }
+    for (int h = 0; h < kHeads; ++h)
+      for (int c = 0; c < kChunks; ++c) _mm256_maskstore_ps(acc[h] + d0 + 8 * c, m[c], o[h][c]);
+  }
+}
+
+template <KvDtype D, bool kFull>
+void accumulate_heads(int heads, float* const* acc, const float* const* p, const float* alpha, const char* const* v,
+                      int64_t n, int64_t hd) {
+  switch (heads) {
+    case 1: accumulate_heads<D, kFull, 1>(acc, p, alpha, v, n, hd); break;
+    case 2: accumulate_heads<D, kFull, 2>(acc, p, alpha, v, n, hd); break;
+    case 3: accumulate_heads<D, kFull, 3>(acc, p, alpha, v, n, hd); break;
+    default: accumulate_heads<D, kFull, kHeadsPerPass>(acc, p, alpha, v, n, hd); break;
+  }
+}
+
+// Lanes with first_key + i in [lo, hi) keep dot * scale, the others become -inf.
 __m256 masked_scores(__m256 dots, float scale, int64_t first_key, int64_t lo, int64_t hi) {
   const __m256i key = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first_key)),
                                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -125,82 +212,96 @@ __m256 masked_scores(__m256 dots, float scale, int64_t first_key, int64_t lo, in
                           _mm256_castsi256_ps(visible));
 }
 
-// acc[d0 .. d0 + 8 * kChunks) = acc * alpha + sum over keys j in [lo, hi) of p[j - t0] * v[j][d]
-// (ascending j; the last chunk masked to head_dim). kChunks accumulators stay in registers so
-// their FMA chains overlap; every element sees the same operations in the same order.
-template <KvDtype D, int kChunks>
-void accumulate_block(float* acc, const float* p, float alpha, const char* const* v, int64_t t0, int64_t lo,
-                      int64_t hi, int64_t d0, int64_t hd) {
-  __m256 o[kChunks];
-  __m256i m[kChunks];
-  for (int c = 0; c < kChunks; ++c) {
-    m[c] = tail_mask(hd - d0 - 8 * c);
-    o[c] = _mm256_maskload_ps(acc + d0 + 8 * c, m[c]);
-    if (alpha != 1.0f) o[c] = _mm256_mul_ps(o[c], _mm256_set1_ps(alpha));
-  }
-  for (int64_t j = lo; j < hi; ++j) {
-    const __m256 pj = _mm256_set1_ps(p[j - t0]);
-    const char* vj = v[j - t0];
-    for (int c = 0; c < kChunks; ++c) o[c] = _mm256_fmadd_ps(pj, load8<D>(vj, d0 + 8 * c, hd, m[c]), o[c]);
-  }
-  for (int c = 0; c < kChunks; ++c) _mm256_maskstore_ps(acc + d0 + 8 * c, m[c], o[c]);
+// Scores of 8 keys starting at index i of the n a row sees: dot * scale (* key scales), -inf past n.
+template <KvDtype D>
+[[gnu::always_inline]] inline __m256 scores8(const FlashSplitArgs& a, const float* q, const ChunkKeys& keys,
+                                             int64_t i0, int64_t i, int64_t n) {
+  __m256 dots = dots8<D>(q, keys.k + i0 + i, a.head_dim);
+  if constexpr (is_scaled(D)) dots = _mm256_mul_ps(dots, _mm256_loadu_ps(keys.k_scale + i0 + i));
+  return masked_scores(dots, a.scale, i, 0, n);
 }
 
-// The value half of the online-softmax update over head_dim, in blocks of up to 64 floats.
-template <KvDtype D>
-void accumulate_values(float* acc, const float* p, float alpha, const char* const* v, int64_t t0, int64_t lo,
-                       int64_t hi, int64_t hd) {
-  for (int64_t d0 = 0; d0 < hd; d0 += 64) {
-    switch ((min64(hd - d0, 64) + 7) / 8) {
-      case 1: accumulate_block<D, 1>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 2: accumulate_block<D, 2>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 3: accumulate_block<D, 3>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 4: accumulate_block<D, 4>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 5: accumulate_block<D, 5>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 6: accumulate_block<D, 6>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      case 7: accumulate_block<D, 7>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
-      default: accumulate_block<D, 8>(acc, p, alpha, v, t0, lo, hi, d0, hd); break;
+// One online-softmax step of kHeads query heads (q[h], partial part[h]) over the n keys of a chunk
+// they all see (keys.k/v/scales from index i0): every score first, then the chunk's max, the
+// weights exp(score - new max) and their sum in one vector pass, then the values, once for all
+// heads. A head with no finite score is left unchanged.
+template <KvDtype D, bool kFull, int kHeads>
+void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* part, const ChunkKeys& keys,
+                  int64_t i0, int64_t n, bool first_pass) {
+  alignas(32) float s[kHeads][kChunkKeys + kTile];
+  float alpha[kHeads];
+  float* acc[kHeads];
+  const float* p[kHeads];
+  int active = 0;
+  const int64_t row_bytes = a.head_dim * kElementBytes<D>;
+  __m256 vmax[kHeads];
+  for (int h = 0; h < kHeads; ++h) vmax[h] = _mm256_set1_ps(kNegInf);
+  // Paged rows are 16 short streams per tile that the hardware prefetchers follow poorly: the
+  // first pass asks for K and V rows kPrefetchTiles tiles ahead into L2, the next tile's K into L1.
+  if (first_pass)
+    for (int64_t t = 0; t < kPrefetchTiles * kTile; t += kTile) {
+      prefetch_tile<_MM_HINT_T1>(keys.k + i0, t, n, row_bytes);
+      prefetch_tile<_MM_HINT_T1>(keys.v + i0, t, n, row_bytes);
+    }
+  for (int64_t t = 0; t < n; t += kTile) {
+    if (first_pass) {
+      const int64_t ahead = t + kPrefetchTiles * kTile;  // the first pass already asked for tiles < ahead
+      prefetch_tile<_MM_HINT_T1>(keys.k + i0, ahead, n, row_bytes);
+      prefetch_tile<_MM_HINT_T1>(keys.v + i0, ahead, n, row_bytes);
+      prefetch_tile<_MM_HINT_T0>(keys.k + i0, t + kTile, n, row_bytes);
+    }
+    for (int h = 0; h < kHeads; ++h) {  // the tile's keys stay in L1 across the heads
+      const __m256 lo = scores8<D>(a, q[h], keys, i0, t, n);
+      const __m256 hi = t + 8 < n ? scores8<D>(a, q[h], keys, i0, t + 8, n) : _mm256_set1_ps(kNegInf);
+      _mm256_store_ps(s[h] + t, lo);
+      _mm256_store_ps(s[h] + t + 8, hi);
+      vmax[h] = _mm256_max_ps(vmax[h], _mm256_max_ps(lo, hi));
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    const float chunk_max = hmax(vmax[h]);
+    if (chunk_max == kNegInf) continue;
+    const float m_old = part[h][0], m_new = m_old > chunk_max ? m_old : chunk_max;
+    // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
+    alpha[active] = m_new == m_old ? 1.0f : std::exp(m_old - m_new);  // 0 on the first chunk
+    __m256 vsum = _mm256_setzero_ps();
+    for (int64_t t = 0; t < n; t += 8) {
+      __m256 w = exp8(_mm256_sub_ps(_mm256_load_ps(s[h] + t), _mm256_set1_ps(m_new)));  // masked lanes: 0
+      vsum = _mm256_add_ps(vsum, w);
+      if constexpr (is_scaled(D)) w = _mm256_mul_ps(w, _mm256_loadu_ps(keys.v_scale + i0 + t));  // value rows' scales
+      _mm256_store_ps(s[h] + t, w);
+    }
+    part[h][0] = m_new;
+    part[h][1] = part[h][1] * alpha[active] + hsum(vsum);
+    acc[active] = part[h] + 2;
+    p[active++] = s[h];
+  }
+  if (active > 0) accumulate_heads<D, kFull>(active, acc, p, alpha, keys.v + i0, n, a.head_dim);
+}
+
+// Every query head of row r over the keys [lo, hi) of the chunk starting at key c0, kHeadsPerPass
+// heads at a time.
+template <KvDtype D, bool kFull>
+void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64_t c0, int64_t lo, int64_t hi) {
+  const float* q[kHeadsPerPass];
+  float* part[kHeadsPerPass];
+  for (int64_t g0 = 0; g0 < a.group; g0 += kHeadsPerPass) {
+    const int heads = static_cast<int>(min64(kHeadsPerPass, a.group - g0));
+    for (int h = 0; h < heads; ++h) {
+      q[h] = a.q + r * a.q_row_stride + (g0 + h) * a.head_dim;
+      part[h] = a.partial + (r * a.group + g0 + h) * (a.head_dim + 2);
+    }
+    switch (heads) {
+      case 1: update_heads<D, kFull, 1>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
+      case 2: update_heads<D, kFull, 2>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
+      case 3: update_heads<D, kFull, 3>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
+      default: update_heads<D, kFull, kHeadsPerPass>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
     }
   }
 }
 
-template <KvDtype D>
-void update_query(const FlashSplitArgs& a, const float* q, const Tile& tile, int64_t t0, int64_t lo, int64_t hi,
-                  float* part) {
-  const int64_t hd = a.head_dim;
-  alignas(32) float s[kTile];
-  __m256 dots = dots8<D>(q, tile.k, hd);
-  if constexpr (is_scaled(D)) dots = _mm256_mul_ps(dots, _mm256_load_ps(tile.k_scale));
-  _mm256_store_ps(s, masked_scores(dots, a.scale, t0, lo, hi));
-  if (hi - t0 > 8) {
-    dots = dots8<D>(q, tile.k + 8, hd);
-    if constexpr (is_scaled(D)) dots = _mm256_mul_ps(dots, _mm256_load_ps(tile.k_scale + 8));
-    _mm256_store_ps(s + 8, masked_scores(dots, a.scale, t0 + 8, lo, hi));
-  } else {
-    _mm256_store_ps(s + 8, _mm256_set1_ps(kNegInf));
-  }
-  const float tile_max = hmax(_mm256_max_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
-  if (tile_max == kNegInf) return;
-  const float m_new = part[0] > tile_max ? part[0] : tile_max;
-  // Rescale only when the max moved (exp(0) = 1 and x * 1 = x exactly, so skipping changes no bit).
-  const float alpha = m_new == part[0] ? 1.0f : std::exp(part[0] - m_new);  // 0 on the first tile
-  const __m256 shift = _mm256_set1_ps(m_new);
-  _mm256_store_ps(s, _mm256_sub_ps(_mm256_load_ps(s), shift));
-  _mm256_store_ps(s + 8, _mm256_sub_ps(_mm256_load_ps(s + 8), shift));
-  exp_avx2(s, s, kTile);
-  part[0] = m_new;
-  part[1] = part[1] * alpha + hsum(_mm256_add_ps(_mm256_load_ps(s), _mm256_load_ps(s + 8)));
-  if constexpr (is_scaled(D)) {  // each key's weight carries its value row's scale
-    alignas(32) float w[kTile];
-    _mm256_store_ps(w, _mm256_mul_ps(_mm256_load_ps(s), _mm256_load_ps(tile.v_scale)));
-    _mm256_store_ps(w + 8, _mm256_mul_ps(_mm256_load_ps(s + 8), _mm256_load_ps(tile.v_scale + 8)));
-    accumulate_values<D>(part + 2, w, alpha, tile.v, t0, lo, hi, hd);
-  } else {
-    accumulate_values<D>(part + 2, s, alpha, tile.v, t0, lo, hi, hd);
-  }
-}
-
-template <KvDtype D>
+// kFull: head_dim is a multiple of 8 * kChunks, so no value load needs a mask.
+template <KvDtype D, bool kFull>
 void split(const FlashSplitArgs& a) {
   const int64_t stride = a.head_dim + 2, queries = a.num_rows * a.group;
   for (int64_t i = 0; i < queries; ++i) {
@@ -208,39 +309,28 @@ void split(const FlashSplitArgs& a) {
     part[0] = kNegInf;
     for (int64_t d = 1; d < stride; ++d) part[d] = 0.0f;
   }
-  const int64_t row_bytes = a.token_stride * kElementBytes<D>;
-  // e4m3 loads give value * 2^-8 (widen8), so the scales take the 2^8 back.
-  const float scale_factor = D == KvDtype::kFp8 ? 256.0f : 1.0f;
-  Tile tile;
   // Keys before the first row's window are never read: their blocks may already be freed.
   const int64_t first_key =
       max64(a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
-  for (int64_t t0 = first_key / kTile * kTile; t0 < a.key_end; t0 += kTile) {
-    const int64_t tile_lo = max64(t0, first_key), tile_hi = min64(t0 + kTile, a.key_end);
-    for (int64_t j = tile_lo; j < tile_hi; ++j) {
-      const int64_t slot = a.block_table[j / a.block_size] * a.block_size + j % a.block_size;
-      tile.k[j - t0] = static_cast<const char*>(a.keys) + slot * row_bytes;
-      tile.v[j - t0] = static_cast<const char*>(a.values) + slot * row_bytes;
-      if constexpr (is_scaled(D)) {
-        tile.k_scale[j - t0] = a.key_scales[slot * a.scale_stride] * scale_factor;
-        tile.v_scale[j - t0] = a.value_scales[slot * a.scale_stride] * scale_factor;
-      }
-    }
-    for (int64_t j = t0; j < t0 + kTile; ++j)  // lanes outside the split: any readable key (masked)
-      if (j < tile_lo || j >= tile_hi) {
-        tile.k[j - t0] = tile.k[tile_lo - t0];
-        if constexpr (is_scaled(D)) tile.k_scale[j - t0] = tile.v_scale[j - t0] = 1.0f;  // finite, unused
-      }
+  ChunkKeys keys;
+  for (int64_t c0 = first_key; c0 < a.key_end; c0 += kChunkKeys) {
+    const int64_t c1 = min64(c0 + kChunkKeys, a.key_end);
+    gather_keys<D>(a, c0, c1, keys);
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
-      const int64_t lo = max64(tile_lo, window_lo), hi = min64(tile_hi, pos + 1);
-      if (lo >= hi) continue;
-      for (int64_t g = 0; g < a.group; ++g)
-        update_query<D>(a, a.q + r * a.q_row_stride + g * a.head_dim, tile, t0, lo, hi,
-                        a.partial + (r * a.group + g) * stride);
+      const int64_t lo = max64(c0, window_lo), hi = min64(c1, pos + 1);
+      if (lo < hi) update_row<D, kFull>(a, r, keys, c0, lo, hi);
     }
   }
+}
+
+template <KvDtype D>
+void split(const FlashSplitArgs& a) {
+  if (a.head_dim % (8 * kChunks) == 0)
+    split<D, true>(a);
+  else
+    split<D, false>(a);
 }
 
 }  // namespace

@@ -280,9 +280,10 @@ void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* 
 }
 
 // Every query head of row r over the keys [lo, hi) of the chunk starting at key c0, kHeadsPerPass
-// heads at a time.
+// heads at a time. Only the chunk's first row prefetches (later rows find its keys in L2).
 template <KvDtype D, bool kFull>
-void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64_t c0, int64_t lo, int64_t hi) {
+void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64_t c0, int64_t lo, int64_t hi,
+                bool first_row) {
   const float* q[kHeadsPerPass];
   float* part[kHeadsPerPass];
   for (int64_t g0 = 0; g0 < a.group; g0 += kHeadsPerPass) {
@@ -292,10 +293,10 @@ void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64
       part[h] = a.partial + (r * a.group + g0 + h) * (a.head_dim + 2);
     }
     switch (heads) {
-      case 1: update_heads<D, kFull, 1>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
-      case 2: update_heads<D, kFull, 2>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
-      case 3: update_heads<D, kFull, 3>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
-      default: update_heads<D, kFull, kHeadsPerPass>(a, q, part, keys, lo - c0, hi - lo, g0 == 0); break;
+      case 1: update_heads<D, kFull, 1>(a, q, part, keys, lo - c0, hi - lo, first_row && g0 == 0); break;
+      case 2: update_heads<D, kFull, 2>(a, q, part, keys, lo - c0, hi - lo, first_row && g0 == 0); break;
+      case 3: update_heads<D, kFull, 3>(a, q, part, keys, lo - c0, hi - lo, first_row && g0 == 0); break;
+      default: update_heads<D, kFull, kHeadsPerPass>(a, q, part, keys, lo - c0, hi - lo, first_row && g0 == 0); break;
     }
   }
 }
@@ -316,11 +317,14 @@ void split(const FlashSplitArgs& a) {
   for (int64_t c0 = first_key; c0 < a.key_end; c0 += kChunkKeys) {
     const int64_t c1 = min64(c0 + kChunkKeys, a.key_end);
     gather_keys<D>(a, c0, c1, keys);
+    bool first_row = true;
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
       const int64_t lo = max64(c0, window_lo), hi = min64(c1, pos + 1);
-      if (lo < hi) update_row<D, kFull>(a, r, keys, c0, lo, hi);
+      if (lo >= hi) continue;
+      update_row<D, kFull>(a, r, keys, c0, lo, hi, first_row);
+      first_row = false;
     }
   }
 }

@@ -3,7 +3,8 @@
 // against the per-query scalar loop the model used before them. Prints ms per call and the K/V
 // bytes read per second (decode) or GFLOP/s (prefill, 4 * causal pairs * head_dim per head), from
 // the best wall-clock time, with the CPU time of that call (all threads) beside it. Cases: decode
-// of one sequence at context 512/2048/8192, decode of 32 sequences at 512, prefill of 512 tokens.
+// of one sequence at context 300/512/800/2048/8192 (300 and 800 end in a short split), decode of
+// 32 sequences at 512, prefill of 512 tokens.
 // With cold = 1 each flash call reads the next of a ring of caches (as a decode step reads each
 // layer's) that together exceed the last-level cache, so K/V come from DRAM, and the scalar loop
 // is skipped.
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
               std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(), threads,
               static_cast<long long>(kHeads), static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim),
               static_cast<long long>(kBlockSize), reps, cold ? ", cold (K/V from DRAM)" : "");
-  for (int64_t ctx : {512, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps, cold);
+  for (int64_t ctx : {300, 512, 800, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps, cold);
   run_case("decode x32", 512, 1, 32, threads, reps, cold);
   run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4), cold);
   return 0;

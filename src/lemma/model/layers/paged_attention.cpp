@@ -119,6 +119,40 @@ void run_query_block(const Job& job, const AttentionSequence& s, const SequenceP
     }
 }
 
+// Work item `index` of phase 1 in (sequence, KV head, unit) order, with its sequence's plan and
+// scratch offset. A walk over the sequences: a few hundred at most, against a kernel call per item.
+struct Item {
+  int64_t sequence = 0, kv_head = 0, unit = 0;
+  SequencePlan plan;
+  int64_t scratch_offset = 0;
+};
+
+int64_t count_items(std::span<const AttentionSequence> sequences, const AttentionParams& p, int64_t nkv,
+                    int64_t head_dim) {
+  int64_t items = 0;
+  for (const AttentionSequence& s : sequences) items += nkv * plan_sequence(s, p, head_dim).num_units;
+  return items;
+}
+
+Item find_item(std::span<const AttentionSequence> sequences, const AttentionParams& p, int64_t nkv, int64_t head_dim,
+               int64_t index) {
+  Item it;
+  for (const AttentionSequence& s : sequences) {
+    it.plan = plan_sequence(s, p, head_dim);
+    const int64_t here = nkv * it.plan.num_units;
+    if (index < here) {
+      it.kv_head = index / it.plan.num_units;
+      it.unit = index % it.plan.num_units;
+      return it;
+    }
+    index -= here;
+    it.scratch_offset += it.plan.scratch_floats;
+    ++it.sequence;
+  }
+  assert(false && "item index out of range");
+  return it;
+}
+
 // Calls fn(thread, n) for thread 0..size-1 of the team (or 0 inline); each thread takes items
 // i with i % n == thread, which balances causal prefill blocks of growing cost.
 template <typename Fn>
@@ -150,25 +184,29 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
   const int64_t hd = cache.head_dim, nkv = cache.num_kv_heads;
   const Job job{q, cache, p, isa, p.num_heads / nkv, kernels::flash_partial_stride(hd)};
 
-  // Phase 1: work items (sequence, KV head, split or query block), round-robin over threads.
-  for_each_thread(team, [&](int64_t thread, int64_t num_threads) {
-    int64_t item = 0, offset = 0;
-    for (const AttentionSequence& s : sequences) {
-      const SequencePlan plan = plan_sequence(s, p, hd);
-      float* seq_scratch = scratch.data() + offset;
-      offset += plan.scratch_floats;
-      for (int64_t h = 0; h < nkv; ++h)
-        for (int64_t u = 0; u < plan.num_units; ++u, ++item) {
-          if (item % num_threads != thread) continue;
-          if (!plan.split_mode) {
-            run_query_block(job, s, plan, h, u, seq_scratch, out);
-            continue;
-          }
-          float* partial = seq_scratch + (u * nkv + h) * s.num_tokens * job.group * job.ps;
-          kernels::flash_attention_split(split_args(job, s, h, 0, s.num_tokens, plan.first_split + u, partial), isa);
-        }
+  // Phase 1: work items (sequence, KV head, split or query block), claimed one at a time by
+  // whichever thread is free, last item first: a prefill's later query blocks see more keys and a
+  // sequence's last split is the short one, so taking them first (largest first, then the rest
+  // as threads free up) keeps the threads within one item of each other.
+  const int64_t items = count_items(sequences, p, nkv, hd);
+  const auto run_item = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const Item it = find_item(sequences, p, nkv, hd, items - 1 - t);
+      const AttentionSequence& s = sequences[static_cast<size_t>(it.sequence)];
+      float* seq_scratch = scratch.data() + it.scratch_offset;
+      if (!it.plan.split_mode) {
+        run_query_block(job, s, it.plan, it.kv_head, it.unit, seq_scratch, out);
+        continue;
+      }
+      float* partial = seq_scratch + (it.unit * nkv + it.kv_head) * s.num_tokens * job.group * job.ps;
+      kernels::flash_attention_split(
+          split_args(job, s, it.kv_head, 0, s.num_tokens, it.plan.first_split + it.unit, partial), isa);
     }
-  });
+  };
+  if (team == nullptr || team->size() == 1)
+    run_item(0, items);
+  else
+    team->parallel_tiles(items, 1, run_item);
 
   // Phase 2: short sequences fold their split partials in split order, per (token, head). Cheap
   // (a few head_dim-long folds per item), so small batches skip the team's wake-up.

@@ -81,6 +81,7 @@ ThreadTeam::ThreadTeam(int num_threads) {
   workers_.reserve(static_cast<size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     const int cpu = pin ? cpus[static_cast<size_t>(i)] : -1;
+    if (pin) worker_cpus_.push_back(cpu);
     workers_.emplace_back([this, i, cpu] { worker_loop(i, cpu); });
   }
   // A worker's set-up (its trace buffer) allocates: finish it here, not in a later forward, which
@@ -158,6 +159,18 @@ int ThreadTeam::run_tiles(uint32_t generation) {
   }
 }
 
+// A check per job (getcpu is a vDSO call); the two affinity calls only when the caller is
+// misplaced, which after a move is rare (the scheduler keeps a running thread where it is).
+bool ThreadTeam::move_caller_off_worker_cpus(cpu_set_t& saved) const {
+  const int cpu = sched_getcpu();
+  if (std::find(worker_cpus_.begin(), worker_cpus_.end(), cpu) == worker_cpus_.end()) return false;
+  CPU_ZERO(&saved);
+  if (sched_getaffinity(0, sizeof(saved), &saved) != 0) return false;
+  cpu_set_t elsewhere = saved;
+  for (int c : worker_cpus_) CPU_CLR(c, &elsewhere);
+  return CPU_COUNT(&elsewhere) > 0 && sched_setaffinity(0, sizeof(elsewhere), &elsewhere) == 0;
+}
+
 void ThreadTeam::parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn) {
   if (n <= 0) return;
   tile = std::max<int64_t>(tile, 1);
@@ -166,6 +179,15 @@ void ThreadTeam::parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn) {
     for (int64_t b = 0; b < n; b += tile) fn(b, std::min(n, b + tile));
     return;
   }
+  cpu_set_t caller_affinity;
+  const bool moved = !worker_cpus_.empty() && move_caller_off_worker_cpus(caller_affinity);
+  struct RestoreAffinity {
+    bool active;
+    const cpu_set_t& mask;
+    ~RestoreAffinity() {
+      if (active) sched_setaffinity(0, sizeof(mask), &mask);
+    }
+  } restore{moved, caller_affinity};
   const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
   // Close the previous job first: its claim word would otherwise still accept a compare-exchange
   // from a worker that read the new job's tile count (a phantom tile running a half-written job).

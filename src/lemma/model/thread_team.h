@@ -8,6 +8,8 @@
 // nothing (the callable is passed by reference, not wrapped in std::function).
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -40,6 +42,9 @@ class ThreadTeam {
   // `num_threads` >= 1 counts the caller; 1 means everything runs inline; 0 (or less) means one
   // thread per CPU this process may run on (default_size()). Workers are pinned to distinct
   // allowed CPUs when there are at least as many CPUs as threads and LEMMA_PIN_THREADS is not "0".
+  // Then a caller found running on a worker's CPU when it starts a job is moved off the workers'
+  // CPUs for that job (its affinity is restored after it): sharing a CPU with a spinning worker
+  // runs the job's tiles one after the other, at half speed or worse, until the scheduler moves it.
   explicit ThreadTeam(int num_threads);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
@@ -62,10 +67,14 @@ class ThreadTeam {
 
  private:
   void worker_loop(int index, int cpu);
+  // When the calling thread is on a worker's CPU: saves its affinity into `saved`, moves it off
+  // the workers' CPUs and returns true (restore `saved` after the job).
+  bool move_caller_off_worker_cpus(cpu_set_t& saved) const;
   int run_tiles(uint32_t generation);  // returns the number of tiles this thread ran
   void run_tile(int64_t t);
 
   std::vector<std::thread> workers_;
+  std::vector<int> worker_cpus_;  // the CPUs workers are pinned to (empty when not pinned)
 
   // The current job; written by the caller before it publishes `claim_`, read by the workers.
   std::atomic<const RangeFnRef*> job_fn_{nullptr};

@@ -1,6 +1,7 @@
 // ThreadTeam (G21): the persistent pool's tile queue covers every index exactly once, keeps a
 // caller-fixed split whatever the thread count, survives parking between jobs, and rethrows.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -88,6 +89,46 @@ TEST(ThreadTeamPool, BackToBackJobsOfChangingSizeRunEachTileOnce) {
       ASSERT_EQ(sum.load(), n) << threads << " threads, job " << job;
     }
   }
+}
+
+TEST(ThreadTeamPool, MovesACallerOffTheWorkersCpusForAJob) {
+  // A caller that starts a job on a pinned worker's CPU would share it with the spinning worker.
+  if (ThreadTeam::default_size() < 2) GTEST_SKIP() << "needs two CPUs";
+  std::thread caller([] {  // its own thread, whose affinity the test changes
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    const int worker_cpu = cpus[1];  // where the team pins its one worker
+    ThreadTeam team(2);
+    for (int job = 0; job < 3; ++job) {
+      bool on_worker_cpu = false;
+      for (int attempt = 0; attempt < 20 && !on_worker_cpu; ++attempt) {
+        cpu_set_t only;
+        CPU_ZERO(&only);
+        CPU_SET(worker_cpu, &only);
+        ASSERT_EQ(sched_setaffinity(0, sizeof(only), &only), 0);  // now on the worker's CPU
+        ASSERT_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0);  // free to move, still there
+        on_worker_cpu = sched_getcpu() == worker_cpu;
+      }
+      ASSERT_TRUE(on_worker_cpu) << "could not place the caller on CPU " << worker_cpu;
+      const auto me = std::this_thread::get_id();
+      std::atomic<int> tiles{0}, caller_tiles_on_worker_cpu{0};
+      team.parallel_for(64, 1, [&](int64_t b, int64_t e) {
+        if (std::this_thread::get_id() == me && sched_getcpu() == worker_cpu) ++caller_tiles_on_worker_cpu;
+        tiles += static_cast<int>(e - b);
+      });
+      EXPECT_EQ(tiles.load(), 64);
+      EXPECT_EQ(caller_tiles_on_worker_cpu.load(), 0);
+      cpu_set_t after;  // the caller's own affinity is back
+      CPU_ZERO(&after);
+      ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+      EXPECT_TRUE(CPU_EQUAL(&after, &allowed));
+    }
+  });
+  caller.join();
 }
 
 TEST(ThreadTeamPool, DefaultSizeIsOnePerAllowedCpu) {

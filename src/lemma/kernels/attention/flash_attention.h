@@ -1,13 +1,15 @@
 // Flash attention (G16) building blocks: the split kernel (one fixed range of keys for the query
-// heads that share a KV head, online softmax over 16-key tiles: running max and sum, rescaled per
-// tile, never materialising the score matrix) and the fixed-order merge of split partials.
+// heads that share a KV head, online softmax: running max and sum, rescaled per 16-key tile in
+// the scalar reference and per chunk of up to 256 keys in the vector kernels, never materialising
+// the score matrix) and the fixed-order merge of split partials.
 // Pure functions over caller-owned memory; no allocation; thread-safe for distinct partials.
 //
-// Determinism: tiles start at absolute key positions that are multiples of 16 and splits at
-// multiples of kFlashSplitKeys. A query's partial depends only on its vector, its position, the
-// split's keys and the ISA (never on the other rows computed with it), and partials are merged
-// in split order, so results are bitwise independent of batch composition, prefill chunking
-// (a decode row equals the same row inside a prefill) and thread count.
+// Determinism: splits start at multiples of kFlashSplitKeys, and inside a call the reference's
+// tiles start at absolute multiples of 16 and the vector kernels' chunks at key_begin + k * 256,
+// each row's keys cut at its own first visible key. A query's partial depends only on its vector,
+// its position, the split's keys and the ISA (never on the other rows computed with it), and
+// partials are merged in split order, so results are bitwise independent of batch composition,
+// prefill chunking (a decode row equals the same row inside a prefill) and thread count.
 #pragma once
 
 #include <cstdint>

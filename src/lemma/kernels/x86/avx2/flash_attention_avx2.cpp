@@ -1,8 +1,8 @@
 // Flash-attention split kernel with AVX2 + FMA (see flash_attention.h), built like the AVX-512 one:
 // per query row and chunk of up to 256 keys, up to 4 query heads of a KV head compute all their
 // scores (8 dot products at a time, reduced by one transpose-and-add; masked head_dim tail), then
-// one max / exp / sum pass each, then their values in one pass that loads each value chunk once for
-// all of them; K and V rows are prefetched ahead. Quantized caches are widened to f32 8 elements at
+// one max / exp / sum pass each (the online softmax rescales once per chunk), then their values in
+// one pass that loads each value chunk once for all of them; K and V rows are prefetched ahead. Quantized caches are widened to f32 8 elements at
 // a time in registers (bf16: shift; int8: sign-extend + convert; fp8: e4m3 bits moved into an f16
 // and converted, which is the value / 2^8, so fp8 scales are taken x 2^8).
 #include <immintrin.h>
@@ -279,8 +279,8 @@ void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* 
   if (active > 0) accumulate_heads<D, kFull>(active, acc, p, alpha, keys.v + i0, n, a.head_dim);
 }
 
-// Every query head of row r over the keys [lo, hi) of the chunk starting at key c0, kHeadsPerPass
-// heads at a time. Only the chunk's first row prefetches (later rows find its keys in L2).
+// Every query head of row r over the keys [lo, hi) of a chunk whose gathered keys start at key c0,
+// kHeadsPerPass heads at a time. Only the chunk's first row prefetches (later rows find its keys in L2).
 template <KvDtype D, bool kFull>
 void update_row(const FlashSplitArgs& a, int64_t r, const ChunkKeys& keys, int64_t c0, int64_t lo, int64_t hi,
                 bool first_row) {
@@ -313,17 +313,20 @@ void split(const FlashSplitArgs& a) {
   // Keys before the first row's window are never read: their blocks may already be freed.
   const int64_t first_key =
       max64(a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
+  // Chunks start at key_begin + k * kChunkKeys whatever the rows are, so how a row's keys are cut
+  // (and so its rounding) never depends on the other rows of the call.
   ChunkKeys keys;
-  for (int64_t c0 = first_key; c0 < a.key_end; c0 += kChunkKeys) {
-    const int64_t c1 = min64(c0 + kChunkKeys, a.key_end);
-    gather_keys<D>(a, c0, c1, keys);
+  for (int64_t c0 = a.key_begin + (first_key - a.key_begin) / kChunkKeys * kChunkKeys; c0 < a.key_end;
+       c0 += kChunkKeys) {
+    const int64_t g0 = max64(c0, first_key), c1 = min64(c0 + kChunkKeys, a.key_end);  // keys read: [g0, c1)
+    gather_keys<D>(a, g0, c1, keys);
     bool first_row = true;
     for (int64_t r = 0; r < a.num_rows; ++r) {
       const int64_t pos = a.first_position + r;
       const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
-      const int64_t lo = max64(c0, window_lo), hi = min64(c1, pos + 1);
+      const int64_t lo = max64(g0, window_lo), hi = min64(c1, pos + 1);
       if (lo >= hi) continue;
-      update_row<D, kFull>(a, r, keys, c0, lo, hi, first_row);
+      update_row<D, kFull>(a, r, keys, g0, lo, hi, first_row);
       first_row = false;
     }
   }

@@ -1,6 +1,7 @@
 #include "lemma/model/layers/paged_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <limits>
 
@@ -119,39 +120,42 @@ void run_query_block(const Job& job, const AttentionSequence& s, const SequenceP
     }
 }
 
-// Work item `index` of phase 1 in (sequence, KV head, unit) order, with its sequence's plan and
-// scratch offset. A walk over the sequences: a few hundred at most, against a kernel call per item.
+// Phase 1's work items in (sequence, KV head, unit) order, visited from the last to the first:
+// at(index) needs index <= the previous call's, so one thread's walk over the sequences is a
+// single backward pass however many items it takes.
 struct Item {
   int64_t sequence = 0, kv_head = 0, unit = 0;
   SequencePlan plan;
   int64_t scratch_offset = 0;
 };
 
-int64_t count_items(std::span<const AttentionSequence> sequences, const AttentionParams& p, int64_t nkv,
-                    int64_t head_dim) {
-  int64_t items = 0;
-  for (const AttentionSequence& s : sequences) items += nkv * plan_sequence(s, p, head_dim).num_units;
-  return items;
-}
+class ItemCursor {
+ public:
+  ItemCursor(std::span<const AttentionSequence> sequences, const AttentionParams& p, int64_t nkv, int64_t head_dim,
+             int64_t total_items, int64_t total_scratch)
+      : sequences_(sequences), p_(p), nkv_(nkv), head_dim_(head_dim), sequence_(static_cast<int64_t>(sequences.size())),
+        first_item_(total_items), scratch_offset_(total_scratch) {}
 
-Item find_item(std::span<const AttentionSequence> sequences, const AttentionParams& p, int64_t nkv, int64_t head_dim,
-               int64_t index) {
-  Item it;
-  for (const AttentionSequence& s : sequences) {
-    it.plan = plan_sequence(s, p, head_dim);
-    const int64_t here = nkv * it.plan.num_units;
-    if (index < here) {
-      it.kv_head = index / it.plan.num_units;
-      it.unit = index % it.plan.num_units;
-      return it;
+  Item at(int64_t index) {
+    while (index < first_item_) {  // step back to the sequence holding `index`
+      --sequence_;
+      plan_ = plan_sequence(sequences_[static_cast<size_t>(sequence_)], p_, head_dim_);
+      first_item_ -= nkv_ * plan_.num_units;
+      scratch_offset_ -= plan_.scratch_floats;
     }
-    index -= here;
-    it.scratch_offset += it.plan.scratch_floats;
-    ++it.sequence;
+    const int64_t local = index - first_item_;
+    return {sequence_, local / plan_.num_units, local % plan_.num_units, plan_, scratch_offset_};
   }
-  assert(false && "item index out of range");
-  return it;
-}
+
+ private:
+  std::span<const AttentionSequence> sequences_;
+  const AttentionParams& p_;
+  int64_t nkv_, head_dim_;
+  int64_t sequence_;        // the sequence of the current position (size() before the first call)
+  int64_t first_item_;      // index of its first item
+  int64_t scratch_offset_;  // floats before its scratch
+  SequencePlan plan_;
+};
 
 // Calls fn(thread, n) for thread 0..size-1 of the team (or 0 inline); each thread takes items
 // i with i % n == thread, which balances causal prefill blocks of growing cost.
@@ -187,11 +191,19 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
   // Phase 1: work items (sequence, KV head, split or query block), claimed one at a time by
   // whichever thread is free, last item first: a prefill's later query blocks see more keys and a
   // sequence's last split is the short one, so taking them first (largest first, then the rest
-  // as threads free up) keeps the threads within one item of each other.
-  const int64_t items = count_items(sequences, p, nkv, hd);
-  const auto run_item = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const Item it = find_item(sequences, p, nkv, hd, items - 1 - t);
+  // as threads free up) keeps the threads within one item of each other. Each thread's claims
+  // only go down, so its cursor walks the sequences once.
+  int64_t items = 0, total_scratch = 0;
+  for (const AttentionSequence& s : sequences) {
+    const SequencePlan plan = plan_sequence(s, p, hd);
+    items += nkv * plan.num_units;
+    total_scratch += plan.scratch_floats;
+  }
+  std::atomic<int64_t> next_claim{0};
+  for_each_thread(items > 1 ? team : nullptr, [&](int64_t, int64_t) {
+    ItemCursor cursor(sequences, p, nkv, hd, items, total_scratch);
+    for (int64_t t; (t = next_claim.fetch_add(1, std::memory_order_relaxed)) < items;) {
+      const Item it = cursor.at(items - 1 - t);
       const AttentionSequence& s = sequences[static_cast<size_t>(it.sequence)];
       float* seq_scratch = scratch.data() + it.scratch_offset;
       if (!it.plan.split_mode) {
@@ -202,11 +214,7 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
       kernels::flash_attention_split(
           split_args(job, s, it.kv_head, 0, s.num_tokens, it.plan.first_split + it.unit, partial), isa);
     }
-  };
-  if (team == nullptr || team->size() == 1)
-    run_item(0, items);
-  else
-    team->parallel_tiles(items, 1, run_item);
+  });
 
   // Phase 2: short sequences fold their split partials in split order, per (token, head). Cheap
   // (a few head_dim-long folds per item), so small batches skip the team's wake-up.

@@ -9,21 +9,15 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <limits>
 
 #include "lemma/kernels/attention/flash_attention_isa.h"
 #include "lemma/kernels/attention/kv_dtype.h"
+#include "lemma/kernels/x86/flash_chunks.h"
 #include "lemma/kernels/x86/avx512/vector_math_avx512.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
-
-constexpr int64_t kTile = 16;
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // Lane i of the result = sum of the 16 lanes of a[i]; each lane's sum only ever adds values of its
 // own vector, in a fixed order, so it does not depend on the other vectors. Inlined so the caller's
@@ -43,10 +37,6 @@ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
   return _mm512_add_ps(_mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(2, 0, 2, 0)),
                        _mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
-
-constexpr bool is_scaled(KvDtype d) { return d == KvDtype::kInt8 || d == KvDtype::kFp8; }
-template <KvDtype D>
-constexpr int64_t kElementBytes = D == KvDtype::kF32 ? 4 : D == KvDtype::kBf16 ? 2 : 1;
 
 // Elements [d, d + 16) of a stored row (lanes outside m are 0 and read nothing), without the scale.
 // kFull: m is all ones, so a plain load serves (masked loads cost ~10% of the kernel on Zen 5).
@@ -84,54 +74,10 @@ template <KvDtype D, bool kFull>
   return transpose_sum(acc);
 }
 
-// Keys per chunk: a chunk's scores for kHeadsPerPass heads stay on the stack (4 KiB). The model's
-// splits (kFlashSplitKeys, 256) are one chunk each; longer ranges take several.
-constexpr int64_t kChunkKeys = 256;
-
-// The keys of one chunk: row pointers and (int8/fp8) the scales the kernel multiplies by. Entries
-// past the chunk's end point at its first key (readable; their lanes are masked).
-struct ChunkKeys {
-  const char* k[kChunkKeys + kTile];
-  const char* v[kChunkKeys + kTile];
-  float k_scale[kChunkKeys + kTile];
-  float v_scale[kChunkKeys + kTile];
-};
-
-template <KvDtype D>
-void gather_keys(const FlashSplitArgs& a, int64_t begin, int64_t end, ChunkKeys& keys) {
-  const int64_t slot_bytes = a.token_stride * kElementBytes<D>;
-  // e4m3 loads give value * 2^-8 (load16), so the scales take the 2^8 back.
-  const float scale_factor = D == KvDtype::kFp8 ? 256.0f : 1.0f;
-  int64_t block = begin / a.block_size, offset = begin % a.block_size;
-  for (int64_t i = 0; i < end - begin; ++i) {
-    const int64_t slot = a.block_table[block] * a.block_size + offset;
-    if (++offset == a.block_size) offset = 0, ++block;
-    keys.k[i] = static_cast<const char*>(a.keys) + slot * slot_bytes;
-    keys.v[i] = static_cast<const char*>(a.values) + slot * slot_bytes;
-    if constexpr (is_scaled(D)) {
-      keys.k_scale[i] = a.key_scales[slot * a.scale_stride] * scale_factor;
-      keys.v_scale[i] = a.value_scales[slot * a.scale_stride] * scale_factor;
-    }
-  }
-  for (int64_t i = end - begin; i < end - begin + kTile; ++i) {
-    keys.k[i] = keys.v[i] = keys.k[0];
-    keys.k_scale[i] = keys.v_scale[i] = 1.0f;  // finite, unused
-  }
-}
-
-// Starts loading rows[begin .. min(begin + kTile, n)) (row_bytes each) into L1 (kHint =
-// _MM_HINT_T0) or L2 (_MM_HINT_T1).
-template <int kHint>
-void prefetch_tile(const char* const* rows, int64_t begin, int64_t n, int64_t row_bytes) {
-  for (int64_t i = begin; i < min64(begin + kTile, n); ++i)
-    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(rows[i] + b, static_cast<_mm_hint>(kHint));
-}
-
 // Query heads whose values one pass accumulates together: 4 heads x 4 chunks of 16 floats = 16
 // accumulators, + 4 value chunks + 1 weight in registers.
 constexpr int kHeadsPerPass = 4;
 constexpr int kChunks = 4;
-constexpr int64_t kPrefetchTiles = 4;  // how far ahead (in tiles) K and V rows are asked into L2
 
 // For heads h < kHeads at once: acc_h[d] = acc_h[d] * alpha_h + sum over keys i < n of
 // p_h[i] * v[i][d] (ascending i), over head_dim in blocks of 16 * kChunks floats. Each value chunk
@@ -266,26 +212,10 @@ void split(const FlashSplitArgs& a) {
     for (int64_t d = 0; d < a.head_dim; d += 16)
       _mm512_mask_storeu_ps(part + 2 + d, tail_mask(a.head_dim - d), _mm512_setzero_ps());
   }
-  // Keys before the first row's window are never read: their blocks may already be freed.
-  const int64_t first_key =
-      max64(a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
-  // Chunks start at key_begin + k * kChunkKeys whatever the rows are, so how a row's keys are cut
-  // (and so its rounding) never depends on the other rows of the call.
   ChunkKeys keys;
-  for (int64_t c0 = a.key_begin + (first_key - a.key_begin) / kChunkKeys * kChunkKeys; c0 < a.key_end;
-       c0 += kChunkKeys) {
-    const int64_t g0 = max64(c0, first_key), c1 = min64(c0 + kChunkKeys, a.key_end);  // keys read: [g0, c1)
-    gather_keys<D>(a, g0, c1, keys);
-    bool first_row = true;
-    for (int64_t r = 0; r < a.num_rows; ++r) {
-      const int64_t pos = a.first_position + r;
-      const int64_t window_lo = a.sliding_window > 0 ? pos - a.sliding_window + 1 : 0;
-      const int64_t lo = max64(g0, window_lo), hi = min64(c1, pos + 1);
-      if (lo >= hi) continue;
-      update_row<D, kFull>(a, r, keys, g0, lo, hi, first_row);
-      first_row = false;
-    }
-  }
+  for_each_chunk_row<D>(a, keys, [&](int64_t r, int64_t g0, int64_t lo, int64_t hi, bool first_row) {
+    update_row<D, kFull>(a, r, keys, g0, lo, hi, first_row);
+  });
 }
 
 template <KvDtype D>

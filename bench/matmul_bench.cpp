@@ -1,7 +1,8 @@
 // matmul_bench: Google Benchmark microbenchmarks of the matmul kernels on the qwen05b shapes
 // (W [N, K] = 896x896 attention, 4864x896 gate/up, 896x4864 down, 151936x896 lm_head) for M = 1
 // (decode), 16 and 32 (batched decode) and 512 (prefill), for each weight dtype, precision and ISA
-// this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down; Q8_0/Q4_0 random
+// this machine runs (Q4_K/Q6_K only where K fills their 256-value blocks: down; plus two llama1b-shape
+// matrices, Q4_K/Q6_K only, as a Q4_K_M file holds them; Q8_0/Q4_0 random
 // codes). `cold:1` cycles over copies of W past the last-level cache, so every call reads W from
 // DRAM as a decode step's layers do; `cold:0` reads whatever cache the previous call warmed.
 // Counters: GFLOP/s (2 M N K per call) and GB/s (W's bytes per call: the figure to hold against
@@ -190,21 +191,30 @@ const Variant kVariants[] = {
     {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q6_kx16_int8_avx512", DType::kQ6_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
 };
 
 struct MatrixShape {
   const char* name;
   int64_t N, K;
+  bool k_quants_only;  // llama1b-shape: every matrix fills 256-value blocks (a Q4_K_M file's layout)
 };
-const MatrixShape kShapes[] = {{"attn_896x896", 896, 896},
-                               {"gate_up_4864x896", 4864, 896},
-                               {"down_896x4864", 896, 4864},
-                               {"lm_head_151936x896", 151936, 896}};
+const MatrixShape kShapes[] = {{"attn_896x896", 896, 896, false},
+                               {"gate_up_4864x896", 4864, 896, false},
+                               {"down_896x4864", 896, 4864, false},
+                               {"lm_head_151936x896", 151936, 896, false},
+                               {"llama1b_down_2048x8192", 2048, 8192, true},
+                               {"llama1b_lm_head_128256x2048", 128256, 2048, true}};
+
+bool is_k_quant(DType t) {
+  return t == DType::kQ4_K || t == DType::kQ4_Kx16 || t == DType::kQ6_K || t == DType::kQ6_Kx16;
+}
 
 const bool kRegistered = [] {
   for (const MatrixShape& s : kShapes) {
     for (const Variant& v : kVariants) {
+      if (s.k_quants_only && !is_k_quant(v.dtype)) continue;
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
       // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
       b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({512, 0});

@@ -65,6 +65,19 @@ void write_q4k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* o
   }
 }
 
+// A Q6_K superblock (see the header): 16 rows' block b. File block: ql[128], qh[64], scales[16], d.
+constexpr int64_t kQ6kScalesAt = 32, kQ6kLowAt = 288, kQ6kHighAt = 2336;
+void write_q6k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    static constexpr uint8_t kZero[210] = {};
+    const uint8_t* src = rows[i] != nullptr ? rows[i] : kZero;  // padding row: d = 0, scales 0
+    std::memcpy(out + 2 * i, src + 208, 2);
+    for (int64_t w = 0; w < 4; ++w) std::memcpy(out + kQ6kScalesAt + 64 * w + 4 * i, src + 192 + 4 * w, 4);
+    for (int64_t c = 0; c < 32; ++c) std::memcpy(out + kQ6kLowAt + 64 * c + 4 * i, src + 4 * c, 4);
+    for (int64_t c = 0; c < 16; ++c) std::memcpy(out + kQ6kHighAt + 64 * c + 4 * i, src + 128 + 4 * c, 4);
+  }
+}
+
 // BF16x16 (see the header): group g's chunk c holds rows' value pairs (2 c, 2 c + 1) side by side.
 void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) {
   for (int64_t g = 0; g * kInterleaveRows < N; ++g) {
@@ -83,6 +96,13 @@ void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) 
 // Row i of a superblock back into its file block (the inverse of write_superblock /
 // write_q4k_superblock).
 void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* block) {
+  if (plain == DType::kQ6_K) {
+    std::memcpy(block + 208, super + 2 * i, 2);
+    for (int64_t w = 0; w < 4; ++w) std::memcpy(block + 192 + 4 * w, super + kQ6kScalesAt + 64 * w + 4 * i, 4);
+    for (int64_t c = 0; c < 32; ++c) std::memcpy(block + 4 * c, super + kQ6kLowAt + 64 * c + 4 * i, 4);
+    for (int64_t c = 0; c < 16; ++c) std::memcpy(block + 128 + 4 * c, super + kQ6kHighAt + 64 * c + 4 * i, 4);
+    return;
+  }
   if (plain == DType::kQ4_K) {
     std::memcpy(block, super + 2 * i, 2);
     std::memcpy(block + 2, super + 32 + 2 * i, 2);
@@ -124,7 +144,7 @@ void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_
   }
   const int64_t values = block_values(plain), blocks = K / values, bb = block_bytes(plain);
   const uint8_t* group = base + g * blocks * kInterleaveRows * bb;
-  uint8_t block[256];  // the largest file block here (Q4_K: 144 bytes)
+  uint8_t block[256];  // the largest file block here (Q6_K: 210 bytes)
   for (int64_t b = 0; b < blocks; ++b) {
     read_file_block(plain, group + b * kInterleaveRows * bb, i, block);
     dequantize_row(plain, block, out + b * values, values);
@@ -137,6 +157,7 @@ DType plain_dtype(DType interleaved) {
     case DType::kQ4_0x16: return DType::kQ4_0;
     case DType::kQ5_0x16: return DType::kQ5_0;
     case DType::kQ4_Kx16: return DType::kQ4_K;
+    case DType::kQ6_Kx16: return DType::kQ6_K;
     case DType::kBF16x16: return DType::kBF16;
     default: return DType::kCount;
   }
@@ -148,6 +169,7 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ4_0: return DType::kQ4_0x16;
     case DType::kQ5_0: return DType::kQ5_0x16;
     case DType::kQ4_K: return DType::kQ4_Kx16;
+    case DType::kQ6_K: return DType::kQ6_Kx16;
     case DType::kBF16: return DType::kBF16x16;
     default: return DType::kCount;
   }
@@ -182,6 +204,8 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
       uint8_t* super = dst + (g * blocks + b) * super_bytes;
       if (plain == DType::kQ4_K) {
         write_q4k_superblock(group_rows, super);
+      } else if (plain == DType::kQ6_K) {
+        write_q6k_superblock(group_rows, super);
       } else {
         write_superblock(plain, group_rows, super);
       }

@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
 // rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
@@ -158,18 +158,27 @@ TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
   }
 }
 
-// Q4_Kx16 over Q8_K-style activations: the oracle and every kernel against the exact product of
-// the quantised operands, computed from the raw GGUF blocks (d sc_j u - dmin mn_j per value).
-TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
-  std::mt19937 rng(17);
+// One 256-value block's share of an output, from the raw GGUF block and x's codes: its exact value
+// and the sum of the magnitudes of the terms it is made of.
+struct ExactBlock {
+  double value, magnitude;
+};
+
+// The oracle and every kernel for plain's x16 form over Q8_K-style activations, on random and odd
+// shapes, with and without bias: the oracle within `roundings` f32 roundings per block of the exact
+// product (exact_block(GGUF block bytes, x codes, d_x)), every kernel bit for bit the oracle.
+template <typename Exact>
+void check_kx16_against_exact(DType plain, uint32_t seed, int roundings, Exact exact_block) {
+  std::mt19937 rng(seed);
   const struct {
     int64_t M, N, K;
-  } shapes[] = {{1, 1, 256}, {1, 16, 256}, {2, 17, 512}, {3, 40, 768}, {5, 33, 1024}, {1, 70, 4864}, {4, 20, 2048}};
+  } shapes[] = {{1, 1, 256}, {1, 16, 256}, {2, 17, 512}, {3, 40, 768}, {5, 33, 1024}, {1, 70, 4864}, {4, 20, 2048}, {9, 31, 512}};
+  const auto block_bytes = static_cast<int64_t>(dtype_info(plain).block_bytes);
   for (const auto& s : shapes) {
-    auto w = testing::random_weights(DType::kQ4_K, s.N, s.K, rng);  // random scales/mins/codes, d and dmin small
-    std::vector<uint8_t> bytes(interleaved_bytes(DType::kQ4_K, s.N, s.K));
-    interleave_rows(DType::kQ4_K, w.bytes.data(), s.N, s.K, bytes.data());
-    const TensorView view{bytes.data(), DType::kQ4_Kx16, Shape{s.N, s.K}};
+    auto w = testing::random_weights(plain, s.N, s.K, rng);  // random scales/mins/codes, small f16 d (and dmin)
+    std::vector<uint8_t> bytes(interleaved_bytes(plain, s.N, s.K));
+    interleave_rows(plain, w.bytes.data(), s.N, s.K, bytes.data());
+    const TensorView view{bytes.data(), interleaved_dtype(plain), Shape{s.N, s.K}};
     const int64_t stride = s.K + 5;
     const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
     const auto bias = random_floats(static_cast<size_t>(s.N), rng);
@@ -185,44 +194,73 @@ TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWit
         for (int64_t n = 0; n < s.N; ++n) {
           double y = b != nullptr ? b[n] : 0.0, mag = b != nullptr ? std::fabs(b[n]) : 0.0;
           for (int64_t blk = 0; blk < blocks; ++blk) {
-            BlockQ4_K block;
-            std::memcpy(&block, w.bytes.data() + (n * blocks + blk) * 144, 144);
-            uint8_t sc[8], mn[8];
-            unpack_k4_scales(block.scales, sc, mn);
-            double S = 0.0, N = 0.0;
-            for (int64_t v = 0; v < 256; ++v) {
-              const uint8_t byte = block.qs[32 * (v / 64) + v % 32];
-              const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
-              S += static_cast<double>(sc[v / 32]) * u * q[blk * 256 + v];
-              N += static_cast<double>(mn[v / 32]) * q[blk * 256 + v];
-            }
-            const double d = f16_to_f32(block.d) * static_cast<double>(dx[blk]);
-            const double dmin = f16_to_f32(block.dmin) * static_cast<double>(dx[blk]);
-            y += d * S - dmin * N;
-            mag += std::fabs(d * S) + std::fabs(dmin * N);
+            const ExactBlock e = exact_block(w.bytes.data() + (n * blocks + blk) * block_bytes, q + blk * 256, dx[blk]);
+            y += e.value;
+            mag += e.magnitude;
           }
-          // Two terms per block, each rounded at most twice (the scale product, the conversion).
-          ASSERT_LE(std::fabs(want[static_cast<size_t>(m * s.N + n)] - y), testing::tolerance(mag, 4 * blocks + 2))
+          ASSERT_LE(std::fabs(want[static_cast<size_t>(m * s.N + n)] - y), testing::tolerance(mag, roundings * blocks + 2))
               << "M=" << s.M << " N=" << s.N << " K=" << s.K << " output " << m << "," << n;
         }
       }
       for (Isa isa : available_isas()) {
-        ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, view, b, {isa, kInt8}), want)) << trace(DType::kQ4_K, isa, s.M, s.N, s.K);
+        ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, view, b, {isa, kInt8}), want)) << trace(plain, isa, s.M, s.N, s.K);
       }
     }
   }
 }
 
-TEST(InterleavedMatmul, Q4KRowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
+// Q4_Kx16: per value d sc u - dmin mn, as the GGUF block holds them.
+TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  // Two terms per block, each rounded at most twice (the scale product, the conversion).
+  check_kx16_against_exact(DType::kQ4_K, 17, 4, [](const uint8_t* raw, const int8_t* q, float dx) {
+    BlockQ4_K block;
+    std::memcpy(&block, raw, sizeof(block));
+    uint8_t sc[8], mn[8];
+    unpack_k4_scales(block.scales, sc, mn);
+    double S = 0.0, N = 0.0;
+    for (int64_t v = 0; v < 256; ++v) {
+      const uint8_t byte = block.qs[32 * (v / 64) + v % 32];
+      const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+      S += static_cast<double>(sc[v / 32]) * u * q[v];
+      N += static_cast<double>(mn[v / 32]) * q[v];
+    }
+    const double d = f16_to_f32(block.d) * static_cast<double>(dx), dmin = f16_to_f32(block.dmin) * static_cast<double>(dx);
+    return ExactBlock{d * S - dmin * N, std::fabs(d * S) + std::fabs(dmin * N)};
+  });
+}
+
+// Q6_Kx16: per value d sc_j (u - 32) (ggml's dequantize_row_q6_K); random bytes give scales down
+// to -128 and codes 0..63.
+TEST(InterleavedMatmul, Q6KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  // One term per block, rounded at most three times (the scale product, the conversion, the add).
+  check_kx16_against_exact(DType::kQ6_K, 19, 3, [](const uint8_t* raw, const int8_t* q, float dx) {
+    BlockQ6_K block;
+    std::memcpy(&block, raw, sizeof(block));
+    double S = 0.0;
+    for (int64_t v = 0; v < 256; ++v) {
+      const int64_t h = v / 128, k = (v % 128) / 32, l = v % 32;
+      const uint8_t low = block.ql[64 * h + 32 * (k % 2) + l];
+      const int u = (k < 2 ? low & 0x0F : low >> 4) | (((block.qh[32 * h + l] >> (2 * k)) & 3) << 4);
+      S += static_cast<double>(block.scales[v / 16]) * (u - 32) * q[v];
+    }
+    const double d = f16_to_f32(block.d) * static_cast<double>(dx);
+    return ExactBlock{d * S, std::fabs(d * S)};
+  });
+}
+
+class KQuantInterleaved : public ::testing::TestWithParam<DType> {};
+
+TEST_P(KQuantInterleaved, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
+  const DType plain = GetParam();
   std::mt19937 rng(31);
   const int64_t M = 11, N = 45, K = 768;
   const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
-  auto w = testing::random_weights(DType::kQ4_K, N, K, rng);
-  std::vector<uint8_t> bytes(interleaved_bytes(DType::kQ4_K, N, K));
-  interleave_rows(DType::kQ4_K, w.bytes.data(), N, K, bytes.data());
-  const TensorView view{bytes.data(), DType::kQ4_Kx16, Shape{N, K}};
+  auto w = testing::random_weights(plain, N, K, rng);
+  std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));
+  interleave_rows(plain, w.bytes.data(), N, K, bytes.data());
+  const TensorView view{bytes.data(), interleaved_dtype(plain), Shape{N, K}};
   for (Isa isa : available_isas()) {
-    SCOPED_TRACE(trace(DType::kQ4_K, isa, M, N, K));
+    SCOPED_TRACE(trace(plain, isa, M, N, K));
     const MatmulOptions options{isa, kInt8};
     const auto batch = run_matmul(x, K, M, view, nullptr, options);
     ASSERT_EQ(testing::first_batch_dependence(x, K, M, view, options, batch, {}), "");
@@ -235,20 +273,25 @@ TEST(InterleavedMatmul, Q4KRowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ4_K, DType::kQ6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
 TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kQ8_0), DType::kQ8_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_0), DType::kQ4_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ5_0), DType::kQ5_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kQ4_Kx16);
-  EXPECT_EQ(interleaved_dtype(DType::kQ6_K), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kQ6_K), DType::kQ6_Kx16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ5_K), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
   EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_0, 1, 64), size_t{16 * 2 * 22});
   std::vector<uint8_t> out(64);
   EXPECT_EQ(interleaved_bytes(DType::kQ4_K, 20, 512), size_t{32 * 2 * 144});
-  EXPECT_THROW(interleave_rows(DType::kQ6_K, out.data(), 1, 256, out.data()), InvalidArgument);
+  EXPECT_EQ(interleaved_bytes(DType::kQ6_K, 17, 256), size_t{32 * 210});
+  EXPECT_THROW(interleave_rows(DType::kQ5_K, out.data(), 1, 256, out.data()), InvalidArgument);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16}) {
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16, DType::kQ6_Kx16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
@@ -262,8 +305,8 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 // the file rows' dequantised values, in full and partial 16-row groups.
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
-  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kBF16}) {
-    const int64_t N = 37, K = plain == DType::kQ4_K ? 512 : 96;
+  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
+    const int64_t N = 37, K = plain == DType::kQ4_K || plain == DType::kQ6_K ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));
     interleave_rows(plain, w.bytes.data(), N, K, bytes.data());

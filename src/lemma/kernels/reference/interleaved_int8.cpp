@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q6_Kx16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -61,43 +61,74 @@ void matmul_interleaved(const MatmulArgs& a) {
   }
 }
 
-// Q4_Kx16 (interleaved_blocks.h): the stated order, exactly.
-void matmul_q4_kx16(const MatmulArgs& a) {
-  constexpr int64_t kValues = 256, kSuperBytes = kInterleaveRows * 144;
+// The loops the K-quant oracles share: per output one f32 accumulator from +0, then for each
+// 256-value block in order acc = update(acc, superblock, row i in the group, x's codes / scale / 16-value
+// sums for the block); y = acc (+ bias).
+template <typename Update>
+void matmul_kx16(const MatmulArgs& a, int64_t super_bytes, Update update) {
+  constexpr int64_t kValues = 256;
   const int64_t blocks = a.K / kValues;
   for (int64_t m = 0; m < a.M; ++m) {
     const int8_t* x = q8k_codes(a.xq, a.K, m);
     const float* dx = q8k_scales(a.xq, a.K, m);
     const int16_t* sums = q8k_sums(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * kSuperBytes;
-      const int64_t i = n % kInterleaveRows;
+      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
       float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* super = group + b * kSuperBytes;
-        uint16_t d_bits, dmin_bits;
-        std::memcpy(&d_bits, super + 2 * i, 2);
-        std::memcpy(&dmin_bits, super + 32 + 2 * i, 2);
-        uint8_t packed[12], sc[8], mn[8];
-        for (int64_t w = 0; w < 3; ++w) std::memcpy(packed + 4 * w, super + 64 + 64 * w + 4 * i, 4);
-        unpack_k4_scales(packed, sc, mn);
-        int32_t S = 0, N = 0;
-        for (int64_t j = 0; j < 8; ++j) {
-          int32_t Sj = 0;
-          for (int64_t v = 32 * j; v < 32 * j + 32; ++v) {  // value v: chunk 8 (v / 64) + (v % 32) / 4
-            const uint8_t byte = super[256 + 64 * (8 * (v / 64) + (v % 32) / 4) + 4 * i + v % 4];
-            const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
-            Sj += u * x[b * kValues + v];
-          }
-          S += sc[j] * Sj;
-          N += mn[j] * (sums[b * 16 + 2 * j] + sums[b * 16 + 2 * j + 1]);
-        }
-        acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(S), acc);
-        acc = std::fma(-(f16_to_f32(dmin_bits) * dx[b]), static_cast<float>(N), acc);
-      }
+      for (int64_t b = 0; b < blocks; ++b)
+        acc = update(acc, group + b * super_bytes, n % kInterleaveRows, x + b * kValues, dx[b], sums + b * 16);
       a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
     }
   }
+}
+
+// Q4_Kx16 (interleaved_blocks.h): the stated order, exactly.
+void matmul_q4_kx16(const MatmulArgs& a) {
+  matmul_kx16(a, kInterleaveRows * 144, [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t* sums) {
+    uint16_t d_bits, dmin_bits;
+    std::memcpy(&d_bits, super + 2 * i, 2);
+    std::memcpy(&dmin_bits, super + 32 + 2 * i, 2);
+    uint8_t packed[12], sc[8], mn[8];
+    for (int64_t w = 0; w < 3; ++w) std::memcpy(packed + 4 * w, super + 64 + 64 * w + 4 * i, 4);
+    unpack_k4_scales(packed, sc, mn);
+    int32_t S = 0, N = 0;
+    for (int64_t j = 0; j < 8; ++j) {
+      int32_t Sj = 0;
+      for (int64_t v = 32 * j; v < 32 * j + 32; ++v) {  // value v: chunk 8 (v / 64) + (v % 32) / 4
+        const uint8_t byte = super[256 + 64 * (8 * (v / 64) + (v % 32) / 4) + 4 * i + v % 4];
+        const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+        Sj += u * x[v];
+      }
+      S += sc[j] * Sj;
+      N += mn[j] * (sums[2 * j] + sums[2 * j + 1]);
+    }
+    acc = std::fma(f16_to_f32(d_bits) * dx, static_cast<float>(S), acc);
+    return std::fma(-(f16_to_f32(dmin_bits) * dx), static_cast<float>(N), acc);
+  });
+}
+
+// Q6_Kx16 (interleaved_blocks.h): the stated order, exactly.
+void matmul_q6_kx16(const MatmulArgs& a) {
+  matmul_kx16(a, kInterleaveRows * 210, [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t*) {
+    uint16_t d_bits;
+    std::memcpy(&d_bits, super + 2 * i, 2);
+    // Row i's file bytes ql[k] and qh[k] (k < 128 and < 64) and scale j.
+    const auto ql = [&](int64_t k) { return super[288 + 64 * (k / 4) + 4 * i + k % 4]; };
+    const auto qh = [&](int64_t k) { return super[2336 + 64 * (k / 4) + 4 * i + k % 4]; };
+    const auto sc = [&](int64_t j) { return static_cast<int8_t>(super[32 + 64 * (j / 4) + 4 * i + j % 4]); };
+    int32_t S = 0;
+    for (int64_t j = 0; j < 16; ++j) {
+      int32_t Sj = 0;
+      for (int64_t v = 16 * j; v < 16 * j + 16; ++v) {  // value v: half h, quarter k (of 32), l
+        const int64_t h = v / 128, k = (v % 128) / 32, l = v % 32;
+        const uint8_t low = ql(64 * h + 32 * (k % 2) + l);
+        const int u = (k < 2 ? low & 0x0F : low >> 4) | (((qh(32 * h + l) >> (2 * k)) & 3) << 4);
+        Sj += (u - 32) * x[v];
+      }
+      S += sc(j) * Sj;
+    }
+    return std::fma(f16_to_f32(d_bits) * dx, static_cast<float>(S), acc);
+  });
 }
 
 }  // namespace
@@ -113,5 +144,6 @@ void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q4_kx16(args); }
+void matmul_q6_kx16_int8_reference(const MatmulArgs& args) { matmul_q6_kx16(args); }
 
 }  // namespace lemma::kernels

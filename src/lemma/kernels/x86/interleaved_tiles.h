@@ -11,6 +11,7 @@
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/q8k_activations.h"
 
 namespace lemma::kernels::x86 {
 
@@ -45,6 +46,21 @@ static inline int32_t load_i32(const int8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
+
+// Rows m0 .. m0 + R - 1 of Q8_K-style x (q8k_activations.h), for the K-quant kernels.
+template <int R>
+struct Q8kRows {
+  const int8_t* codes[R];
+  const float* scales[R];
+  const int16_t* sums[R];
+  Q8kRows(const MatmulArgs& a, int64_t m0) {
+    for (int r = 0; r < R; ++r) {
+      codes[r] = q8k_codes(a.xq, a.K, m0 + r);
+      scales[r] = q8k_scales(a.xq, a.K, m0 + r);
+      sums[r] = q8k_sums(a.xq, a.K, m0 + r);
+    }
+  }
+};
 
 // y rows m0.. and the outputs of groups g0.., the last group masked to N (+ bias, one add).
 template <int R, int G>

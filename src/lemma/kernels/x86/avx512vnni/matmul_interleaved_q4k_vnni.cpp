@@ -45,14 +45,10 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kValues;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks, kSuperBytes, group);
-  const int8_t* x[R];
-  const float* dx[R];
-  const int16_t* sums[R];
-  for (int r = 0; r < R; ++r) {
-    x[r] = q8k_codes(a.xq, a.K, m0 + r);
-    dx[r] = q8k_scales(a.xq, a.K, m0 + r);
-    sums[r] = q8k_sums(a.xq, a.K, m0 + r);
-  }
+  const Q8kRows<R> rows(a, m0);
+  const auto& x = rows.codes;
+  const auto& dx = rows.scales;
+  const auto& sums = rows.sums;
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();

@@ -1,0 +1,107 @@
+// Interleaved Q6_Kx16 weights x Q8_K-style int8 activations with AVX-512 VNNI (interleaved_blocks.h).
+// Per 256-value block and group of 16 W rows, per 4 values of the 16 rows: two ql chunks and one qh
+// chunk give four 6-bit code vectors (a nibble and a bit pair each, joined with one vpternlogd),
+// each one vpdpbusd against 4 codes of x broadcast from memory. A sub-block's sum starts at
+// -32 s_j (x's 16-value code sum), so it ends as sum (u - 32) q_x with no extra instruction; it is
+// weighted by the rows' int8 scales with vpmulld. Then one conversion and one FMA for 16 outputs.
+// All integer sums are exact, so the bits equal the oracle's whatever the instruction order.
+// Register tile: one group (decode: each thread's rows are one forward stream, prefetched far
+// ahead; prefill: the code vectors, the costly part, serve up to 4 rows of x). Rows never depend on M.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/register_tiles.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int64_t kValues = 256;
+constexpr int64_t kSuperBytes = kInterleaveRows * 210;
+constexpr int64_t kScalesAt = 32, kLowAt = 288, kHighAt = 2336;
+
+// Byte j (0..3) of each 32-bit lane, sign-extended.
+template <int J>
+__m512i signed_byte(__m512i v) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
+}
+
+// (a & 0x0F) | b for every byte (b holds only bits 4 and 5).
+__m512i join(__m512i a, __m512i b, __m512i low4) { return _mm512_ternarylogic_epi32(a, b, low4, 0xEC); }
+
+template <int R, int G>
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
+  const int64_t blocks = a.K / kValues;
+  const uint8_t* group[G];
+  group_starts<G>(a, g0, blocks, kSuperBytes, group);
+  const Q8kRows<R> rows(a, m0);
+  const auto& x = rows.codes;
+  const auto& dx = rows.scales;
+  const auto& sums = rows.sums;
+  __m512 acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* super = group[g] + b * kSuperBytes;
+      prefetch_stream<G>(super, kSuperBytes);
+      __m512i sc[4];
+      for (int w = 0; w < 4; ++w) sc[w] = _mm512_loadu_si512(super + kScalesAt + 64 * w);
+      __m512i S[R];
+      for (int r = 0; r < R; ++r) S[r] = _mm512_setzero_si512();
+      // Half h, values 4p .. 4p + 3 of each of its quarters; p < 4 and p >= 4 are different sub-blocks.
+      const auto quarter_pass = [&]<int H, int Q>() {
+        __m512i U[R][4];  // sub-blocks 8H + 2k + Q, k = quarter
+        for (int r = 0; r < R; ++r)
+          for (int k = 0; k < 4; ++k) U[r][k] = _mm512_set1_epi32(-32 * sums[r][b * 16 + 8 * H + 2 * k + Q]);
+        for (int p = 4 * Q; p < 4 * Q + 4; ++p) {
+          const __m512i lo_a = _mm512_loadu_si512(super + kLowAt + 64 * (16 * H + p));
+          const __m512i lo_b = _mm512_loadu_si512(super + kLowAt + 64 * (16 * H + 8 + p));
+          const __m512i hi = _mm512_loadu_si512(super + kHighAt + 64 * (8 * H + p));
+          const __m512i u[4] = {
+              join(lo_a, _mm512_and_si512(_mm512_slli_epi16(hi, 4), bits45), low4),
+              join(lo_b, _mm512_and_si512(_mm512_slli_epi16(hi, 2), bits45), low4),
+              join(_mm512_srli_epi16(lo_a, 4), _mm512_and_si512(hi, bits45), low4),
+              join(_mm512_srli_epi16(lo_b, 4), _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), low4)};
+          for (int r = 0; r < R; ++r) {
+            const int8_t* xc = x[r] + b * kValues + 128 * H + 4 * p;
+            for (int k = 0; k < 4; ++k) U[r][k] = _mm512_dpbusd_epi32(U[r][k], u[k], _mm512_set1_epi32(load_i32(xc + 32 * k)));
+          }
+        }
+        // Sub-block j = 8H + 2k + Q: scale byte j % 4 of chunk j / 4 = 2H + k / 2.
+        const __m512i scale[4] = {signed_byte<(2 * 0 + Q) % 4>(sc[2 * H + 0]), signed_byte<(2 * 1 + Q) % 4>(sc[2 * H + 0]),
+                                  signed_byte<(2 * 2 + Q) % 4>(sc[2 * H + 1]), signed_byte<(2 * 3 + Q) % 4>(sc[2 * H + 1])};
+        for (int r = 0; r < R; ++r)
+          for (int k = 0; k < 4; ++k) S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(scale[k], U[r][k]));
+      };
+      quarter_pass.template operator()<0, 0>();
+      quarter_pass.template operator()<0, 1>();
+      quarter_pass.template operator()<1, 0>();
+      quarter_pass.template operator()<1, 1>();
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
+      for (int r = 0; r < R; ++r)
+        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
+    }
+  }
+  store_tile<R, G>(a, m0, g0, acc);
+}
+
+}  // namespace
+
+void matmul_q6_kx16_int8_avx512vnni(const MatmulArgs& a) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); };
+  if (a.M == 1) {
+    for_each_tile<1, 1>(a.M, groups, t);
+  } else {
+    for_each_tile<4, 1>(a.M, groups, t);
+  }
+}
+
+}  // namespace lemma::kernels::x86

@@ -69,7 +69,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * kSuperBytes;
-      prefetch_stream<G>(super, kSuperBytes);
+      if constexpr (G > 1) prefetch_stream<G>(super, kSuperBytes);
       const Scales s = unpack_scales(super);
       __m512i S[R], N[R];
       for (int r = 0; r < R; ++r) {
@@ -84,6 +84,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         __m512i lo_sum[R], hi_sum[R];
         for (int r = 0; r < R; ++r) lo_sum[r] = hi_sum[r] = _mm512_setzero_si512();
         for (int p = 0; p < 8; ++p) {
+          if constexpr (G == 1) prefetch_stream_part<G, 32>(super, kSuperBytes, 8 * c + p);
           const __m512i v = _mm512_loadu_si512(super + 256 + 64 * (8 * c + p));
           const __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
           for (int r = 0; r < R; ++r) {

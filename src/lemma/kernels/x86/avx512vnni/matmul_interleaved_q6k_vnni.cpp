@@ -50,7 +50,6 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   for (int64_t b = 0; b < blocks; ++b) {
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * kSuperBytes;
-      prefetch_stream<G>(super, kSuperBytes);
       __m512i sc[4];
       for (int w = 0; w < 4; ++w) sc[w] = _mm512_loadu_si512(super + kScalesAt + 64 * w);
       __m512i S[R];
@@ -61,6 +60,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         for (int r = 0; r < R; ++r)
           for (int k = 0; k < 4; ++k) U[r][k] = _mm512_set1_epi32(-32 * sums[r][b * 16 + 8 * H + 2 * k + Q]);
         for (int p = 4 * Q; p < 4 * Q + 4; ++p) {
+          prefetch_stream_part<G, 16>(super, kSuperBytes, 8 * H + 4 * Q + p % 4);
           const __m512i lo_a = _mm512_loadu_si512(super + kLowAt + 64 * (16 * H + p));
           const __m512i lo_b = _mm512_loadu_si512(super + kLowAt + 64 * (16 * H + 8 + p));
           const __m512i hi = _mm512_loadu_si512(super + kHighAt + 64 * (8 * H + p));

@@ -162,7 +162,7 @@ TEST(QuantGolden, Stories260KPerplexity) {
   }
 }
 
-// Where the int8 VNNI kernels run, Model re-lays Q8_0/Q4_0/Q5_0/Q4_K matrices into 16-row interleaved blocks
+// Where the int8 VNNI kernels run, Model re-lays Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K matrices into 16-row interleaved blocks
 // (model/interleaved_weights.h): the same codes and scales, only each output's f32 sum of blocks in
 // another order. So the logits stay those of the file's layout up to rounding (measured 1e-6 to 2e-6
 // absolute on most sequences), plus the int8 activation codes that rounding flips in later layers:
@@ -171,16 +171,27 @@ TEST(QuantGolden, Stories260KPerplexity) {
 // top two are 6e-2 of it apart.
 TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
   if (!interleaving_enabled()) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX-512 VNNI or forced off)";
-  for (const std::string name : {"tiny-256-Q8_0", "tiny-256-Q4_0", "tiny-256-Q4_K", "stories260K-Q8_0", "stories260K-Q4_0"}) {
+  for (const std::string name : {"tiny-256-Q8_0", "tiny-256-Q4_0", "tiny-256-Q4_K", "tiny-256-Q5_K", "tiny-256-Q6_K",
+                                 "tiny-256-Q4_K_M", "stories260K-Q8_0", "stories260K-Q4_0"}) {
     const auto gguf = shared_data("golden/quant/" + name + ".gguf");
     LEMMA_REQUIRE_SHARED(gguf);
     ::setenv("LEMMA_INTERLEAVE", "0", 1);
     const Model plain = Model::open(gguf);
     ::unsetenv("LEMMA_INTERLEAVE");
     const Model interleaved = Model::open(gguf);
-    const DType file_type = name.ends_with("Q8_0") ? DType::kQ8_0 : name.ends_with("Q4_0") ? DType::kQ4_0 : DType::kQ4_K;
-    EXPECT_EQ(plain.weights().layers[0].q.dtype, file_type) << name;
-    EXPECT_EQ(interleaved.weights().layers[0].q.dtype, kernels::interleaved_dtype(file_type)) << name;
+    // Every matrix of the file whose type has an interleaved form is re-laid (Q4_K_M mixes Q4_K and Q6_K).
+    int relaid = 0;
+    for (size_t l = 0; l < plain.weights().layers.size(); ++l) {
+      const LayerWeights& p = plain.weights().layers[l];
+      const LayerWeights& i = interleaved.weights().layers[l];
+      for (auto m : {&LayerWeights::q, &LayerWeights::k, &LayerWeights::v, &LayerWeights::o, &LayerWeights::gate,
+                     &LayerWeights::up, &LayerWeights::down}) {
+        const DType want_type = kernels::interleaved_dtype((p.*m).dtype);
+        EXPECT_EQ((i.*m).dtype, want_type == DType::kCount ? (p.*m).dtype : want_type) << name << " layer " << l;
+        relaid += want_type != DType::kCount;
+      }
+    }
+    EXPECT_GT(relaid, 0) << name;
     const int64_t vocab = plain.config().vocab_size;
     for (const auto& seq : golden_json("quant/" + name + ".json")["sequences"]) {
       const auto tokens = seq["tokens"].get<std::vector<int32_t>>();

@@ -51,17 +51,20 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
   if (q5) std::memcpy(out + kScaleBytes + 4 * 64, high_masks, sizeof(high_masks));
 }
 
-// A Q4_K superblock (see the header): 16 rows' block b.
-void write_q4k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
-  constexpr int64_t kScalesAt = 64, kCodesAt = 256;
+// A Q4_K or Q5_K superblock (see the header): 16 rows' block b. File blocks: d, dmin, scales[12],
+// (Q5_K: qh[32],) qs[128].
+constexpr int64_t kQkScalesAt = 64, kQkCodesAt = 256, kQ5kHighAt = 2304;
+void write_q45k_superblock(bool q5, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  const int64_t qs_at = q5 ? 48 : 16;
   for (int64_t i = 0; i < kInterleaveRows; ++i) {
-    const uint8_t* src = rows[i];  // d, dmin, scales[12], qs[128]
-    static constexpr uint8_t kZero[144] = {};
-    if (src == nullptr) src = kZero;  // padding row: d = dmin = 0, codes 0
+    static constexpr uint8_t kZero[176] = {};
+    const uint8_t* src = rows[i] != nullptr ? rows[i] : kZero;  // padding row: d = dmin = 0, codes 0
     std::memcpy(out + 2 * i, src, 2);
     std::memcpy(out + 32 + 2 * i, src + 2, 2);
-    for (int64_t w = 0; w < 3; ++w) std::memcpy(out + kScalesAt + 64 * w + 4 * i, src + 4 + 4 * w, 4);
-    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(out + kCodesAt + 64 * chunk + 4 * i, src + 16 + 4 * chunk, 4);
+    for (int64_t w = 0; w < 3; ++w) std::memcpy(out + kQkScalesAt + 64 * w + 4 * i, src + 4 + 4 * w, 4);
+    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(out + kQkCodesAt + 64 * chunk + 4 * i, src + qs_at + 4 * chunk, 4);
+    if (q5)
+      for (int64_t w = 0; w < 8; ++w) std::memcpy(out + kQ5kHighAt + 64 * w + 4 * i, src + 16 + 4 * w, 4);
   }
 }
 
@@ -103,11 +106,15 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     for (int64_t c = 0; c < 16; ++c) std::memcpy(block + 128 + 4 * c, super + kQ6kHighAt + 64 * c + 4 * i, 4);
     return;
   }
-  if (plain == DType::kQ4_K) {
+  if (plain == DType::kQ4_K || plain == DType::kQ5_K) {
+    const bool q5 = plain == DType::kQ5_K;
+    const int64_t qs_at = q5 ? 48 : 16;
     std::memcpy(block, super + 2 * i, 2);
     std::memcpy(block + 2, super + 32 + 2 * i, 2);
-    for (int64_t w = 0; w < 3; ++w) std::memcpy(block + 4 + 4 * w, super + 64 + 64 * w + 4 * i, 4);
-    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(block + 16 + 4 * chunk, super + 256 + 64 * chunk + 4 * i, 4);
+    for (int64_t w = 0; w < 3; ++w) std::memcpy(block + 4 + 4 * w, super + kQkScalesAt + 64 * w + 4 * i, 4);
+    for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(block + qs_at + 4 * chunk, super + kQkCodesAt + 64 * chunk + 4 * i, 4);
+    if (q5)
+      for (int64_t w = 0; w < 8; ++w) std::memcpy(block + 16 + 4 * w, super + kQ5kHighAt + 64 * w + 4 * i, 4);
     return;
   }
   const bool q8 = plain == DType::kQ8_0;
@@ -157,6 +164,7 @@ DType plain_dtype(DType interleaved) {
     case DType::kQ4_0x16: return DType::kQ4_0;
     case DType::kQ5_0x16: return DType::kQ5_0;
     case DType::kQ4_Kx16: return DType::kQ4_K;
+    case DType::kQ5_Kx16: return DType::kQ5_K;
     case DType::kQ6_Kx16: return DType::kQ6_K;
     case DType::kBF16x16: return DType::kBF16;
     default: return DType::kCount;
@@ -169,6 +177,7 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ4_0: return DType::kQ4_0x16;
     case DType::kQ5_0: return DType::kQ5_0x16;
     case DType::kQ4_K: return DType::kQ4_Kx16;
+    case DType::kQ5_K: return DType::kQ5_Kx16;
     case DType::kQ6_K: return DType::kQ6_Kx16;
     case DType::kBF16: return DType::kBF16x16;
     default: return DType::kCount;
@@ -202,8 +211,8 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
         group_rows[i] = n < N ? src + n * row_bytes + b * bb : nullptr;
       }
       uint8_t* super = dst + (g * blocks + b) * super_bytes;
-      if (plain == DType::kQ4_K) {
-        write_q4k_superblock(group_rows, super);
+      if (plain == DType::kQ4_K || plain == DType::kQ5_K) {
+        write_q45k_superblock(plain == DType::kQ5_K, group_rows, super);
       } else if (plain == DType::kQ6_K) {
         write_q6k_superblock(group_rows, super);
       } else {

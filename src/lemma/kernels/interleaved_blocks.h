@@ -1,5 +1,5 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K / Q6_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16,
-// kQ5_0x16, kQ4_Kx16, kQ6_Kx16, kBF16x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16,
+// kQ4_0x16, kQ5_0x16, kQ4_Kx16, kQ5_Kx16, kQ6_Kx16, kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
@@ -32,6 +32,9 @@
 //   S = sum_j sc_j S_j and N = sum_j mn_j xs_j (exact int32),
 //   acc = fma(f32(d) * d_x, float(S), acc), then acc = fma(-(f32(dmin) * d_x), float(N), acc);
 //   y = acc (+ bias).
+// Q5_Kx16 (GGUF Q5_K): Q4_Kx16's superblock (same offsets) followed by 8 chunks of 64 bytes, chunk w
+//   bytes 4 i + t = row i's qh[4 w + t] (bit c of qh[l] is the fifth bit of value 32 c + l), 16 * 176
+//   bytes in all; u = nibble | fifth bit << 4 (0..31), otherwise Q4_Kx16's dot product.
 //
 // Q6_Kx16 (GGUF Q6_K, 256-value blocks, codes u = ql | qh << 4 in 0..63, value d sc_j (u - 32)): a
 // superblock of 16 * 210 bytes per block:
@@ -78,15 +81,15 @@ constexpr int64_t kInterleaveRows = 16;
 
 static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ4_Kx16 ||
-         type == DType::kQ6_Kx16 || type == DType::kBF16x16;
+         type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 || type == DType::kBF16x16;
 }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16, kQ6_K -> kQ6_Kx16, kBF16 -> kBF16x16; kCount
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16, kQ5_K -> kQ5_Kx16, kQ6_K -> kQ6_Kx16, kBF16 -> kBF16x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.
 DType plain_dtype(DType interleaved);
 // The buffer interleave_rows() writes for N rows of K values (K a whole number of the interleaved
-// dtype's blocks: 32 values for every one but Q4_Kx16's and Q6_Kx16's 256).
+// dtype's blocks: 32 values for every one but the K-quants' 256).
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
 // Re-lays N rows of `plain` blocks (rows dtype_bytes(K) apart, as in GGUF) into `out`
 // (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.

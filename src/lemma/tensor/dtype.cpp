@@ -39,6 +39,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q4_0x16", 32, 18, false, true},
     {"q5_0x16", 32, 22, false, true},
     {"q4_kx16", 256, 144, false, true},
+    {"q5_kx16", 256, 176, false, true},
     {"q6_kx16", 256, 210, false, true},
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};

@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q5_Kx16 / Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
 // rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -209,24 +210,32 @@ void check_kx16_against_exact(DType plain, uint32_t seed, int roundings, Exact e
   }
 }
 
-// Q4_Kx16: per value d sc u - dmin mn, as the GGUF block holds them.
+// Q4_Kx16 and Q5_Kx16: per value d sc u - dmin mn, as the GGUF block holds them (Q5_K: u's fifth
+// bit is bit v / 32 of qh[v % 32]).
+template <class Block>
+ExactBlock exact_q45k(const uint8_t* raw, const int8_t* q, float dx) {
+  Block block;
+  std::memcpy(&block, raw, sizeof(block));
+  uint8_t sc[8], mn[8];
+  unpack_k4_scales(block.scales, sc, mn);
+  double S = 0.0, N = 0.0;
+  for (int64_t v = 0; v < 256; ++v) {
+    const uint8_t byte = block.qs[32 * (v / 64) + v % 32];
+    int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) u |= ((block.qh[v % 32] >> (v / 32)) & 1) << 4;
+    S += static_cast<double>(sc[v / 32]) * u * q[v];
+    N += static_cast<double>(mn[v / 32]) * q[v];
+  }
+  const double d = f16_to_f32(block.d) * static_cast<double>(dx), dmin = f16_to_f32(block.dmin) * static_cast<double>(dx);
+  return ExactBlock{d * S - dmin * N, std::fabs(d * S) + std::fabs(dmin * N)};
+}
+
+// Two terms per block, each rounded at most twice (the scale product, the conversion).
 TEST(InterleavedMatmul, Q4KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
-  // Two terms per block, each rounded at most twice (the scale product, the conversion).
-  check_kx16_against_exact(DType::kQ4_K, 17, 4, [](const uint8_t* raw, const int8_t* q, float dx) {
-    BlockQ4_K block;
-    std::memcpy(&block, raw, sizeof(block));
-    uint8_t sc[8], mn[8];
-    unpack_k4_scales(block.scales, sc, mn);
-    double S = 0.0, N = 0.0;
-    for (int64_t v = 0; v < 256; ++v) {
-      const uint8_t byte = block.qs[32 * (v / 64) + v % 32];
-      const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
-      S += static_cast<double>(sc[v / 32]) * u * q[v];
-      N += static_cast<double>(mn[v / 32]) * q[v];
-    }
-    const double d = f16_to_f32(block.d) * static_cast<double>(dx), dmin = f16_to_f32(block.dmin) * static_cast<double>(dx);
-    return ExactBlock{d * S - dmin * N, std::fabs(d * S) + std::fabs(dmin * N)};
-  });
+  check_kx16_against_exact(DType::kQ4_K, 17, 4, exact_q45k<BlockQ4_K>);
+}
+TEST(InterleavedMatmul, Q5KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  check_kx16_against_exact(DType::kQ5_K, 23, 4, exact_q45k<BlockQ5_K>);
 }
 
 // Q6_Kx16: per value d sc_j (u - 32) (ggml's dequantize_row_q6_K); random bytes give scales down
@@ -273,7 +282,7 @@ TEST_P(KQuantInterleaved, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ4_K, DType::kQ6_K),
+INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
@@ -282,16 +291,18 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kQ5_0), DType::kQ5_0x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kQ4_Kx16);
   EXPECT_EQ(interleaved_dtype(DType::kQ6_K), DType::kQ6_Kx16);
-  EXPECT_EQ(interleaved_dtype(DType::kQ5_K), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kQ5_K), DType::kQ5_Kx16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ3_K), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
   EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_0, 1, 64), size_t{16 * 2 * 22});
   std::vector<uint8_t> out(64);
   EXPECT_EQ(interleaved_bytes(DType::kQ4_K, 20, 512), size_t{32 * 2 * 144});
   EXPECT_EQ(interleaved_bytes(DType::kQ6_K, 17, 256), size_t{32 * 210});
-  EXPECT_THROW(interleave_rows(DType::kQ5_K, out.data(), 1, 256, out.data()), InvalidArgument);
+  EXPECT_EQ(interleaved_bytes(DType::kQ5_K, 16, 512), size_t{16 * 2 * 176});
+  EXPECT_THROW(interleave_rows(DType::kQ3_K, out.data(), 1, 256, out.data()), InvalidArgument);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16, DType::kQ6_Kx16}) {
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16, DType::kQ5_Kx16, DType::kQ6_Kx16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
@@ -305,8 +316,8 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 // the file rows' dequantised values, in full and partial 16-row groups.
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
-  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
-    const int64_t N = 37, K = plain == DType::kQ4_K || plain == DType::kQ6_K ? 512 : 96;
+  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kBF16}) {
+    const int64_t N = 37, K = dtype_info(plain).block_elements == 256 ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));
     interleave_rows(plain, w.bytes.data(), N, K, bytes.data());

@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q6_Kx16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q5_Kx16 / Q6_Kx16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -82,9 +82,10 @@ void matmul_kx16(const MatmulArgs& a, int64_t super_bytes, Update update) {
   }
 }
 
-// Q4_Kx16 (interleaved_blocks.h): the stated order, exactly.
-void matmul_q4_kx16(const MatmulArgs& a) {
-  matmul_kx16(a, kInterleaveRows * 144, [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t* sums) {
+// Q4_Kx16 and Q5_Kx16 (kFifthBit; interleaved_blocks.h): the stated order, exactly.
+template <bool kFifthBit>
+void matmul_q45_kx16(const MatmulArgs& a) {
+  matmul_kx16(a, kInterleaveRows * (kFifthBit ? 176 : 144), [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t* sums) {
     uint16_t d_bits, dmin_bits;
     std::memcpy(&d_bits, super + 2 * i, 2);
     std::memcpy(&dmin_bits, super + 32 + 2 * i, 2);
@@ -96,7 +97,8 @@ void matmul_q4_kx16(const MatmulArgs& a) {
       int32_t Sj = 0;
       for (int64_t v = 32 * j; v < 32 * j + 32; ++v) {  // value v: chunk 8 (v / 64) + (v % 32) / 4
         const uint8_t byte = super[256 + 64 * (8 * (v / 64) + (v % 32) / 4) + 4 * i + v % 4];
-        const int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+        int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
+        if constexpr (kFifthBit) u |= ((super[2304 + 64 * (v % 32 / 4) + 4 * i + v % 4] >> (v / 32)) & 1) << 4;  // qh[v % 32], bit v / 32
         Sj += u * x[v];
       }
       S += sc[j] * Sj;
@@ -143,7 +145,8 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
-void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q4_kx16(args); }
+void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<false>(args); }
+void matmul_q5_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<true>(args); }
 void matmul_q6_kx16_int8_reference(const MatmulArgs& args) { matmul_q6_kx16(args); }
 
 }  // namespace lemma::kernels

@@ -35,6 +35,7 @@ void matmul_q4_0x16_int8_reference(const MatmulArgs& args);
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args);
 // Q4_Kx16 reads x quantised by quantize_q8k_activations_reference (or its SIMD twins).
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args);
+void matmul_q5_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
 void matmul_q6_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
 // The K-quant int8-activation oracles (q8k_activations.h): the Q8_K-style quantiser, and y = Q4_K/
 // Q5_K/Q6_K/Q2_K/Q3_K weights x args.xq; K a multiple of 256.

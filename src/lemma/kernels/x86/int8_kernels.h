@@ -38,6 +38,8 @@ void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q4_Kx16 over Q8_K-style activations (q8k_activations.h). Needs avx512_vnni.
 void matmul_q4_kx16_int8_avx512vnni(const MatmulArgs& args);
+// Interleaved Q5_Kx16 over Q8_K-style activations. Needs avx512_vnni.
+void matmul_q5_kx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q6_Kx16 over Q8_K-style activations. Needs avx512_vnni.
 void matmul_q6_kx16_int8_avx512vnni(const MatmulArgs& args);
 

@@ -1,4 +1,6 @@
-// Interleaved Q4_Kx16 weights x Q8_K-style int8 activations with AVX-512 VNNI (interleaved_blocks.h).
+// Interleaved Q4_Kx16 and Q5_Kx16 weights x Q8_K-style int8 activations with AVX-512 VNNI
+// (interleaved_blocks.h). Q5_Kx16 is the same kernel with each code's fifth bit joined in (one shift,
+// one and, one vpternlogd per 64 codes).
 // Per 256-value block and group of 16 W rows: the 16 rows' packed 6-bit scales and mins are unpacked
 // at once (ggml's 12-byte packing, on 32-bit lanes); per 64 values, 8 vpdpbusd on the low nibbles and
 // 8 on the high ones (4 values of 16 rows against 4 codes of x broadcast from memory) give the
@@ -23,7 +25,12 @@ namespace lemma::kernels::x86 {
 namespace {
 
 constexpr int64_t kValues = 256;
-constexpr int64_t kSuperBytes = kInterleaveRows * 144;
+constexpr int64_t kHighAt = 2304;  // Q5_Kx16's fifth bits
+template <bool kFifthBit>
+constexpr int64_t kSuperBytes = kInterleaveRows * (kFifthBit ? 176 : 144);
+
+// Bit 4 of every byte = bit 0 of the same byte of v (16-bit lane shifts keep each byte's low bits in place).
+__m512i bit0_to_bit4(__m512i v) { return _mm512_and_si512(_mm512_slli_epi16(v, 4), _mm512_set1_epi8(0x10)); }
 
 // The 16 rows' scales (sc) and mins (mn) of one block: bytes j of `lo` are sc/mn j, of `hi` j + 4.
 struct Scales {
@@ -42,11 +49,12 @@ Scales unpack_scales(const uint8_t* super) {
 // Byte j (0..3) of each lane as an int32.
 __m512i byte_of(__m512i v, int j) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF)); }
 
-template <int R, int G>
+template <bool kFifthBit, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
+  constexpr int64_t kSuper = kSuperBytes<kFifthBit>;
   const int64_t blocks = a.K / kValues;
   const uint8_t* group[G];
-  group_starts<G>(a, g0, blocks, kSuperBytes, group);
+  group_starts<G>(a, g0, blocks, kSuper, group);
   const Q8kRows<R> rows(a, m0);
   const auto& x = rows.codes;
   const auto& dx = rows.scales;
@@ -68,8 +76,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       }
     }
     for (int g = 0; g < G; ++g) {
-      const uint8_t* super = group[g] + b * kSuperBytes;
-      if constexpr (G > 1) prefetch_stream<G>(super, kSuperBytes);
+      const uint8_t* super = group[g] + b * kSuper;
+      if constexpr (G > 1) prefetch_stream<G>(super, kSuper);
       const Scales s = unpack_scales(super);
       __m512i S[R], N[R];
       for (int r = 0; r < R; ++r) {
@@ -84,9 +92,17 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         __m512i lo_sum[R], hi_sum[R];
         for (int r = 0; r < R; ++r) lo_sum[r] = hi_sum[r] = _mm512_setzero_si512();
         for (int p = 0; p < 8; ++p) {
-          if constexpr (G == 1) prefetch_stream_part<G, 32>(super, kSuperBytes, 8 * c + p);
+          if constexpr (G == 1) prefetch_stream_part<G, 32>(super, kSuper, 8 * c + p);
           const __m512i v = _mm512_loadu_si512(super + 256 + 64 * (8 * c + p));
-          const __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+          __m512i lo, hi;
+          if constexpr (kFifthBit) {  // values 64 c + l and 64 c + 32 + l: bits 2 c and 2 c + 1 of qh[l]
+            const __m512i h = _mm512_srl_epi16(_mm512_loadu_si512(super + kHighAt + 64 * p), _mm_cvtsi32_si128(2 * c));
+            lo = _mm512_ternarylogic_epi32(v, bit0_to_bit4(h), nibble, 0xEC);  // (v & 0x0F) | bit
+            hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bit0_to_bit4(_mm512_srli_epi16(h, 1)), nibble, 0xEC);
+          } else {
+            lo = _mm512_and_si512(v, nibble);
+            hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+          }
           for (int r = 0; r < R; ++r) {
             const int8_t* xc = x[r] + b * kValues + 64 * c + 4 * p;
             lo_sum[r] = _mm512_dpbusd_epi32(lo_sum[r], lo, _mm512_set1_epi32(load_i32(xc)));
@@ -110,16 +126,20 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   store_tile<R, G>(a, m0, g0, acc);
 }
 
-}  // namespace
-
-void matmul_q4_kx16_int8_avx512vnni(const MatmulArgs& a) {
+template <bool kFifthBit>
+void run(const MatmulArgs& a) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); };
+  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<kFifthBit, R, G>(a, m0, g0); };
   if (a.M == 1) {
     for_each_tile<1, 1>(a.M, groups, t);
   } else {
     for_each_tile<2, 2>(a.M, groups, t);
   }
 }
+
+}  // namespace
+
+void matmul_q4_kx16_int8_avx512vnni(const MatmulArgs& a) { run<false>(a); }
+void matmul_q5_kx16_int8_avx512vnni(const MatmulArgs& a) { run<true>(a); }
 
 }  // namespace lemma::kernels::x86

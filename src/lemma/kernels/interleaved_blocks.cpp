@@ -63,9 +63,16 @@ void write_q45k_superblock(bool q5, const uint8_t* const rows[kInterleaveRows], 
     std::memcpy(out + 32 + 2 * i, src + 2, 2);
     for (int64_t w = 0; w < 3; ++w) std::memcpy(out + kQkScalesAt + 64 * w + 4 * i, src + 4 + 4 * w, 4);
     for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(out + kQkCodesAt + 64 * chunk + 4 * i, src + qs_at + 4 * chunk, 4);
-    if (q5)
-      for (int64_t w = 0; w < 8; ++w) std::memcpy(out + kQ5kHighAt + 64 * w + 4 * i, src + 16 + 4 * w, 4);
   }
+  if (!q5) return;
+  uint64_t masks[64] = {};  // mask 16 c + 8 h + p, bit 4 i + t: bit 2 c + h of row i's qh[4 p + t]
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    if (rows[i] == nullptr) continue;  // padding: fifth bits 0
+    for (int64_t l = 0; l < 32; ++l)
+      for (int64_t bit = 0; bit < 8; ++bit)
+        masks[16 * (bit / 2) + 8 * (bit % 2) + l / 4] |= static_cast<uint64_t>((rows[i][16 + l] >> bit) & 1u) << (4 * i + l % 4);
+  }
+  std::memcpy(out + kQ5kHighAt, masks, sizeof(masks));
 }
 
 // A Q6_K superblock (see the header): 16 rows' block b. File block: ql[128], qh[64], scales[16], d.
@@ -113,8 +120,16 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     std::memcpy(block + 2, super + 32 + 2 * i, 2);
     for (int64_t w = 0; w < 3; ++w) std::memcpy(block + 4 + 4 * w, super + kQkScalesAt + 64 * w + 4 * i, 4);
     for (int64_t chunk = 0; chunk < 32; ++chunk) std::memcpy(block + qs_at + 4 * chunk, super + kQkCodesAt + 64 * chunk + 4 * i, 4);
-    if (q5)
-      for (int64_t w = 0; w < 8; ++w) std::memcpy(block + 16 + 4 * w, super + kQ5kHighAt + 64 * w + 4 * i, 4);
+    if (q5) {
+      uint64_t masks[64];
+      std::memcpy(masks, super + kQ5kHighAt, sizeof(masks));
+      for (int64_t l = 0; l < 32; ++l) {
+        uint8_t qh = 0;
+        for (int64_t bit = 0; bit < 8; ++bit)
+          qh |= static_cast<uint8_t>(((masks[16 * (bit / 2) + 8 * (bit % 2) + l / 4] >> (4 * i + l % 4)) & 1u) << bit);
+        block[16 + l] = qh;
+      }
+    }
     return;
   }
   const bool q8 = plain == DType::kQ8_0;

@@ -32,9 +32,11 @@
 //   S = sum_j sc_j S_j and N = sum_j mn_j xs_j (exact int32),
 //   acc = fma(f32(d) * d_x, float(S), acc), then acc = fma(-(f32(dmin) * d_x), float(N), acc);
 //   y = acc (+ bias).
-// Q5_Kx16 (GGUF Q5_K): Q4_Kx16's superblock (same offsets) followed by 8 chunks of 64 bytes, chunk w
-//   bytes 4 i + t = row i's qh[4 w + t] (bit c of qh[l] is the fifth bit of value 32 c + l), 16 * 176
-//   bytes in all; u = nibble | fifth bit << 4 (0..31), otherwise Q4_Kx16's dot product.
+// Q5_Kx16 (GGUF Q5_K): Q4_Kx16's superblock (same offsets) followed by 64 little-endian 64-bit
+//   masks, 16 * 176 bytes in all: mask 16 c + 8 h + p, bit 4 i + t = the fifth bit of row i's value
+//   64 c + 32 h + 4 p + t (in the file, bit 2 c + h of qh[4 p + t]), so it lines up with the nibbles
+//   of code chunk 8 c + p (Q5_0x16's scheme); u = nibble | fifth bit << 4 (0..31), otherwise
+//   Q4_Kx16's dot product.
 //
 // Q6_Kx16 (GGUF Q6_K, 256-value blocks, codes u = ql | qh << 4 in 0..63, value d sc_j (u - 32)): a
 // superblock of 16 * 210 bytes per block:

@@ -98,7 +98,11 @@ void matmul_q45_kx16(const MatmulArgs& a) {
       for (int64_t v = 32 * j; v < 32 * j + 32; ++v) {  // value v: chunk 8 (v / 64) + (v % 32) / 4
         const uint8_t byte = super[256 + 64 * (8 * (v / 64) + (v % 32) / 4) + 4 * i + v % 4];
         int u = (v % 64) < 32 ? byte & 0x0F : byte >> 4;
-        if constexpr (kFifthBit) u |= ((super[2304 + 64 * (v % 32 / 4) + 4 * i + v % 4] >> (v / 32)) & 1) << 4;  // qh[v % 32], bit v / 32
+        if constexpr (kFifthBit) {  // mask 16 c + 8 h + p, bit 4 i + t (v = 64 c + 32 h + 4 p + t)
+          uint64_t mask;
+          std::memcpy(&mask, super + 2304 + 8 * (16 * (v / 64) + 8 * (v % 64 / 32) + v % 32 / 4), 8);
+          u |= static_cast<int>((mask >> (4 * i + v % 4)) & 1u) << 4;
+        }
         Sj += u * x[v];
       }
       S += sc[j] * Sj;

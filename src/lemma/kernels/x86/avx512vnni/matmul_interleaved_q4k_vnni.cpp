@@ -1,6 +1,6 @@
 // Interleaved Q4_Kx16 and Q5_Kx16 weights x Q8_K-style int8 activations with AVX-512 VNNI
-// (interleaved_blocks.h). Q5_Kx16 is the same kernel with each code's fifth bit joined in (one shift,
-// one and, one vpternlogd per 64 codes).
+// (interleaved_blocks.h). Q5_Kx16 is the same kernel with each code's fifth bit added: 16 per bit set
+// in the 64-bit mask that lines up with the 64 codes (one masked byte add, as Q5_0x16).
 // Per 256-value block and group of 16 W rows: the 16 rows' packed 6-bit scales and mins are unpacked
 // at once (ggml's 12-byte packing, on 32-bit lanes); per 64 values, 8 vpdpbusd on the low nibbles and
 // 8 on the high ones (4 values of 16 rows against 4 codes of x broadcast from memory) give the
@@ -29,8 +29,11 @@ constexpr int64_t kHighAt = 2304;  // Q5_Kx16's fifth bits
 template <bool kFifthBit>
 constexpr int64_t kSuperBytes = kInterleaveRows * (kFifthBit ? 176 : 144);
 
-// Bit 4 of every byte = bit 0 of the same byte of v (16-bit lane shifts keep each byte's low bits in place).
-__m512i bit0_to_bit4(__m512i v) { return _mm512_and_si512(_mm512_slli_epi16(v, 4), _mm512_set1_epi8(0x10)); }
+__mmask64 mask_at(const uint8_t* p) {
+  uint64_t m;
+  std::memcpy(&m, p, 8);
+  return _cvtu64_mask64(m);
+}
 
 // The 16 rows' scales (sc) and mins (mn) of one block: bytes j of `lo` are sc/mn j, of `hi` j + 4.
 struct Scales {
@@ -94,14 +97,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         for (int p = 0; p < 8; ++p) {
           if constexpr (G == 1) prefetch_stream_part<G, 32>(super, kSuper, 8 * c + p);
           const __m512i v = _mm512_loadu_si512(super + 256 + 64 * (8 * c + p));
-          __m512i lo, hi;
-          if constexpr (kFifthBit) {  // values 64 c + l and 64 c + 32 + l: bits 2 c and 2 c + 1 of qh[l]
-            const __m512i h = _mm512_srl_epi16(_mm512_loadu_si512(super + kHighAt + 64 * p), _mm_cvtsi32_si128(2 * c));
-            lo = _mm512_ternarylogic_epi32(v, bit0_to_bit4(h), nibble, 0xEC);  // (v & 0x0F) | bit
-            hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), bit0_to_bit4(_mm512_srli_epi16(h, 1)), nibble, 0xEC);
-          } else {
-            lo = _mm512_and_si512(v, nibble);
-            hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+          __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+          if constexpr (kFifthBit) {
+            const __m512i sixteen = _mm512_set1_epi8(16);
+            lo = _mm512_mask_add_epi8(lo, mask_at(super + kHighAt + 8 * (16 * c + p)), lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, mask_at(super + kHighAt + 8 * (16 * c + 8 + p)), hi, sixteen);
           }
           for (int r = 0; r < R; ++r) {
             const int8_t* xc = x[r] + b * kValues + 64 * c + 4 * p;

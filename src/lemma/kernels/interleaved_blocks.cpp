@@ -68,9 +68,16 @@ void write_q45k_superblock(bool q5, const uint8_t* const rows[kInterleaveRows], 
   uint64_t masks[64] = {};  // mask 16 c + 8 h + p, bit 4 i + t: bit 2 c + h of row i's qh[4 p + t]
   for (int64_t i = 0; i < kInterleaveRows; ++i) {
     if (rows[i] == nullptr) continue;  // padding: fifth bits 0
-    for (int64_t l = 0; l < 32; ++l)
-      for (int64_t bit = 0; bit < 8; ++bit)
-        masks[16 * (bit / 2) + 8 * (bit % 2) + l / 4] |= static_cast<uint64_t>((rows[i][16 + l] >> bit) & 1u) << (4 * i + l % 4);
+    for (int64_t p = 0; p < 8; ++p) {
+      uint32_t quad;  // qh[4 p .. 4 p + 3]
+      std::memcpy(&quad, rows[i] + 16 + 4 * p, 4);
+      for (int bit = 0; bit < 8; ++bit) {
+        // That bit of the 4 bytes, gathered into bits 28..31 by one multiply (the other partial
+        // products land below bit 28, at distinct positions, so nothing carries into them).
+        const uint32_t t4 = (((quad >> bit) & 0x01010101u) * 0x10204080u) >> 28;
+        masks[16 * (bit / 2) + 8 * (bit % 2) + p] |= static_cast<uint64_t>(t4) << (4 * i);
+      }
+    }
   }
   std::memcpy(out + kQ5kHighAt, masks, sizeof(masks));
 }

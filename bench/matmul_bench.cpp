@@ -67,15 +67,16 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     madvise(slot.first.get(), bytes, MADV_HUGEPAGE);
     std::mt19937 rng(static_cast<uint32_t>(N * 31 + K));
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-    if (dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ8_0 ||
-        dtype == DType::kQ4_0 || dtype == DType::kQ5_0) {
-      // Random codes and scales; the f16 d (and Q4_K/Q5_K's dmin) set to small values.
+    if (dtype == DType::kQ2_K || dtype == DType::kQ3_K || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
+        dtype == DType::kQ6_K || dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0) {
+      // Random codes and scales; the f16 d (and dmin) set to small values.
       for (size_t i = 0; i < bytes; ++i) slot.first[i] = static_cast<uint8_t>(rng());
       const size_t block = lemma::dtype_info(dtype).block_bytes;
       for (size_t b = 0; b < bytes / block; ++b) {
         const uint16_t d = lemma::kernels::f32_to_f16(1e-3f);
-        std::memcpy(slot.first.get() + b * block + (dtype == DType::kQ6_K ? 208 : 0), &d, 2);
-        if (dtype == DType::kQ4_K || dtype == DType::kQ5_K) std::memcpy(slot.first.get() + b * block + 2, &d, 2);
+        const size_t d_at = dtype == DType::kQ6_K ? 208 : dtype == DType::kQ3_K ? 108 : dtype == DType::kQ2_K ? 80 : 0;
+        std::memcpy(slot.first.get() + b * block + d_at, &d, 2);
+        if (dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K) std::memcpy(slot.first.get() + b * block + d_at + 2, &d, 2);
       }
     } else {
       for (size_t i = 0; i < static_cast<size_t>(N * K); ++i) {
@@ -190,6 +191,10 @@ const Variant kVariants[] = {
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"q2_k_int8_avx512", DType::kQ2_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q2_kx16_int8_avx512", DType::kQ2_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q3_k_int8_avx512", DType::kQ3_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q3_kx16_int8_avx512", DType::kQ3_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_k_int8_avx512", DType::kQ5_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_kx16_int8_avx512", DType::kQ5_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
@@ -210,8 +215,8 @@ const MatrixShape kShapes[] = {{"attn_896x896", 896, 896, false},
                                {"llama1b_lm_head_128256x2048", 128256, 2048, true}};
 
 bool is_k_quant(DType t) {
-  return t == DType::kQ4_K || t == DType::kQ4_Kx16 || t == DType::kQ5_K || t == DType::kQ5_Kx16 || t == DType::kQ6_K ||
-         t == DType::kQ6_Kx16;
+  const DType plain = lemma::kernels::is_interleaved(t) ? lemma::kernels::plain_dtype(t) : t;
+  return plain == DType::kQ2_K || plain == DType::kQ3_K || plain == DType::kQ4_K || plain == DType::kQ5_K || plain == DType::kQ6_K;
 }
 
 const bool kRegistered = [] {

@@ -82,6 +82,31 @@ void write_q45k_superblock(bool q5, const uint8_t* const rows[kInterleaveRows], 
   std::memcpy(out + kQ5kHighAt, masks, sizeof(masks));
 }
 
+// A Q2_K or Q3_K superblock (see the header). File blocks: Q2_K scales[16], qs[64], d, dmin;
+// Q3_K hmask[32], qs[64], scales[12], d.
+constexpr int64_t kQ2kScalesAt = 64, kQ2kCodesAt = 320, kQ3kScalesAt = 32, kQ3kCodesAt = 224, kQ3kHighAt = 1248;
+void write_q23k_superblock(bool q3, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  const int64_t qs_at = q3 ? 32 : 16, scales_at = q3 ? 96 : 0, d_at = q3 ? 108 : 80;
+  const int64_t out_scales = q3 ? kQ3kScalesAt : kQ2kScalesAt, out_codes = q3 ? kQ3kCodesAt : kQ2kCodesAt;
+  uint64_t masks[64] = {};  // Q3_K: mask 8 c + p, bit 4 i + t: bit c of row i's hmask[4 p + t]
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    static constexpr uint8_t kZero[110] = {};
+    const uint8_t* src = rows[i] != nullptr ? rows[i] : kZero;  // padding row: d = dmin = 0
+    std::memcpy(out + 2 * i, src + d_at, 2);
+    if (!q3) std::memcpy(out + 32 + 2 * i, src + d_at + 2, 2);
+    for (int64_t w = 0; w < (q3 ? 3 : 4); ++w) std::memcpy(out + out_scales + 64 * w + 4 * i, src + scales_at + 4 * w, 4);
+    for (int64_t k = 0; k < 16; ++k) std::memcpy(out + out_codes + 64 * k + 4 * i, src + qs_at + 4 * k, 4);
+    if (!q3 || rows[i] == nullptr) continue;
+    for (int64_t p = 0; p < 8; ++p) {
+      uint32_t quad;
+      std::memcpy(&quad, src + 4 * p, 4);
+      for (int c = 0; c < 8; ++c)  // bit c of the 4 bytes into bits 28..31 (see write_q45k_superblock)
+        masks[8 * c + p] |= static_cast<uint64_t>((((quad >> c) & 0x01010101u) * 0x10204080u) >> 28) << (4 * i);
+    }
+  }
+  if (q3) std::memcpy(out + kQ3kHighAt, masks, sizeof(masks));
+}
+
 // A Q6_K superblock (see the header): 16 rows' block b. File block: ql[128], qh[64], scales[16], d.
 constexpr int64_t kQ6kScalesAt = 32, kQ6kLowAt = 288, kQ6kHighAt = 2336;
 void write_q6k_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
@@ -113,6 +138,25 @@ void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) 
 // Row i of a superblock back into its file block (the inverse of write_superblock /
 // write_q4k_superblock).
 void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* block) {
+  if (plain == DType::kQ2_K || plain == DType::kQ3_K) {
+    const bool q3 = plain == DType::kQ3_K;
+    const int64_t qs_at = q3 ? 32 : 16, scales_at = q3 ? 96 : 0, d_at = q3 ? 108 : 80;
+    std::memcpy(block + d_at, super + 2 * i, 2);
+    if (!q3) std::memcpy(block + d_at + 2, super + 32 + 2 * i, 2);
+    for (int64_t w = 0; w < (q3 ? 3 : 4); ++w)
+      std::memcpy(block + scales_at + 4 * w, super + (q3 ? kQ3kScalesAt : kQ2kScalesAt) + 64 * w + 4 * i, 4);
+    for (int64_t k = 0; k < 16; ++k) std::memcpy(block + qs_at + 4 * k, super + (q3 ? kQ3kCodesAt : kQ2kCodesAt) + 64 * k + 4 * i, 4);
+    if (q3) {
+      uint64_t masks[64];
+      std::memcpy(masks, super + kQ3kHighAt, sizeof(masks));
+      for (int64_t l = 0; l < 32; ++l) {
+        uint8_t h = 0;
+        for (int64_t c = 0; c < 8; ++c) h |= static_cast<uint8_t>(((masks[8 * c + l / 4] >> (4 * i + l % 4)) & 1u) << c);
+        block[l] = h;
+      }
+    }
+    return;
+  }
   if (plain == DType::kQ6_K) {
     std::memcpy(block + 208, super + 2 * i, 2);
     for (int64_t w = 0; w < 4; ++w) std::memcpy(block + 192 + 4 * w, super + kQ6kScalesAt + 64 * w + 4 * i, 4);
@@ -185,6 +229,8 @@ DType plain_dtype(DType interleaved) {
     case DType::kQ8_0x16: return DType::kQ8_0;
     case DType::kQ4_0x16: return DType::kQ4_0;
     case DType::kQ5_0x16: return DType::kQ5_0;
+    case DType::kQ2_Kx16: return DType::kQ2_K;
+    case DType::kQ3_Kx16: return DType::kQ3_K;
     case DType::kQ4_Kx16: return DType::kQ4_K;
     case DType::kQ5_Kx16: return DType::kQ5_K;
     case DType::kQ6_Kx16: return DType::kQ6_K;
@@ -198,6 +244,8 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ8_0: return DType::kQ8_0x16;
     case DType::kQ4_0: return DType::kQ4_0x16;
     case DType::kQ5_0: return DType::kQ5_0x16;
+    case DType::kQ2_K: return DType::kQ2_Kx16;
+    case DType::kQ3_K: return DType::kQ3_Kx16;
     case DType::kQ4_K: return DType::kQ4_Kx16;
     case DType::kQ5_K: return DType::kQ5_Kx16;
     case DType::kQ6_K: return DType::kQ6_Kx16;
@@ -235,6 +283,8 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
       uint8_t* super = dst + (g * blocks + b) * super_bytes;
       if (plain == DType::kQ4_K || plain == DType::kQ5_K) {
         write_q45k_superblock(plain == DType::kQ5_K, group_rows, super);
+      } else if (plain == DType::kQ2_K || plain == DType::kQ3_K) {
+        write_q23k_superblock(plain == DType::kQ3_K, group_rows, super);
       } else if (plain == DType::kQ6_K) {
         write_q6k_superblock(group_rows, super);
       } else {

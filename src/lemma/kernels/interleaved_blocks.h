@@ -1,5 +1,5 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16,
-// kQ4_0x16, kQ5_0x16, kQ4_Kx16, kQ5_Kx16, kQ6_Kx16, kBF16x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16,
+// kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16, kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
@@ -37,6 +37,17 @@
 //   64 c + 32 h + 4 p + t (in the file, bit 2 c + h of qh[4 p + t]), so it lines up with the nibbles
 //   of code chunk 8 c + p (Q5_0x16's scheme); u = nibble | fifth bit << 4 (0..31), otherwise
 //   Q4_Kx16's dot product.
+// Q2_Kx16 (GGUF Q2_K: 2-bit u, 4-bit scale sc and min mn per 16 values): 16 * 84 bytes per block:
+//   bytes 0..31 d, 32..63 dmin; 64..319: 4 chunks, chunk w bytes 4 i .. 4 i + 3 = row i's scale bytes
+//   4 w .. 4 w + 3 (low nibble sc, high nibble mn); 320..1343: 16 chunks, chunk k bytes 4 i + t = row
+//   i's qs[4 k + t] (bits 2 f of qs[32 h + l] are u of value 32 (4 h + f) + l). The dot product:
+//   acc = fma(f32(d) * d_x, float(S), acc), then acc = fma(-(f32(dmin) * d_x), float(N), acc),
+//   S = sum_j sc_j (sum over sub-block j of u q_x), N = sum_j mn_j s_j (s_j x's 16-value code sum).
+// Q3_Kx16 (GGUF Q3_K: u = 2 bits | hmask bit << 2, value d (sc - 32) (u - 4), sc 6-bit packed in 12
+//   bytes): 16 * 110 bytes per block: bytes 0..31 d; 32..223: 3 chunks of the packed scale bytes as
+//   Q2_Kx16's; 224..1247: the qs chunks as Q2_Kx16's; 1248..1759: 64 little-endian 64-bit masks,
+//   mask 8 c + p, bit 4 i + t = row i's hmask bit c of value 32 c + 4 p + t (hmask[4 p + t]).
+//   acc = fma(f32(d) * d_x, float(S), acc), S = sum_j (sc_j - 32) (sum over sub-block j of (u - 4) q_x).
 //
 // Q6_Kx16 (GGUF Q6_K, 256-value blocks, codes u = ql | qh << 4 in 0..63, value d sc_j (u - 32)): a
 // superblock of 16 * 210 bytes per block:
@@ -82,10 +93,11 @@ namespace lemma::kernels {
 constexpr int64_t kInterleaveRows = 16;
 
 static inline bool is_interleaved(DType type) {
-  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ4_Kx16 ||
-         type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 || type == DType::kBF16x16;
+  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
+         type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
+         type == DType::kBF16x16;
 }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ4_K -> kQ4_Kx16, kQ5_K -> kQ5_Kx16, kQ6_K -> kQ6_Kx16, kBF16 -> kBF16x16; kCount
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16, kBF16 -> kBF16x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.

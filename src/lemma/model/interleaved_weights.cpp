@@ -93,7 +93,7 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, boo
   if (tied) weights.token_embedding = weights.lm_head;
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q2_K..Q6_K/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
              "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout)",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
              static_cast<double>(out->released_bytes) / (1 << 20), ms);

@@ -1,4 +1,4 @@
-// Re-lays a loaded model's GGUF Q8_0 / Q4_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrices into 16-row interleaved blocks
+// Re-lays a loaded model's GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K matrices into 16-row interleaved blocks
 // (kernels/interleaved_blocks.h) once at load, where the interleaved int8 VNNI kernels will run
 // them: about 3x fewer instructions per byte of W than the GGUF order, so Q8_0/Q4_0/Q5_0 decode reaches
 // the memory bandwidth and prefill runs ~2.4x faster. Codes and scales are moved, never changed;
@@ -22,7 +22,7 @@ namespace lemma {
 // Whether a model loaded now would interleave its `plain` matrices (the conditions above).
 bool interleaving_enabled(DType plain = DType::kQ8_0);
 
-// Replaces the views of every Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K/bf16 matrix in `weights` (q, k, v, o, gate, up, down,
+// Replaces the views of every Q8_0/Q4_0/Q5_0/Q2_K..Q6_K/bf16 matrix in `weights` (q, k, v, o, gate, up, down,
 // lm_head) by interleaved copies where interleaving_enabled(its dtype); returns the owner of those copies (null
 // when nothing was interleaved). Logs what it did and how long it took.
 // `release_sources`: the caller's owner holds the only reference to the matrices' source bytes and

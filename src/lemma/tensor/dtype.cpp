@@ -38,6 +38,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q8_0x16", 32, 34, false, true},  // per row-equivalent: a 16-row group of one block is 16 x 34 bytes
     {"q4_0x16", 32, 18, false, true},
     {"q5_0x16", 32, 22, false, true},
+    {"q2_kx16", 256, 84, false, true},
+    {"q3_kx16", 256, 110, false, true},
     {"q4_kx16", 256, 144, false, true},
     {"q5_kx16", 256, 176, false, true},
     {"q6_kx16", 256, 210, false, true},

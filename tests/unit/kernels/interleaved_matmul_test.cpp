@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q5_Kx16 / Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
 // rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
@@ -238,6 +238,39 @@ TEST(InterleavedMatmul, Q5KEveryKernelGivesTheReferenceBitsAndTheExactProductWit
   check_kx16_against_exact(DType::kQ5_K, 23, 4, exact_q45k<BlockQ5_K>);
 }
 
+// Q2_Kx16 and Q3_Kx16: value 32 c + l's 2-bit code is bits 2 (c % 4) of qs[32 (c / 4) + l]; Q2_K:
+// d sc u - dmin mn (4-bit sc and mn per 16 values); Q3_K: d (sc - 32) (u - 4), u's third bit bit c of
+// hmask[l] (ggml's dequantize_row_q2_K / q3_K).
+template <class Block>
+ExactBlock exact_q23k(const uint8_t* raw, const int8_t* q, float dx) {
+  constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  Block block;
+  std::memcpy(&block, raw, sizeof(block));
+  double S = 0.0, N = 0.0;
+  for (int64_t v = 0; v < 256; ++v) {
+    const int64_t c = v / 32, l = v % 32, j = v / 16;
+    int u = (block.qs[32 * (c / 4) + l] >> (2 * (c % 4))) & 3;
+    if constexpr (kQ3) {
+      u |= ((block.hmask[l] >> c) & 1) << 2;
+      S += static_cast<double>(unpack_k3_scale(block.scales, static_cast<int>(j))) * (u - 4) * q[v];
+    } else {
+      S += static_cast<double>(block.scales[j] & 0x0F) * u * q[v];
+      N += static_cast<double>(block.scales[j] >> 4) * q[v];
+    }
+  }
+  const double d = f16_to_f32(block.d) * static_cast<double>(dx);
+  double dmin = 0.0;
+  if constexpr (!kQ3) dmin = f16_to_f32(block.dmin) * static_cast<double>(dx);
+  return ExactBlock{d * S - dmin * N, std::fabs(d * S) + std::fabs(dmin * N)};
+}
+
+TEST(InterleavedMatmul, Q2KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  check_kx16_against_exact(DType::kQ2_K, 29, 4, exact_q23k<BlockQ2_K>);
+}
+TEST(InterleavedMatmul, Q3KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
+  check_kx16_against_exact(DType::kQ3_K, 37, 3, exact_q23k<BlockQ3_K>);
+}
+
 // Q6_Kx16: per value d sc_j (u - 32) (ggml's dequantize_row_q6_K); random bytes give scales down
 // to -128 and codes 0..63.
 TEST(InterleavedMatmul, Q6KEveryKernelGivesTheReferenceBitsAndTheExactProductWithinRounding) {
@@ -282,7 +315,7 @@ TEST_P(KQuantInterleaved, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
+INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
@@ -292,7 +325,9 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kQ4_K), DType::kQ4_Kx16);
   EXPECT_EQ(interleaved_dtype(DType::kQ6_K), DType::kQ6_Kx16);
   EXPECT_EQ(interleaved_dtype(DType::kQ5_K), DType::kQ5_Kx16);
-  EXPECT_EQ(interleaved_dtype(DType::kQ3_K), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kQ3_K), DType::kQ3_Kx16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ2_K), DType::kQ2_Kx16);
+  EXPECT_EQ(interleaved_dtype(DType::kQ4_1), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
   EXPECT_EQ(interleaved_bytes(DType::kQ4_0, 16, 32), size_t{16 * 18});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_0, 1, 64), size_t{16 * 2 * 22});
@@ -300,9 +335,11 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_bytes(DType::kQ4_K, 20, 512), size_t{32 * 2 * 144});
   EXPECT_EQ(interleaved_bytes(DType::kQ6_K, 17, 256), size_t{32 * 210});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_K, 16, 512), size_t{16 * 2 * 176});
-  EXPECT_THROW(interleave_rows(DType::kQ3_K, out.data(), 1, 256, out.data()), InvalidArgument);
+  EXPECT_EQ(interleaved_bytes(DType::kQ3_K, 1, 256), size_t{16 * 110});
+  EXPECT_THROW(interleave_rows(DType::kQ4_1, out.data(), 1, 256, out.data()), InvalidArgument);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_Kx16, DType::kQ5_Kx16, DType::kQ6_Kx16}) {
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ2_Kx16, DType::kQ3_Kx16, DType::kQ4_Kx16, DType::kQ5_Kx16,
+                     DType::kQ6_Kx16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
@@ -316,7 +353,8 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 // the file rows' dequantised values, in full and partial 16-row groups.
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
-  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kBF16}) {
+  for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
+                      DType::kQ6_K, DType::kBF16}) {
     const int64_t N = 37, K = dtype_info(plain).block_elements == 256 ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));

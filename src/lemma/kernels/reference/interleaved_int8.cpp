@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_Kx16 / Q5_Kx16 / Q6_Kx16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -113,6 +113,47 @@ void matmul_q45_kx16(const MatmulArgs& a) {
   });
 }
 
+// Q2_Kx16 and Q3_Kx16 (kQ3; interleaved_blocks.h): the stated order, exactly.
+template <bool kQ3>
+void matmul_q23_kx16(const MatmulArgs& a) {
+  matmul_kx16(a, kInterleaveRows * (kQ3 ? 110 : 84), [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t* sums) {
+    const int64_t scales_at = kQ3 ? 32 : 64, codes_at = kQ3 ? 224 : 320;
+    const auto row_byte = [&](int64_t at, int64_t k) { return super[at + 64 * (k / 4) + 4 * i + k % 4]; };
+    uint8_t packed[16];
+    for (int64_t k = 0; k < (kQ3 ? 12 : 16); ++k) packed[k] = row_byte(scales_at, k);
+    int32_t S = 0, N = 0;
+    for (int64_t j = 0; j < 16; ++j) {
+      int32_t Sj = 0;
+      for (int64_t v = 16 * j; v < 16 * j + 16; ++v) {  // value v = 32 c + l: field c % 4 of qs[32 (c / 4) + l]
+        const int64_t c = v / 32, l = v % 32;
+        int u = (row_byte(codes_at, 32 * (c / 4) + l) >> (2 * (c % 4))) & 3;
+        if constexpr (kQ3) {
+          uint64_t mask;  // mask 8 c + l / 4, bit 4 i + l % 4
+          std::memcpy(&mask, super + 1248 + 8 * (8 * c + l / 4), 8);
+          u |= static_cast<int>((mask >> (4 * i + l % 4)) & 1u) << 2;
+          u -= 4;
+        }
+        Sj += u * x[v];
+      }
+      if constexpr (kQ3) {
+        S += unpack_k3_scale(packed, static_cast<int>(j)) * Sj;
+      } else {
+        S += (packed[j] & 0x0F) * Sj;
+        N += (packed[j] >> 4) * sums[j];
+      }
+    }
+    uint16_t d_bits;
+    std::memcpy(&d_bits, super + 2 * i, 2);
+    acc = std::fma(f16_to_f32(d_bits) * dx, static_cast<float>(S), acc);
+    if constexpr (!kQ3) {
+      uint16_t dmin_bits;
+      std::memcpy(&dmin_bits, super + 32 + 2 * i, 2);
+      acc = std::fma(-(f16_to_f32(dmin_bits) * dx), static_cast<float>(N), acc);
+    }
+    return acc;
+  });
+}
+
 // Q6_Kx16 (interleaved_blocks.h): the stated order, exactly.
 void matmul_q6_kx16(const MatmulArgs& a) {
   matmul_kx16(a, kInterleaveRows * 210, [](float acc, const uint8_t* super, int64_t i, const int8_t* x, float dx, const int16_t*) {
@@ -149,6 +190,8 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
+void matmul_q2_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<false>(args); }
+void matmul_q3_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<true>(args); }
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<false>(args); }
 void matmul_q5_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<true>(args); }
 void matmul_q6_kx16_int8_reference(const MatmulArgs& args) { matmul_q6_kx16(args); }

@@ -35,6 +35,8 @@ void matmul_q4_0x16_int8_reference(const MatmulArgs& args);
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args);
 // Q4_Kx16 reads x quantised by quantize_q8k_activations_reference (or its SIMD twins).
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args);
+void matmul_q2_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
+void matmul_q3_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
 void matmul_q5_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
 void matmul_q6_kx16_int8_reference(const MatmulArgs& args);  // Q8_K-style x as well
 // The K-quant int8-activation oracles (q8k_activations.h): the Q8_K-style quantiser, and y = Q4_K/

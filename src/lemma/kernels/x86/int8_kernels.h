@@ -38,6 +38,9 @@ void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q4_Kx16 over Q8_K-style activations (q8k_activations.h). Needs avx512_vnni.
 void matmul_q4_kx16_int8_avx512vnni(const MatmulArgs& args);
+// Interleaved Q2_Kx16 / Q3_Kx16 over Q8_K-style activations. Need avx512_vnni.
+void matmul_q2_kx16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q3_kx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q5_Kx16 over Q8_K-style activations. Needs avx512_vnni.
 void matmul_q5_kx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q6_Kx16 over Q8_K-style activations. Needs avx512_vnni.

@@ -12,6 +12,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
 #include "lemma/kernels/q8k_activations.h"
+#include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
@@ -54,6 +55,29 @@ static inline void prefetch_stream_part(const void* reading, int64_t bytes, int 
   for (int64_t line = lines * step / Steps; line < lines * (step + 1) / Steps; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
 }
 
+// A little-endian 64-bit mask stored at p (the Q5_0x16 / Q5_Kx16 / Q3_Kx16 high bits).
+static inline __mmask64 mask_at(const uint8_t* p) {
+  uint64_t m;
+  std::memcpy(&m, p, 8);
+  return _cvtu64_mask64(m);
+}
+
+// Byte J (0..3) of each 32-bit lane, sign-extended (the K-quants' int8 scales).
+template <int J>
+static inline __m512i signed_byte(__m512i v) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
+}
+
+// The four passes over a 16-value-scaled K-quant superblock (Q2_K, Q3_K, Q6_K) in order: half H of
+// the codes, values 4 p .. 4 p + 3 of each of its 32-value chunks with p / 4 == Q.
+template <class Pass>
+static inline void for_each_quarter(Pass&& pass) {
+  pass.template operator()<0, 0>();
+  pass.template operator()<0, 1>();
+  pass.template operator()<1, 0>();
+  pass.template operator()<1, 1>();
+}
+
 // 4 signed codes of x as one int32 (for a broadcast vpdpbusd operand).
 static inline int32_t load_i32(const int8_t* p) {
   int32_t v;
@@ -75,6 +99,18 @@ struct Q8kRows {
     }
   }
 };
+
+// Runs tile.template operator()<R, G>(m0, g0) over every row of x and 16-row group of W: one group
+// at a time for decode (M == 1: each thread's rows one forward stream), else R rows by G groups.
+template <int R, int G, class Tile>
+static inline void for_each_group_tile(const MatmulArgs& a, Tile&& tile) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  if (a.M == 1) {
+    for_each_tile<1, 1>(a.M, groups, tile);
+  } else {
+    for_each_tile<R, G>(a.M, groups, tile);
+  }
+}
 
 // y rows m0.. and the outputs of groups g0.., the last group masked to N (+ bias, one add).
 template <int R, int G>

@@ -29,11 +29,6 @@ constexpr int64_t kHighAt = 2304;  // Q5_Kx16's fifth bits
 template <bool kFifthBit>
 constexpr int64_t kSuperBytes = kInterleaveRows * (kFifthBit ? 176 : 144);
 
-__mmask64 mask_at(const uint8_t* p) {
-  uint64_t m;
-  std::memcpy(&m, p, 8);
-  return _cvtu64_mask64(m);
-}
 
 // The 16 rows' scales (sc) and mins (mn) of one block: bytes j of `lo` are sc/mn j, of `hi` j + 4.
 struct Scales {
@@ -128,13 +123,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 
 template <bool kFifthBit>
 void run(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<kFifthBit, R, G>(a, m0, g0); };
-  if (a.M == 1) {
-    for_each_tile<1, 1>(a.M, groups, t);
-  } else {
-    for_each_tile<2, 2>(a.M, groups, t);
-  }
+  for_each_group_tile<2, 2>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<kFifthBit, R, G>(a, m0, g0); });
 }
 
 }  // namespace

@@ -25,11 +25,6 @@ constexpr int64_t kValues = 256;
 constexpr int64_t kSuperBytes = kInterleaveRows * 210;
 constexpr int64_t kScalesAt = 32, kLowAt = 288, kHighAt = 2336;
 
-// Byte j (0..3) of each 32-bit lane, sign-extended.
-template <int J>
-__m512i signed_byte(__m512i v) {
-  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
-}
 
 // (a & 0x0F) | b for every byte (b holds only bits 4 and 5).
 __m512i join(__m512i a, __m512i b, __m512i low4) { return _mm512_ternarylogic_epi32(a, b, low4, 0xEC); }
@@ -80,10 +75,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         for (int r = 0; r < R; ++r)
           for (int k = 0; k < 4; ++k) S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(scale[k], U[r][k]));
       };
-      quarter_pass.template operator()<0, 0>();
-      quarter_pass.template operator()<0, 1>();
-      quarter_pass.template operator()<1, 0>();
-      quarter_pass.template operator()<1, 1>();
+      for_each_quarter(quarter_pass);
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
       for (int r = 0; r < R; ++r)
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
@@ -95,13 +87,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 }  // namespace
 
 void matmul_q6_kx16_int8_avx512vnni(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); };
-  if (a.M == 1) {
-    for_each_tile<1, 1>(a.M, groups, t);
-  } else {
-    for_each_tile<4, 1>(a.M, groups, t);
-  }
+  for_each_group_tile<4, 1>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); });
 }
 
 }  // namespace lemma::kernels::x86

@@ -48,12 +48,6 @@ struct Q4x16 {
   }
 };
 
-__mmask64 mask_at(const uint8_t* p) {
-  uint64_t bits;
-  std::memcpy(&bits, p, 8);
-  return _cvtu64_mask64(bits);
-}
-
 struct Q5x16 {
   static constexpr int64_t kSuperBytes = 16 * 22;
   static constexpr int kBiasShift = 4;  // codes are q + 16

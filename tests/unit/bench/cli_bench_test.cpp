@@ -3,6 +3,7 @@
 // (`bench serve` against a live server is tested in serving_e2e_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -28,7 +29,8 @@ TEST(CliBench, ModelPrintsPrefillAndDecodeFigures) {
   REQUIRE_TINY(model);
   const auto r = lemma("bench model --model " + shell_quote(model) + " --pp 8 --tg 4 --reps 1 --threads 2 --buffer-mib 16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"matmul kernel:", "roofline:", "workload: pp8, tg4, batch 1", "pp8 ", "tg4 ", "GB/s achieved", "isa:"}) {
+  for (const char* s : {"matmul kernel:", "roofline:", "workload: pp8, tg4, batch 1", "pp8 ", "tg4 ", "GB/s achieved", "isa:",
+                        "bandwidth re-measured after the tests:"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
@@ -57,6 +59,20 @@ TEST(CliBench, ModelJsonIsOneObjectPerTest) {
   EXPECT_DOUBLE_EQ(objects[1]["bandwidth_gbps"].get<double>(), 10.0);
   // tg's roofline is the given bandwidth over the bytes each token reads.
   EXPECT_NEAR(objects[1]["roofline_tokens_per_s"].get<double>(), 10e9 / objects[1]["bytes_per_token"].get<double>(), 1e-6);
+}
+
+// Measured bandwidth is read before and after the tests; decode's roofline uses the higher reading.
+TEST(CliBench, MeasuredBandwidthIsTheHigherOfTheReadingsBeforeAndAfter) {
+  const std::string model = tiny_model();
+  REQUIRE_TINY(model);
+  const auto r = lemma("bench model --json --model " + shell_quote(model) + " -p 0 -n 4 -r 1 -t 1 --buffer-mib 16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const double before = j["bandwidth_before_gbps"].get<double>(), after = j["bandwidth_after_gbps"].get<double>();
+  EXPECT_GT(before, 0.0);
+  EXPECT_GT(after, 0.0);
+  EXPECT_DOUBLE_EQ(j["bandwidth_gbps"].get<double>(), std::max(before, after));
+  EXPECT_NEAR(j["roofline_tokens_per_s"].get<double>(), std::max(before, after) * 1e9 / j["bytes_per_token"].get<double>(), 1e-6);
 }
 
 TEST(CliBench, CapacityPrintsMaxSequences) {

@@ -1,5 +1,7 @@
 // Pieces the interleaved-weight kernels share (interleaved_blocks.h): the 16-row groups' first
-// superblocks, W's stream prefetch, x's 4-code broadcasts and the masked store of a register tile's outputs (+ bias).
+// superblocks, W's stream prefetch (in one burst or spread over a superblock's work), the high-bit
+// masks, the K-quants' scale bytes, Q8_K rows of x and their quarter passes, x's 4-code broadcasts,
+// the tile walk and the masked store of a register tile's outputs (+ bias).
 // Included only by per-ISA sources compiled with AVX-512; `static inline` keeps each copy local to
 // its object file (see horizontal_sum.h).
 #pragma once

@@ -29,12 +29,11 @@ struct Layout {
   static constexpr int64_t kScalesAt = kQ3 ? 32 : 64, kCodesAt = kQ3 ? 224 : 320, kHighAt = 1248;
 };
 
-// Byte J (0..3) of each 32-bit lane's low nibble.
+// The low nibble of byte J (0..3) of each 32-bit lane (Q2_K's scale).
 template <int J>
 __m512i low_nibble(__m512i v) {
   return _mm512_and_si512(_mm512_srli_epi32(v, 8 * J), _mm512_set1_epi32(0x0F));
 }
-
 
 // Q3_K's 16 scales of the 16 rows, minus 32, as int8 bytes: vector q, byte b = sub-block 4 q + b
 // (ggml's 12-byte packing: low nibbles in bytes 0..7, top bit pairs in bytes 8..11).

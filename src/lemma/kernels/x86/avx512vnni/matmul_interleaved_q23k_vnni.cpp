@@ -129,13 +129,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       };
       for_each_quarter(quarter_pass);
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
+      const __m512 dmin = kQ3 ? _mm512_setzero_ps() : _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 32)));
       for (int r = 0; r < R; ++r) {
         const __m512 dxv = _mm512_set1_ps(dx[r][b]);
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxv), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
-        if constexpr (!kQ3) {
-          const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 32)));
-          acc[r][g] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dxv), _mm512_cvtepi32_ps(N[r]), acc[r][g]);
-        }
+        if constexpr (!kQ3) acc[r][g] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dxv), _mm512_cvtepi32_ps(N[r]), acc[r][g]);
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
 #include "lemma/bench/cost.h"
+#include "lemma/bench/decode_roofline.h"
 #include "lemma/bench/memory_bandwidth.h"
 #include "lemma/bench/model_bench.h"
 #include "lemma/bench/peak_flops.h"
@@ -151,6 +152,19 @@ double matmul_peak_gflops(int threads, const std::string& wanted) {
   return probes.empty() ? 0.0 : probes.front().gflops;
 }
 
+// "tg64: bandwidth read around the reps: 36.7 37.5 36.9 GB/s; fraction per rep: 93.2% 90.1%".
+void print_rep_fractions(const bench::PhaseResult& r, const bench::DecodeRoofline& roofline, bool measured) {
+  std::printf("  %s: ", r.test.c_str());
+  if (measured) {
+    std::printf("bandwidth read before the reps and after each:");
+    for (double g : r.bandwidth_gbps) std::printf(" %.1f", g);
+    std::printf(" GB/s; ");
+  }
+  std::printf("fraction per rep%s:", measured ? " (against the higher reading beside it)" : "");
+  for (const auto& rep : roofline.reps) std::printf(" %.1f%%", 100.0 * rep.fraction);
+  std::printf("; median %.1f%%\n", 100.0 * roofline.fraction);
+}
+
 int run_model(const ModelFlags& flags) {
   const int threads = resolve_threads(flags.threads);
   const Model model = Model::open(flags.model, parse_load_mode(flags.load));
@@ -185,28 +199,28 @@ int run_model(const ModelFlags& flags) {
   options.kv_dtype = kv_dtype;
   options.depth = flags.depth;
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
+  // Decode is held against bandwidth read around each of its repetitions (decode_roofline.h).
+  if (measured) options.read_bandwidth = [&] { return measure_bandwidth(threads, flags.buffer_mib).best_gbps; };
   const auto results = bench::run_model_bench(model, options, progress);
-  // Memory bandwidth can move while the tests run (on shared or virtual machines, by 2x within
-  // minutes), so it is measured again after them and decode is held against the higher of the two:
-  // a fraction then never rests on a reading taken in a slow moment the tests did not see.
-  const double bandwidth_after = measured ? measure_bandwidth(threads, flags.buffer_mib).best_gbps : bandwidth_before;
-  const double bandwidth = std::max(bandwidth_before, bandwidth_after);
-  if (measured && !flags.json)
-    std::printf("bandwidth re-measured after the tests: %.1f GB/s; decode fractions use the higher, %.1f GB/s\n",
-                bandwidth_after, bandwidth);
   if (!flags.json) std::printf("%-12s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
   for (const auto& r : results) {
     const bool decode = r.test[0] == 't';
-    double roofline_tps = 0.0, bytes_per_token = 0.0, gflops = 0.0;
+    double roofline_tps = 0.0, bytes_per_token = 0.0, gflops = 0.0, fraction = 0.0;
+    bench::DecodeRoofline roofline;
     if (decode) {
       bytes_per_token = bench::decode_bytes_per_token(weight_bytes.read_per_token, kv_per_token,
                                                       bench::mean_decode_context(flags.tg, flags.depth), r.batch);
-      roofline_tps = bandwidth * 1e9 / bytes_per_token;
+      std::vector<double> rates;
+      for (double s : r.seconds) rates.push_back(static_cast<double>(r.tokens_per_rep) / s);
+      const std::vector<double> given = {bandwidth_before};
+      roofline = bench::decode_roofline(rates, measured ? std::span<const double>(r.bandwidth_gbps) : given, bytes_per_token);
+      roofline_tps = roofline.roofline_tokens_per_s;
+      fraction = roofline.fraction;
     } else {
       gflops = bench::prefill_flops(c, w, flags.pp, flags.depth) / 1e9;
       roofline_tps = peak * static_cast<double>(flags.pp) / gflops;  // compute-bound ceiling
+      fraction = r.tokens_per_s.mean / roofline_tps;
     }
-    const double fraction = r.tokens_per_s.mean / roofline_tps;
     if (flags.json) {
       nlohmann::json j = {{"test", r.test}, {"threads", threads}, {"batch", r.batch}, {"depth", flags.depth},
                           {"tokens_per_s", r.tokens_per_s.mean}, {"stddev", r.tokens_per_s.stddev},
@@ -214,11 +228,11 @@ int run_model(const ModelFlags& flags) {
                           {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
       if (decode) {
         j["bytes_per_token"] = bytes_per_token;
-        j["bandwidth_gbps"] = bandwidth;
-        if (measured) {
-          j["bandwidth_before_gbps"] = bandwidth_before;
-          j["bandwidth_after_gbps"] = bandwidth_after;
-        }
+        j["bandwidth_gbps"] = roofline.bandwidth_gbps;
+        if (measured) j["bandwidth_readings_gbps"] = r.bandwidth_gbps;
+        std::vector<double> rep_fractions;
+        for (const auto& rep : roofline.reps) rep_fractions.push_back(rep.fraction);
+        j["roofline_fraction_per_rep"] = rep_fractions;
       } else {
         j["gflop_per_run"] = gflops;
         j["peak_gflops"] = peak;
@@ -236,6 +250,7 @@ int run_model(const ModelFlags& flags) {
         std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
                     r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg, flags.depth),
                     bytes_per_token * r.tokens_per_s.mean / 1e9);
+        print_rep_fractions(r, roofline, measured);
         std::printf("  %s: framework overhead %.2f%% of step time (step %.3f ms, %.3f ms outside kernel ranges; "
                     "traced run, batch %lld)\n",
                     r.test.c_str(), 100.0 * r.overhead.overhead_fraction(), r.overhead.step_ms, r.overhead.overhead_ms,

@@ -118,7 +118,7 @@ class Runner {
 };
 
 PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<double> seconds) {
-  PhaseResult r{std::move(test), batch, tokens, std::move(seconds), {}, {}};
+  PhaseResult r{std::move(test), batch, tokens, std::move(seconds), {}, {}, {}};
   std::vector<double> rates;
   for (double s : r.seconds) rates.push_back(static_cast<double>(tokens) / s);
   r.tokens_per_s = summarize(rates);
@@ -158,12 +158,15 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
     const std::string test = "tg" + std::to_string(options.gen_tokens) + at_depth;
     note(test + " warm-up");
     runner.decode(std::min<int64_t>(options.gen_tokens, 4), /*check=*/true);
-    std::vector<double> seconds;
+    std::vector<double> seconds, bandwidth;
+    if (options.read_bandwidth) bandwidth.push_back(options.read_bandwidth());
     for (int r = 0; r < options.reps; ++r) {
       note(test + " rep " + std::to_string(r + 1) + "/" + std::to_string(options.reps));
       seconds.push_back(runner.decode(options.gen_tokens, /*check=*/r + 1 == options.reps));
+      if (options.read_bandwidth) bandwidth.push_back(options.read_bandwidth());
     }
     results.push_back(finish(test, options.batch, options.gen_tokens * options.batch, std::move(seconds)));
+    results.back().bandwidth_gbps = std::move(bandwidth);
     // The overhead figure: one more run with tracing on (left on if --trace already had it on).
     note(test + " traced run (framework overhead)");
     const bool was_tracing = trace::enabled();

@@ -29,6 +29,9 @@ struct ModelBenchOptions {
   uint64_t seed = 42;
   KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
   int64_t depth = 0;            // context tokens already cached before each test
+  // When set, read before the first timed tg repetition and after each one (see decode_roofline.h);
+  // returns GB/s. Not timed.
+  std::function<double()> read_bandwidth = nullptr;
 };
 
 struct PhaseResult {
@@ -38,6 +41,7 @@ struct PhaseResult {
   std::vector<double> seconds;  // one per repetition
   Summary tokens_per_s;         // over repetitions
   StepOverhead overhead;        // tg only: from the traced run ("decode_step" ranges)
+  std::vector<double> bandwidth_gbps;  // tg with read_bandwidth set: reps + 1 readings around the reps
 };
 
 // Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3"), and

@@ -70,6 +70,26 @@ TEST(ModelBench, TestsAtADepthRunAfterThatManyCachedTokens) {
   EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
 }
 
+// The bandwidth probe runs before the first timed decode rep and after each, never inside a rep.
+TEST(ModelBench, ReadsBandwidthAroundEachDecodeRep) {
+  const Model model = testing::make_random_model(testing::small_config(), 1).build();
+  std::vector<std::string> events;
+  ModelBenchOptions options{4, 3, 3, 1, 1, 42};
+  double next_reading = 10.0;
+  options.read_bandwidth = [&] {
+    events.push_back("read");
+    return next_reading++;
+  };
+  const auto results = run_model_bench(model, options, [&](const std::string& s) { events.push_back(s); });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].bandwidth_gbps.empty());  // prefill is compute-bound: no readings
+  EXPECT_EQ(results[1].bandwidth_gbps, (std::vector<double>{10.0, 11.0, 12.0, 13.0}));
+  const std::vector<std::string> expected = {"pp4 warm-up", "pp4 rep 1/3", "pp4 rep 2/3", "pp4 rep 3/3",
+                                             "tg3 warm-up", "read", "tg3 rep 1/3", "read", "tg3 rep 2/3", "read",
+                                             "tg3 rep 3/3", "read", "tg3 traced run (framework overhead)"};
+  EXPECT_EQ(events, expected);
+}
+
 TEST(ModelBench, RefusesToTimeNonFiniteOutputs) {
   auto random = testing::make_random_model(testing::small_config(), 2);
   for (auto& v : random.tensors->at("model.norm.weight")) v = std::numeric_limits<float>::quiet_NaN();

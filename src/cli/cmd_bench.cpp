@@ -172,7 +172,7 @@ int run_model(const ModelFlags& flags) {
   const ModelWeights& w = model.weights();
   const std::string kernel(kernels::kernel_name_for(w.layers.at(0).q.dtype, c.hidden_size));
   const auto weight_bytes = bench::weight_bytes(c, w);
-  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, w.layers.at(0).q.dtype);
   const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
   const bool measured = flags.bandwidth_gbps <= 0;
   const double bandwidth_before = measured ? measure_bandwidth(threads, flags.buffer_mib).best_gbps : flags.bandwidth_gbps;
@@ -271,7 +271,7 @@ int run_capacity(const CapacityFlags& flags) {
   const auto weights = bench::weight_bytes(c, model.weights());
   const double memory = flags.memory_gb > 0 ? flags.memory_gb * 1e9 : mem_total_bytes();
   if (memory <= 0) throw InvalidArgument("--memory-gb is needed (cannot read MemTotal)");
-  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, model.weights().layers.at(0).q.dtype);
   const auto plan =
       bench::plan_capacity(c, weights.resident, static_cast<uint64_t>(memory), flags.ctx, flags.block_size, kv_dtype);
   std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());

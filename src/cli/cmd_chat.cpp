@@ -66,7 +66,7 @@ void register_chat(CLI::App& app) {
     }
     const ChatTemplate chat_template(template_text, "chat template");
     const auto tokens = special_token_texts(source, &tokenizer);
-    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size);
+    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -55,7 +55,7 @@ void register_generate(CLI::App& app) {
 
     const std::vector<int32_t> prompt = opts->prompt ? tokenizer.encode(*opts->prompt, true, false)
                                                      : parse_id_list(*opts->prompt_ids, "--prompt-ids");
-    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size);
+    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
 
     StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);

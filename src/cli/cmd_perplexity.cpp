@@ -29,8 +29,8 @@ void register_perplexity(CLI::App& app) {
   sub->add_option("--threads", opts->threads, "Threads per forward (default: one per core)");
   add_kv_cache_dtype_option(sub, opts->kv_cache_dtype);
   bind(sub, [opts] {
-    const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype);
     const Model model = Model::open(opts->model);
+    const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype, model.weights().layers.at(0).q.dtype);
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const std::string text = read_text_file(opts->file);

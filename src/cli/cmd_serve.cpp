@@ -64,7 +64,7 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
     fail<InvalidArgument>("--kv-cache-tokens and --swap-space-tokens must be >= 0");
   if (o.preemption_mode != "recompute" && o.preemption_mode != "swap")
     fail<InvalidArgument>("--preemption-mode must be recompute or swap, got '{}'", o.preemption_mode);
-  const KvDtype kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype, model.weights().layers.at(0).q.dtype);
   const auto kv_bytes_per_token = static_cast<int64_t>(KvCache::kv_cache_bytes_per_token(
       model.config().num_layers, model.config().num_kv_heads, model.config().head_dim, kv_dtype));
   int64_t kv_tokens = o.kv_cache_tokens;

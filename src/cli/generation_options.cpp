@@ -30,14 +30,14 @@ void SamplingFlags::add_to(CLI::App* sub) {
   add_kv_cache_dtype_option(sub, kv_cache_dtype);
 }
 
-GenerationOptions SamplingFlags::to_options(int64_t vocab_size) const {
+GenerationOptions SamplingFlags::to_options(int64_t vocab_size, DType weights) const {
   if (max_tokens < 0) fail<InvalidArgument>("--max-tokens must be >= 0, got {}", max_tokens);
   if (threads < 0) fail<InvalidArgument>("--threads must be >= 0, got {}", threads);
   GenerationOptions options;
   options.max_tokens = max_tokens;
   options.num_threads = resolve_threads(threads);
   options.ignore_eos = ignore_eos;
-  options.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype);
+  options.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, weights);
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;
   options.sampling.top_p = top_p;

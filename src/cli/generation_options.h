@@ -29,7 +29,7 @@ struct SamplingFlags {
 
   void add_to(CLI::App* sub);
   // Validated options (throws InvalidArgument naming the flag).
-  GenerationOptions to_options(int64_t vocab_size) const;
+  GenerationOptions to_options(int64_t vocab_size, DType weights) const;
 };
 
 }  // namespace lemma::cli

@@ -99,7 +99,7 @@ TEST(CliPerplexity, MatchesTheReferenceWithinOneHundredth) {
   const auto last_line_start = r.out.rfind("PPL = ");
   ASSERT_NE(last_line_start, std::string::npos) << r.out;
   const double ppl = std::stod(r.out.substr(last_line_start + 6));
-  // llama.cpp's value with an F32 KV cache, as lemma keeps K/V in f32.
+  // llama.cpp's value with an F32 KV cache, as lemma keeps K/V of f32 weights in f32.
   EXPECT_NEAR(ppl, 109.6400, 0.01) << r.out;
 }
 
@@ -115,6 +115,28 @@ TEST(CliPerplexity, Int8KvCacheStaysWithinOnePercent) {
   const double ppl = std::stod(r.out.substr(r.out.rfind("PPL = ") + 6));
   EXPECT_NE(ppl, 109.6400);
   EXPECT_NEAR(ppl, 109.6400, 0.01 * 109.6400) << r.out;
+}
+
+// --kv-cache-dtype auto is the model's precision, as vLLM's: f32 K/V for f32 weights, bf16 for
+// anything narrower (here llama.cpp's Q8_0 file of the same model), which stays within the 8-bit
+// gate of the f32 cache's perplexity on those weights.
+TEST(CliPerplexity, AutoKvCacheIsF32ForF32WeightsAndBf16ForQuantizedOnes) {
+  const auto q8_0 = shared_data("golden/quant/stories260K-Q8_0.gguf");
+  LEMMA_REQUIRE_SHARED(stories());
+  LEMMA_REQUIRE_SHARED(q8_0);
+  const std::string text = " --ctx 128 --threads 2 --file " + shell_quote(shared_data("golden/ppl-input.txt").string());
+  const auto f32 = lemma("perplexity --model " + shell_quote(stories()) + text);
+  ASSERT_EQ(f32.exit_code, 0) << f32.err;
+  EXPECT_NE(f32.err.find("f32 KV cache"), std::string::npos) << f32.err;
+  const auto quantized_auto = lemma("perplexity --model " + shell_quote(q8_0.string()) + text);
+  ASSERT_EQ(quantized_auto.exit_code, 0) << quantized_auto.err;
+  EXPECT_NE(quantized_auto.err.find("bf16 KV cache"), std::string::npos) << quantized_auto.err;
+  const auto quantized_f32 = lemma("perplexity --kv-cache-dtype f32 --model " + shell_quote(q8_0.string()) + text);
+  ASSERT_EQ(quantized_f32.exit_code, 0) << quantized_f32.err;
+  EXPECT_NE(quantized_f32.err.find("f32 KV cache"), std::string::npos) << quantized_f32.err;
+  const auto ppl = [](const CommandResult& r) { return std::stod(r.out.substr(r.out.rfind("PPL = ") + 6)); };
+  EXPECT_NE(ppl(quantized_auto), ppl(quantized_f32));  // the cache really rounds to bf16
+  EXPECT_NEAR(ppl(quantized_auto), ppl(quantized_f32), 0.01 * ppl(quantized_f32));
 }
 
 TEST(CliGenerate, KvCacheDtypeIsValidated) {

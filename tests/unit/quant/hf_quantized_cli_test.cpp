@@ -37,7 +37,7 @@ double quantize_and_measure(const std::string& type, const std::string& extra, c
   const auto out = build_scratch("quant") / ("cli-hf-stories260K-" + tag + ".gguf");
   const auto quantize = lemma("quantize -m " + source.string() + " -o " + out.string() + " -t " + type + extra);
   EXPECT_EQ(quantize.exit_code, 0) << quantize.err;
-  const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2");
+  const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   const double ppl = ppl_of(run);
   std::printf("lemma perplexity stories260K %s%s ctx 128: PPL %.4f (%+.3f%% vs f32)\n", type.c_str(), extra.c_str(), ppl,
@@ -129,7 +129,7 @@ TEST(HfFormatCli, HfDirectoryOutputFollowsThePublishedConfigAndRuns) {
   const auto dir = ensure_tiny_256(why);
   ASSERT_TRUE(dir) << why;
   const fs::path hf = *dir / "hf";
-  const auto base = lemma("perplexity -m " + hf.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+  const auto base = lemma("perplexity -m " + hf.string() + " -f " + text.string() + " --ctx 64 --threads 2 --kv-cache-dtype f32");
   ASSERT_EQ(base.exit_code, 0) << base.err;
   for (const std::string type : {"gptq-g128-sym-act", "awq-g128", "fp8-block128"}) {
     const auto out = build_scratch("quant") / ("cli-hf-tiny-256-" + type);
@@ -155,7 +155,7 @@ TEST(HfFormatCli, HfDirectoryOutputFollowsThePublishedConfigAndRuns) {
     }
     const auto inspect = lemma("inspect -m " + out.string());
     EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
-    const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+    const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 64 --threads 2 --kv-cache-dtype f32");
     ASSERT_EQ(run.exit_code, 0) << run.err;
     std::printf("lemma perplexity tiny-256 %s ctx 64: PPL %.4f (f32 %.4f)\n", type.c_str(), ppl_of(run), ppl_of(base));
     // Loose sanity bounds: tiny-256's random weights are the sensitive case (fp8-block128 with bf16

@@ -4,6 +4,8 @@
 // 8-bit, 5% for 4-bit (10% for the known 4-bit gaps, see quantized_perplexity_test.cpp), and within
 // 1e-3 of the figure of the same weights dequantized to f32 (W8A8: of its measured figure).
 // An HF directory input gives an HF directory that `lemma perplexity` / `generate` also run.
+// Every run pins an f32 KV cache: the gates measure the weights' quantization alone (the default KV
+// type of a quantized model is bf16, whose own gate is in cli_model_test.cpp).
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -47,7 +49,7 @@ TEST_P(QuantizedPerplexityCli, QuantizeThenPerplexity) {
   const auto out = build_scratch("quant") / ("cli-run-stories260K-" + std::string(c.type) + ".gguf");
   const auto quantize = lemma("quantize -m " + source.string() + " -o " + out.string() + " -t " + c.type);
   ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
-  const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2");
+  const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const double ppl = ppl_of(run);
   std::printf("lemma perplexity stories260K %s ctx 128: PPL %.4f (%+.3f%% vs f32)\n", c.type, ppl,
@@ -103,13 +105,13 @@ TEST(QuantizedRunCli, HfDirectoryOutputRuns) {
   const auto dir = ensure_tiny_256(why);
   ASSERT_TRUE(dir) << why;
   const fs::path hf = *dir / "hf";
-  const auto base = lemma("perplexity -m " + hf.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+  const auto base = lemma("perplexity -m " + hf.string() + " -f " + text.string() + " --ctx 64 --threads 2 --kv-cache-dtype f32");
   ASSERT_EQ(base.exit_code, 0) << base.err;
   for (const std::string type : {"int8-g64-asym", "w8a8"}) {
     const auto out = build_scratch("quant") / ("cli-run-tiny-256-" + type);
     const auto quantize = lemma("quantize -m " + hf.string() + " -o " + out.string() + " -t " + type);
     ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
-    const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 64 --threads 2");
+    const auto run = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 64 --threads 2 --kv-cache-dtype f32");
     ASSERT_EQ(run.exit_code, 0) << run.err;
     std::printf("lemma perplexity tiny-256 %s ctx 64: PPL %.4f (f32 %.4f)\n", type.c_str(), ppl_of(run), ppl_of(base));
     EXPECT_LE(std::abs(ppl_of(run) / ppl_of(base) - 1.0), 0.01) << type;

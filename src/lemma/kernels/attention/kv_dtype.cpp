@@ -25,7 +25,7 @@ const char* kv_dtype_name(KvDtype dtype) {
 }
 
 std::optional<KvDtype> parse_kv_dtype(std::string_view name) {
-  if (name == "auto" || name == "f32") return KvDtype::kF32;
+  if (name == "f32") return KvDtype::kF32;
   if (name == "bf16") return KvDtype::kBf16;
   if (name == "int8") return KvDtype::kInt8;
   if (name == "fp8") return KvDtype::kFp8;

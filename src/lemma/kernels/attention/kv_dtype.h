@@ -1,4 +1,4 @@
-// The element types of the KV cache (G23): f32 (the default), bf16, and int8 / fp8-e4m3 with one
+// The element types of the KV cache (G23): f32 (the library's default), bf16, and int8 / fp8-e4m3 with one
 // f32 scale per (token, KV head) row. Plain data plus out-of-line helpers, so the per-ISA
 // flash-attention files can include it without exporting weak symbols. Thread-safe.
 #pragma once
@@ -22,7 +22,8 @@ int64_t kv_element_bytes(KvDtype dtype);
 bool kv_dtype_has_scales(KvDtype dtype);
 // "f32", "bf16", "int8", "fp8".
 const char* kv_dtype_name(KvDtype dtype);
-// The --kv-cache-dtype names: auto (= f32), f32, bf16, int8, fp8; nullopt for anything else.
+// The explicit type names f32, bf16, int8, fp8; nullopt for anything else (the command line's
+// "auto" depends on the model: cli/kv_cache_option.h).
 std::optional<KvDtype> parse_kv_dtype(std::string_view name);
 
 }  // namespace lemma::kernels

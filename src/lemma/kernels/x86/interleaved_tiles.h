@@ -33,7 +33,9 @@ static inline void group_starts(const MatmulArgs& a, int64_t g0, int64_t blocks,
 // group (int8 decode) walks a thread's rows as one contiguous stream, since groups lie one after the
 // other: prefetched 8 KiB ahead, the LM head's Q4_0 GEMV (2 threads) went from 58-63 to 82-91 GB/s
 // and Q8_0's from 57-60 to 68-73 (matmul_bench; 4, 12, 16 and 24 KiB were lower). Past a group's end
-// the prefetch reaches into the next group, which the next tile reads.
+// the prefetch reaches into the next group, which the next tile reads. (Measured later against no
+// software prefetch at all, Q8_0x16 / Q4_0x16 / Q5_0x16 decode read faster without one and dropped
+// it, see matmul_interleaved_vnni.cpp; the K-quants' spread prefetch below still uses this distance.)
 constexpr int64_t kStreamPrefetchBytes = 1024;
 constexpr int64_t kOneStreamPrefetchBytes = 8192;
 template <int Streams>

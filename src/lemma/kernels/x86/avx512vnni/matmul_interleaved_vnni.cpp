@@ -5,10 +5,15 @@
 // outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, 2 x 1 for decode).
 // Every output runs the same instructions whatever tile it lands in: rows never depend on M.
 // Decode reads one group at a time so that a thread's rows are one forward stream (groups lie one
-// after the other), which a long software prefetch keeps ahead of (interleaved_tiles.h): 2 x 4
-// tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM reached about 60% of what the
-// same kernel does from L2 plus memory time, as if the two never overlapped. The blocks' int32 sums
-// are exact and independent, so one group per tile still keeps several vpdpbusd chains in flight.
+// after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
+// reached about 60% of what the same kernel does from L2 plus memory time, as if the two never
+// overlapped. The blocks' int32 sums are exact and independent, so one group per tile still keeps
+// several vpdpbusd chains in flight. That one plain stream is left to the hardware prefetchers: a
+// software prefetch 8 KiB ahead (interleaved_tiles.h) made the 151936-row LM head from DRAM slower
+// on one thread (matmul_bench, this Zen 5, alternating: Q8_0x16 24-25 -> 28-32 GB/s without it,
+// Q5_0x16 22-24 -> 26-29, Q4_0x16 28.5 -> 29-31), since each prefetch holds a miss buffer the
+// hardware stream would not. (The K-quant kernels read each superblock in several places and keep
+// theirs: without it Q5_Kx16 / Q6_Kx16 fell to 8-10 GB/s.)
 #include <immintrin.h>
 
 #include <cstring>
@@ -88,7 +93,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * W::kSuperBytes;
-      prefetch_stream<G>(super, W::kSuperBytes);
+      if constexpr (G > 1) prefetch_stream<G>(super, W::kSuperBytes);
       W::for_each_quad(super + 32, [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
           s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r] + b * kBlock + 4 * j)));

@@ -126,6 +126,15 @@ static inline const float* int8_signed_scales(const void* xq, int64_t K, int64_t
 static inline const int32_t* int8_block_sums(const void* xq, int64_t K, int64_t m) {
   return reinterpret_cast<const int32_t*>(int8_signed_scales(xq, K, m) + int8_scales_stride(K));
 }
+// Row m's codes, block scales and block code sums, as the interleaved kernels read them.
+struct Int8SignedRow {
+  const int8_t* codes;
+  const float* scales;
+  const int32_t* sums;
+};
+static inline Int8SignedRow int8_signed_row(const void* xq, int64_t K, int64_t m) {
+  return {int8_signed_codes(xq, K, m), int8_signed_scales(xq, K, m), int8_block_sums(xq, K, m)};
+}
 // Turns a buffer of M signed rows (int8_signed_activation_bytes), each of which starts with what a
 // QuantizeActivationsFn wrote for that row alone (int8_activations.h: codes, scales), into the signed
 // form in place: codes - 128, the block sums after the scales.

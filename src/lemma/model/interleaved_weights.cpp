@@ -73,11 +73,16 @@ bool interleaving_enabled(DType plain) {
   const char* env = std::getenv("LEMMA_INTERLEAVE");
   if (env != nullptr && std::string_view(env) == "0") return false;
   const kernels::Isa isa = kernels::active_isa();
-  if (isa < kernels::Isa::kAvx512) return false;
+  if (isa < kernels::Isa::kAvx2) return false;
   if (plain == DType::kBF16)
-    return kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kBf16Activations;
-  return kernels::interleaved_dtype(plain) != DType::kCount && kernels::cpu_features().avx512_vnni &&
-         kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;
+    return isa >= kernels::Isa::kAvx512 &&
+           kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kBf16Activations;
+  if (kernels::interleaved_dtype(plain) == DType::kCount ||
+      kernels::default_matmul_precision(plain, isa) != kernels::MatmulPrecision::kInt8Activations)
+    return false;
+  // Q8_0/Q4_0/Q5_0's x16 kernels run on AVX2 (vpmaddubsw); the K-quants' need AVX-512 VNNI.
+  const bool avx2_kernel = plain == DType::kQ8_0 || plain == DType::kQ4_0 || plain == DType::kQ5_0;
+  return avx2_kernel || (isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni);
 }
 
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {

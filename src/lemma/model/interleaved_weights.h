@@ -1,14 +1,15 @@
 // Re-lays a loaded model's GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K matrices into 16-row interleaved blocks
-// (kernels/interleaved_blocks.h) once at load, where the interleaved int8 VNNI kernels will run
+// (kernels/interleaved_blocks.h) once at load, where the interleaved int8 kernels will run
 // them: about 3x fewer instructions per byte of W than the GGUF order, so Q8_0/Q4_0/Q5_0 decode reaches
 // the memory bandwidth and prefill runs ~2.4x faster. Codes and scales are moved, never changed;
 // only the f32 summation order of a row's blocks differs from the plain kernels (one accumulator,
 // blocks in order; both within rounding of the exact product). bf16 matrices (K a multiple of 32)
 // become bf16x16 where the AVX512_BF16 kernels run: one vdpbf16ps per 16 rows' pairs, no horizontal
 // sums (values moved, never changed; each output one accumulator over k instead of 16 lanes).
-// Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX-512 (also when
-// forced with LEMMA_ISA), no AVX512_VNNI (int8) or AVX512_BF16 (bf16), or f32 activations
-// (LEMMA_MATMUL_PRECISION=f32).
+// Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX2 (also when forced
+// with LEMMA_ISA), f32 activations (LEMMA_MATMUL_PRECISION=f32), and for the K-quants below AVX-512
+// with AVX512_VNNI, for bf16 below AVX-512 with AVX512_BF16. Q8_0/Q4_0/Q5_0 have AVX2 kernels too
+// (vpmaddubsw), so CPUs without AVX-512 interleave those.
 // An untied token embedding keeps its view (rows are read one at a time); a tied one becomes the
 // interleaved LM head's view, whose rows layers::read_row() reads back bit for bit.
 #pragma once

@@ -343,6 +343,10 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
+    // Q8_0x16 / Q4_0x16 / Q5_0x16 have AVX2 kernels; the K-quants' x16 forms fall back to the reference.
+    const bool avx2_kernel = type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16;
+    if (detected_isa() >= Isa::kAvx2)
+      EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx2, kInt8), (avx2_kernel ? "avx2_" : "reference_") + name + "_int8");
     if (detected_isa() >= Isa::kAvx512) {
       EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, kInt8), "avx512_vnni_" + name + "_int8");
     }

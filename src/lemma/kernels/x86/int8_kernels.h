@@ -31,8 +31,13 @@ void matmul_q5_0_int8_avx512vnni(const MatmulArgs& args);
 
 // Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 (interleaved_blocks.h): the signed-activation quantiser (same bytes
 // as quantize_signed_activations_reference) and the kernels, bits equal to the
-// matmul_q*_0x16_int8_reference oracles. The kernels need avx512_vnni.
+// matmul_q*_0x16_int8_reference oracles. The avx512vnni kernels need avx512_vnni; the avx2 ones
+// (vpmaddubsw + vpmaddwd) run on any AVX2 CPU.
+void quantize_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void quantize_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+void matmul_q8_0x16_int8_avx2(const MatmulArgs& args);
+void matmul_q4_0x16_int8_avx2(const MatmulArgs& args);
+void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);

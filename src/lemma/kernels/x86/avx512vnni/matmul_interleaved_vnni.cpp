@@ -74,21 +74,15 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks, W::kSuperBytes, group);
-  const int8_t* x[R];
-  const float* dx[R];
-  const int32_t* sums[R];
-  for (int r = 0; r < R; ++r) {
-    x[r] = int8_signed_codes(a.xq, a.K, m0 + r);
-    dx[r] = int8_signed_scales(a.xq, a.K, m0 + r);
-    sums[r] = int8_block_sums(a.xq, a.K, m0 + r);
-  }
+  Int8SignedRow x[R];
+  for (int r = 0; r < R; ++r) x[r] = int8_signed_row(a.xq, a.K, m0 + r);
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     __m512i s[R][G];
     for (int r = 0; r < R; ++r) {
-      const __m512i start = _mm512_set1_epi32(-sums[r][b] * (1 << W::kBiasShift));
+      const __m512i start = _mm512_set1_epi32(-x[r].sums[b] * (1 << W::kBiasShift));
       for (int g = 0; g < G; ++g) s[r][g] = start;
     }
     for (int g = 0; g < G; ++g) {
@@ -96,13 +90,13 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       if constexpr (G > 1) prefetch_stream<G>(super, W::kSuperBytes);
       W::for_each_quad(super + 32, [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
-          s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r] + b * kBlock + 4 * j)));
+          s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j)));
       });
     }
     for (int g = 0; g < G; ++g) {
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[g] + b * W::kSuperBytes)));
       for (int r = 0; r < R; ++r)
-        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
+        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[r].scales[b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
     }
   }
   store_tile<R, G>(a, m0, g0, acc);

@@ -1,0 +1,168 @@
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights x signed int8 activations with AVX2, for CPUs
+// without AVX-512 VNNI (interleaved_blocks.h has the layout). A 64-byte code chunk holds 4 values
+// of 16 rows; its two halves are 8 rows each, one ymm. AVX2 has no vpdpbusd, so the 4-value dots
+// are vpmaddubsw (unsigned x signed bytes, adjacent pairs summed to int16) then vpmaddwd by ones
+// (int16 pairs to int32). Everything stays exact, so every output is bit for bit the oracle's
+// (matmul_q*_0x16_int8_reference: one f32 accumulator, blocks in order, fma(d_w * d_x, float(S), acc)):
+// - Q4_0x16: the unsigned nibbles u (0..15) times x (-127..127): a pair is at most 3810 in
+//   magnitude, so a block's 8 pair sums per int16 lane (4 chunks, low and high nibbles) stay below
+//   32767 and one vpmaddwd per block and half finishes them; S starts at -8 (x's block sum), as u = q + 8.
+// - Q5_0x16: u = nibble | fifth bit << 4 (0..31), the fifth bits spread from their 64-bit masks by a
+//   byte shuffle, an and and a compare; pairs reach 7874, so vpmaddwd runs after every 4.
+// - Q8_0x16: q = u - 128 may be -128, and |x| times q's sign would overflow there; |q| (0..128,
+//   unsigned) times x with q's sign (x is never -128) is exact, pairs at most 32512: one vpmaddwd each.
+// Register tile: up to 2 rows of x by one group (both halves), for every M: rows never depend on M.
+// No software prefetch: each thread's groups are one forward stream (see matmul_interleaved_vnni.cpp).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/register_tiles.h"
+
+namespace lemma::kernels::x86 {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+__m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// int16 pair sums -> int32 per row (each row's lane holds two int16).
+__m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+
+// 32 bits of a fifth-bit mask -> 32 bytes of 16 (set) or 0.
+__m256i fifth_bits(const uint8_t* mask_bytes) {
+  int32_t bits;
+  std::memcpy(&bits, mask_bytes, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(16));
+}
+
+// The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
+// the group, written to s[r].
+struct Q4x16 {
+  static constexpr int64_t kSuperBytes = 16 * 18;
+  template <int R, int H>
+  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i t[R];
+    for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
+      const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+      for (int r = 0; r < R; ++r) {
+        t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(lo, broadcast4(x[r] + 4 * p)));
+        t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
+      }
+    }
+    for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(widen(t[r]), _mm256_set1_epi32(-8 * xsum[r]));
+  }
+};
+
+struct Q5x16 {
+  static constexpr int64_t kSuperBytes = 16 * 22;
+  template <int R, int H>
+  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const uint8_t* masks = codes + 4 * 64;
+    for (int r = 0; r < R; ++r) s[r] = _mm256_set1_epi32(-16 * xsum[r]);
+    for (int half = 0; half < 2; ++half) {  // chunks 2 half, 2 half + 1: 4 pair sums per int16 lane
+      __m256i t[R];
+      for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+      for (int p = 2 * half; p < 2 * half + 2; ++p) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low), fifth_bits(masks + 8 * p + 4 * H));
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), fifth_bits(masks + 8 * (p + 4) + 4 * H));
+        for (int r = 0; r < R; ++r) {
+          t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(lo, broadcast4(x[r] + 4 * p)));
+          t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
+        }
+      }
+      for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(s[r], widen(t[r]));
+    }
+  }
+};
+
+struct Q8x16 {
+  static constexpr int64_t kSuperBytes = 16 * 34;
+  template <int R, int H>
+  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
+      const __m256i magnitude = _mm256_abs_epi8(q);  // 0..128, read as unsigned
+      for (int r = 0; r < R; ++r)
+        s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 4 * j), q))));
+    }
+  }
+};
+
+template <class W, int R>
+void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
+  const int64_t blocks = a.K / kBlock;
+  const uint8_t* group = static_cast<const uint8_t*>(a.w) + g * blocks * W::kSuperBytes;
+  Int8SignedRow x[R];
+  for (int r = 0; r < R; ++r) x[r] = int8_signed_row(a.xq, a.K, m0 + r);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* super = group + b * W::kSuperBytes;
+    const int8_t* xb[R];
+    int32_t xsum[R];
+    for (int r = 0; r < R; ++r) {
+      xb[r] = x[r].codes + b * kBlock;
+      xsum[r] = x[r].sums[b];
+    }
+    __m256i s0[R], s1[R];
+    W::template sums<R, 0>(super + 32, xb, xsum, s0);
+    W::template sums<R, 1>(super + 32, xb, xsum, s1);
+    const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super)));
+    const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16)));
+    for (int r = 0; r < R; ++r) {
+      const __m256 dxr = _mm256_set1_ps(x[r].scales[b]);
+      acc[r][0] = _mm256_fmadd_ps(_mm256_mul_ps(d0, dxr), _mm256_cvtepi32_ps(s0[r]), acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, dxr), _mm256_cvtepi32_ps(s1[r]), acc[r][1]);
+    }
+  }
+  const int64_t n0 = g * kInterleaveRows;
+  const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
+  for (int r = 0; r < R; ++r) {
+    float out[kInterleaveRows];
+    _mm256_storeu_ps(out, acc[r][0]);
+    _mm256_storeu_ps(out + 8, acc[r][1]);
+    float* y = a.y + (m0 + r) * a.y_stride + n0;
+    for (int64_t i = 0; i < valid; ++i) y[i] = a.bias != nullptr ? out[i] + a.bias[n0 + i] : out[i];
+  }
+}
+
+template <class W>
+void run(const MatmulArgs& a) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  for_each_tile<2, 1>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g) { tile<W, R>(a, m0, g); });
+}
+
+}  // namespace
+
+void quantize_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
+  // Each row's record starts with the unsigned layout's codes and scales (int8_activations.h).
+  for (int64_t m = 0; m < M; ++m)
+    quantize_activations_avx2(x + m * x_stride, x_stride, 1, K, static_cast<uint8_t*>(out) + m * int8_signed_row_bytes(K));
+  make_int8_activations_signed(M, K, out);
+}
+
+void matmul_q8_0x16_int8_avx2(const MatmulArgs& args) { run<Q8x16>(args); }
+void matmul_q4_0x16_int8_avx2(const MatmulArgs& args) { run<Q4x16>(args); }
+void matmul_q5_0x16_int8_avx2(const MatmulArgs& args) { run<Q5x16>(args); }
+
+}  // namespace lemma::kernels::x86

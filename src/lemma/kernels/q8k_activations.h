@@ -58,4 +58,19 @@ static inline const int16_t* q8k_sums(const void* xq, int64_t K, int64_t m) {
   return reinterpret_cast<const int16_t*>(q8k_scales(xq, K, m) + q8k_scales_stride(K));
 }
 
+// Rows m0 .. m0 + R - 1 of Q8_K-style x, for the K-quant kernels.
+template <int R>
+struct Q8kRows {
+  const int8_t* codes[R];
+  const float* scales[R];
+  const int16_t* sums[R];
+  Q8kRows(const void* xq, int64_t K, int64_t m0) {
+    for (int r = 0; r < R; ++r) {
+      codes[r] = q8k_codes(xq, K, m0 + r);
+      scales[r] = q8k_scales(xq, K, m0 + r);
+      sums[r] = q8k_sums(xq, K, m0 + r);
+    }
+  }
+};
+
 }  // namespace lemma::kernels

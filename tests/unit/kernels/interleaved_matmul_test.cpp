@@ -315,6 +315,48 @@ TEST_P(KQuantInterleaved, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
   }
 }
 
+// The kernels' narrow integer sums at their bounds: every code at its largest (Q2_K/Q4_K u = 3/15,
+// Q3_K/Q5_K u = 7/31, Q6_K u = 63), every scale byte 0xFF (Q6_K: 127) and x all +1 or all -1 (codes
+// +-127): the AVX2 kernels' int16 pair sums reach their worst case here, which random codes never do.
+TEST_P(KQuantInterleaved, LargestCodesAndScalesMatchTheReference) {
+  const DType plain = GetParam();
+  std::mt19937 rng(37);
+  const int64_t M = 3, N = 20, K = 512;
+  auto w = testing::random_weights(plain, N, K, rng);
+  const auto block_bytes = static_cast<int64_t>(dtype_info(plain).block_bytes);
+  for (int64_t blk = 0; blk < N * K / 256; ++blk) {
+    uint8_t* raw = w.bytes.data() + blk * block_bytes;
+    switch (plain) {  // the file's small f16 scales stay; everything else saturates
+      case DType::kQ6_K:
+        std::memset(raw, 0xFF, 192);        // ql, qh: u = 63
+        std::memset(raw + 192, 0x7F, 16);   // int8 scales 127
+        break;
+      case DType::kQ2_K:
+        std::memset(raw, 0xFF, 80);         // scales/mins 15, u = 3
+        break;
+      case DType::kQ3_K:
+        std::memset(raw, 0xFF, 108);        // high bits set, u = 7, 6-bit scales 63 (31 after - 32)
+        break;
+      default:                              // Q4_K, Q5_K: d, dmin, then scales, (qh), qs
+        std::memset(raw + 4, 0xFF, static_cast<size_t>(block_bytes - 4));
+        break;
+    }
+  }
+  std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));
+  interleave_rows(plain, w.bytes.data(), N, K, bytes.data());
+  const TensorView view{bytes.data(), interleaved_dtype(plain), Shape{N, K}};
+  std::vector<float> x(static_cast<size_t>(M * K));
+  for (int64_t k = 0; k < K; ++k) {
+    x[static_cast<size_t>(k)] = 1.0f;
+    x[static_cast<size_t>(K + k)] = -1.0f;
+    x[static_cast<size_t>(2 * K + k)] = k % 2 == 0 ? 1.0f : -1.0f;
+  }
+  const auto want = run_matmul(x, K, M, view, nullptr, {Isa::kScalar, kInt8});
+  for (float v : want) ASSERT_TRUE(std::isfinite(v));
+  for (Isa isa : available_isas())
+    EXPECT_TRUE(same_bits(run_matmul(x, K, M, view, nullptr, {isa, kInt8}), want)) << trace(plain, isa, M, N, K);
+}
+
 INSTANTIATE_TEST_SUITE_P(KQuants, KQuantInterleaved, ::testing::Values(DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
@@ -343,8 +385,8 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
-    // Q8_0x16 / Q4_0x16 / Q5_0x16 have AVX2 kernels; the K-quants' x16 forms fall back to the reference.
-    const bool avx2_kernel = type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16;
+    // Q2_Kx16 / Q3_Kx16 have no AVX2 kernel; below AVX-512 VNNI they fall back to the reference.
+    const bool avx2_kernel = type != DType::kQ2_Kx16 && type != DType::kQ3_Kx16;
     if (detected_isa() >= Isa::kAvx2)
       EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx2, kInt8), (avx2_kernel ? "avx2_" : "reference_") + name + "_int8");
     if (detected_isa() >= Isa::kAvx512) {

@@ -41,6 +41,10 @@ void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
+// Interleaved Q4_Kx16 / Q5_Kx16 / Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
+void matmul_q4_kx16_int8_avx2(const MatmulArgs& args);
+void matmul_q5_kx16_int8_avx2(const MatmulArgs& args);
+void matmul_q6_kx16_int8_avx2(const MatmulArgs& args);
 // Interleaved Q4_Kx16 over Q8_K-style activations (q8k_activations.h). Needs avx512_vnni.
 void matmul_q4_kx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q2_Kx16 / Q3_Kx16 over Q8_K-style activations. Need avx512_vnni.

@@ -89,21 +89,6 @@ static inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// Rows m0 .. m0 + R - 1 of Q8_K-style x (q8k_activations.h), for the K-quant kernels.
-template <int R>
-struct Q8kRows {
-  const int8_t* codes[R];
-  const float* scales[R];
-  const int16_t* sums[R];
-  Q8kRows(const MatmulArgs& a, int64_t m0) {
-    for (int r = 0; r < R; ++r) {
-      codes[r] = q8k_codes(a.xq, a.K, m0 + r);
-      scales[r] = q8k_scales(a.xq, a.K, m0 + r);
-      sums[r] = q8k_sums(a.xq, a.K, m0 + r);
-    }
-  }
-};
-
 // Runs tile.template operator()<R, G>(m0, g0) over every row of x and 16-row group of W: one group
 // at a time for decode (M == 1: each thread's rows one forward stream), else R rows by G groups.
 template <int R, int G, class Tile>

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/x86/avx2/interleaved_avx2.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
@@ -27,26 +28,6 @@ namespace lemma::kernels::x86 {
 namespace {
 
 constexpr int64_t kBlock = 32;
-
-__m256i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-// int16 pair sums -> int32 per row (each row's lane holds two int16).
-__m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
-
-// 32 bits of a fifth-bit mask -> 32 bytes of 16 (set) or 0.
-__m256i fifth_bits(const uint8_t* mask_bytes) {
-  int32_t bits;
-  std::memcpy(&bits, mask_bytes, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(bits), _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
-  return _mm256_and_si256(set, _mm256_set1_epi8(16));
-}
 
 // The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
 // the group, written to s[r].
@@ -81,8 +62,8 @@ struct Q5x16 {
       for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
       for (int p = 2 * half; p < 2 * half + 2; ++p) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
-        const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low), fifth_bits(masks + 8 * p + 4 * H));
-        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), fifth_bits(masks + 8 * (p + 4) + 4 * H));
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(v, low), mask_bytes(masks + 8 * p + 4 * H, 16));
+        const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), mask_bytes(masks + 8 * (p + 4) + 4 * H, 16));
         for (int r = 0; r < R; ++r) {
           t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(lo, broadcast4(x[r] + 4 * p)));
           t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
@@ -135,15 +116,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
       acc[r][1] = _mm256_fmadd_ps(_mm256_mul_ps(d1, dxr), _mm256_cvtepi32_ps(s1[r]), acc[r][1]);
     }
   }
-  const int64_t n0 = g * kInterleaveRows;
-  const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
-  for (int r = 0; r < R; ++r) {
-    float out[kInterleaveRows];
-    _mm256_storeu_ps(out, acc[r][0]);
-    _mm256_storeu_ps(out + 8, acc[r][1]);
-    float* y = a.y + (m0 + r) * a.y_stride + n0;
-    for (int64_t i = 0; i < valid; ++i) y[i] = a.bias != nullptr ? out[i] + a.bias[n0 + i] : out[i];
-  }
+  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
 }
 
 template <class W>

@@ -34,7 +34,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kValues;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks, kSuperBytes, group);
-  const Q8kRows<R> rows(a, m0);
+  const Q8kRows<R> rows(a.xq, a.K, m0);
   const auto& x = rows.codes;
   const auto& dx = rows.scales;
   const auto& sums = rows.sums;

@@ -1,0 +1,52 @@
+// Pieces the AVX2 interleaved-weight kernels share (interleaved_blocks.h): x's 4-code broadcasts,
+// int16 pair sums widened to int32, the fifth/high-bit masks spread to bytes, and the masked store
+// of one 16-row group's outputs (+ bias). A 64-byte chunk of a group holds 4 values of 16 rows; the
+// AVX2 kernels read it as two halves of 8 rows, one ymm each.
+// Included only by sources compiled with AVX2; `static inline` keeps each copy local to its object
+// file (see horizontal_sum.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/matmul_args.h"
+
+namespace lemma::kernels::x86 {
+
+// 4 signed codes of x broadcast to every 32-bit lane (the signed operand of vpmaddubsw).
+static inline __m256i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// int16 pair sums -> int32 per row (each row's 32-bit lane holds two int16).
+static inline __m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+
+// The 32 bits of a little-endian mask at p -> 32 bytes of `value` (bit set) or 0: byte b takes bit b.
+static inline __m256i mask_bytes(const uint8_t* p, int8_t value) {
+  int32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(bits), _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(value));
+}
+
+// Outputs n0 .. n0 + 15 of group g for row m of x from the two halves' accumulators (+ bias);
+// outputs past N are not written.
+static inline void store_group(const MatmulArgs& a, int64_t m, int64_t g, __m256 rows0_7, __m256 rows8_15) {
+  float out[kInterleaveRows];
+  _mm256_storeu_ps(out, rows0_7);
+  _mm256_storeu_ps(out + 8, rows8_15);
+  const int64_t n0 = g * kInterleaveRows;
+  const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
+  float* y = a.y + m * a.y_stride + n0;
+  for (int64_t i = 0; i < valid; ++i) y[i] = a.bias != nullptr ? out[i] + a.bias[n0 + i] : out[i];
+}
+
+}  // namespace lemma::kernels::x86

@@ -162,8 +162,7 @@ TEST(QuantGolden, Stories260KPerplexity) {
   }
 }
 
-// Where the interleaved int8 kernels run (Q8_0/Q4_0/Q5_0 from AVX2 up, the K-quants with AVX-512 VNNI),
-// Model re-lays those matrices into 16-row interleaved blocks (model/interleaved_weights.h): the same codes and scales, only each output's f32 sum of blocks in
+// Where the interleaved int8 kernels run (AVX2 and up), Model re-lays those matrices into 16-row interleaved blocks (model/interleaved_weights.h): the same codes and scales, only each output's f32 sum of blocks in
 // another order. So the logits stay those of the file's layout up to rounding (measured 1e-6 to 2e-6
 // absolute on most sequences), plus the int8 activation codes that rounding flips in later layers:
 // up to 0.81% of max|logit| measured (tiny-256-Q4_0 len64, stories260K-Q4_0 len64). Bounded at 2e-2
@@ -181,7 +180,7 @@ TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
     ::unsetenv("LEMMA_INTERLEAVE");
     const Model interleaved = Model::open(gguf);
     // Every matrix of the file whose type has an interleaved form that runs here is re-laid (Q4_K_M mixes
-    // Q4_K and Q6_K; below AVX-512 VNNI the K-quants keep the file's layout).
+    // Q4_K and Q6_K).
     int relaid = 0;
     for (size_t l = 0; l < plain.weights().layers.size(); ++l) {
       const LayerWeights& p = plain.weights().layers[l];

@@ -92,6 +92,13 @@ namespace lemma::kernels {
 
 constexpr int64_t kInterleaveRows = 16;
 
+// Byte offsets inside a Q2_Kx16 (kQ3 = false) / Q3_Kx16 superblock (the layout above).
+template <bool kQ3>
+struct Q23Kx16Layout {
+  static constexpr int64_t kSuperBytes = kInterleaveRows * (kQ3 ? 110 : 84);
+  static constexpr int64_t kScalesAt = kQ3 ? 32 : 64, kCodesAt = kQ3 ? 224 : 320, kHighAt = 1248;
+};
+
 static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||

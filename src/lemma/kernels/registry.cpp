@@ -141,8 +141,7 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_vnni_q5_0_int8", DType::kQ5_0, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q5_0_int8_avx512vnni, x86::matmul_q5_0_int8_avx2>, x86::quantize_activations_avx512, int8_activation_bytes},
     // Interleaved Q8_0x16/Q4_0x16/Q5_0x16/Q2_Kx16..Q6_Kx16 (interleaved_blocks.h): only int8 activations (signed,
-    // with block sums; the K-quants: Q8_K-style). Model makes Q2_Kx16/Q3_Kx16 only where the VNNI kernels run (the
-    // reference serves every other ISA), the others wherever AVX2 does.
+    // with block sums; the K-quants: Q8_K-style). Model makes them wherever AVX2 runs (the reference serves scalar).
     {"reference_q8_0x16_int8", DType::kQ8_0x16, Isa::kScalar, kInt8, false, matmul_q8_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_q4_0x16_int8", DType::kQ4_0x16, Isa::kScalar, kInt8, false, matmul_q4_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_q5_0x16_int8", DType::kQ5_0x16, Isa::kScalar, kInt8, false, matmul_q5_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
@@ -154,6 +153,8 @@ constexpr MatmulKernel kKernels[] = {
     {"avx2_q8_0x16_int8", DType::kQ8_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q8_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_q4_0x16_int8", DType::kQ4_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q4_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_q5_0x16_int8", DType::kQ5_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q5_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
+    {"avx2_q2_kx16_int8", DType::kQ2_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q2_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
+    {"avx2_q3_kx16_int8", DType::kQ3_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q3_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
     {"avx2_q4_kx16_int8", DType::kQ4_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q4_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
     {"avx2_q5_kx16_int8", DType::kQ5_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q5_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
     {"avx2_q6_kx16_int8", DType::kQ6_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q6_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
@@ -166,9 +167,9 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_vnni_q4_kx16_int8", DType::kQ4_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q4_kx16_int8_avx512vnni, x86::matmul_q4_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q2_kx16_int8", DType::kQ2_Kx16, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_q2_kx16_int8_avx512vnni, matmul_q2_kx16_int8_reference>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+     int8_avx512<x86::matmul_q2_kx16_int8_avx512vnni, x86::matmul_q2_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q3_kx16_int8", DType::kQ3_Kx16, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_q3_kx16_int8_avx512vnni, matmul_q3_kx16_int8_reference>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
+     int8_avx512<x86::matmul_q3_kx16_int8_avx512vnni, x86::matmul_q3_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q5_kx16_int8", DType::kQ5_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q5_kx16_int8_avx512vnni, x86::matmul_q5_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q6_kx16_int8", DType::kQ6_Kx16, Isa::kAvx512, kInt8, false,

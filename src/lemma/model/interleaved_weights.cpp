@@ -77,13 +77,9 @@ bool interleaving_enabled(DType plain) {
   if (plain == DType::kBF16)
     return isa >= kernels::Isa::kAvx512 &&
            kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kBf16Activations;
-  if (kernels::interleaved_dtype(plain) == DType::kCount ||
-      kernels::default_matmul_precision(plain, isa) != kernels::MatmulPrecision::kInt8Activations)
-    return false;
-  // Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K's x16 kernels run on AVX2 (vpmaddubsw); Q2_K/Q3_K's need AVX-512 VNNI.
-  const bool avx2_kernel = plain == DType::kQ8_0 || plain == DType::kQ4_0 || plain == DType::kQ5_0 ||
-                           plain == DType::kQ4_K || plain == DType::kQ5_K || plain == DType::kQ6_K;
-  return avx2_kernel || (isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni);
+  // Every int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
+  return kernels::interleaved_dtype(plain) != DType::kCount &&
+         kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;
 }
 
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {

@@ -7,9 +7,9 @@
 // become bf16x16 where the AVX512_BF16 kernels run: one vdpbf16ps per 16 rows' pairs, no horizontal
 // sums (values moved, never changed; each output one accumulator over k instead of 16 lanes).
 // Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX2 (also when forced
-// with LEMMA_ISA), f32 activations (LEMMA_MATMUL_PRECISION=f32), and for Q2_K/Q3_K below AVX-512
-// with AVX512_VNNI, for bf16 below AVX-512 with AVX512_BF16. Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K have AVX2
-// kernels too (vpmaddubsw), so CPUs without AVX-512 interleave those.
+// with LEMMA_ISA), f32 activations (LEMMA_MATMUL_PRECISION=f32), and for bf16 below AVX-512 with
+// AVX512_BF16. The int8 forms have AVX2 kernels too (vpmaddubsw), so CPUs without AVX-512 (or
+// without VNNI) interleave every GGUF quant type above.
 // An untied token embedding keeps its view (rows are read one at a time); a tied one becomes the
 // interleaved LM head's view, whose rows layers::read_row() reads back bit for bit.
 #pragma once

@@ -41,7 +41,9 @@ void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
-// Interleaved Q4_Kx16 / Q5_Kx16 / Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
+// Interleaved Q2_Kx16 .. Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
+void matmul_q2_kx16_int8_avx2(const MatmulArgs& args);
+void matmul_q3_kx16_int8_avx2(const MatmulArgs& args);
 void matmul_q4_kx16_int8_avx2(const MatmulArgs& args);
 void matmul_q5_kx16_int8_avx2(const MatmulArgs& args);
 void matmul_q6_kx16_int8_avx2(const MatmulArgs& args);

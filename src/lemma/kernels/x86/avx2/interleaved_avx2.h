@@ -1,6 +1,6 @@
 // Pieces the AVX2 interleaved-weight kernels share (interleaved_blocks.h): x's 4-code broadcasts,
-// int16 pair sums widened to int32, the fifth/high-bit masks spread to bytes, and the masked store
-// of one 16-row group's outputs (+ bias). A 64-byte chunk of a group holds 4 values of 16 rows; the
+// int16 pair sums widened to int32, the fifth/high-bit masks spread to bytes, the K-quants' spread
+// prefetch and scale bytes, and the store of one 16-row group's outputs (+ bias). A 64-byte chunk of a group holds 4 values of 16 rows; the
 // AVX2 kernels read it as two halves of 8 rows, one ymm each.
 // Included only by sources compiled with AVX2; `static inline` keeps each copy local to its object
 // file (see horizontal_sum.h).
@@ -35,6 +35,26 @@ static inline __m256i mask_bytes(const uint8_t* p, int8_t value) {
   const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
   return _mm256_and_si256(set, _mm256_set1_epi8(value));
+}
+
+// The K-quant kernels' software prefetch (they read a superblock in several places, which the
+// hardware prefetchers follow poorly): part `step` of `steps` of a superblock's lines, 8 KiB ahead.
+constexpr int64_t kPrefetchAhead = 8192;
+
+static inline void prefetch_part(const uint8_t* super, int64_t bytes, int step, int steps) {
+  const int64_t lines = (bytes + 63) / 64;
+  for (int64_t line = lines * step / steps; line < lines * (step + 1) / steps; ++line)
+    _mm_prefetch(reinterpret_cast<const char*>(super + kPrefetchAhead + 64 * line), _MM_HINT_T0);
+}
+
+// Byte J (0..3) of each 32-bit lane, zero- or sign-extended to int32.
+template <int J>
+static inline __m256i unsigned_byte(__m256i v) {
+  return _mm256_and_si256(_mm256_srli_epi32(v, 8 * J), _mm256_set1_epi32(0xFF));
+}
+template <int J>
+static inline __m256i signed_byte(__m256i v) {
+  return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
 }
 
 // Outputs n0 .. n0 + 15 of group g for row m of x from the two halves' accumulators (+ bias);

@@ -31,24 +31,6 @@ namespace lemma::kernels::x86 {
 namespace {
 
 constexpr int64_t kValues = 256;
-constexpr int64_t kPrefetchAhead = 8192;
-
-// Part `step` of `steps` of the superblock's lines, kPrefetchAhead bytes ahead.
-void prefetch_part(const uint8_t* super, int64_t bytes, int step, int steps) {
-  const int64_t lines = (bytes + 63) / 64;
-  for (int64_t line = lines * step / steps; line < lines * (step + 1) / steps; ++line)
-    _mm_prefetch(reinterpret_cast<const char*>(super + kPrefetchAhead + 64 * line), _MM_HINT_T0);
-}
-
-// Byte J (0..3) of each 32-bit lane, zero- or sign-extended to int32.
-template <int J>
-__m256i unsigned_byte(__m256i v) {
-  return _mm256_and_si256(_mm256_srli_epi32(v, 8 * J), _mm256_set1_epi32(0xFF));
-}
-template <int J>
-__m256i signed_byte(__m256i v) {
-  return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
-}
 // A value 0..255 per lane as the int16 pair (v, v), vpmaddwd's multiplier for both halves of a lane.
 __m256i as_pair(__m256i v) { return _mm256_or_si256(v, _mm256_slli_epi32(v, 16)); }
 

@@ -23,12 +23,6 @@ namespace {
 
 constexpr int64_t kValues = 256;
 
-template <bool kQ3>
-struct Layout {
-  static constexpr int64_t kSuperBytes = kInterleaveRows * (kQ3 ? 110 : 84);
-  static constexpr int64_t kScalesAt = kQ3 ? 32 : 64, kCodesAt = kQ3 ? 224 : 320, kHighAt = 1248;
-};
-
 // The low nibble of byte J (0..3) of each 32-bit lane (Q2_K's scale).
 template <int J>
 __m512i low_nibble(__m512i v) {
@@ -49,7 +43,7 @@ void unpack_q3k_scales(const uint8_t* packed, __m512i v[4]) {
 
 template <bool kQ3, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
-  using L = Layout<kQ3>;
+  using L = Q23Kx16Layout<kQ3>;
   const int64_t blocks = a.K / kValues;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks, L::kSuperBytes, group);

@@ -200,6 +200,19 @@ const Variant kVariants[] = {
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_kx16_int8_avx512", DType::kQ6_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    // AVX2 (CPUs without AVX-512): GGUF order beside the interleaved kernels.
+    {"q8_0_int8_avx2", DType::kQ8_0, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q8_0x16_int8_avx2", DType::kQ8_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_0_int8_avx2", DType::kQ4_0, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_0x16_int8_avx2", DType::kQ4_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q5_0x16_int8_avx2", DType::kQ5_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_k_int8_avx2", DType::kQ4_K, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_kx16_int8_avx2", DType::kQ4_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q6_k_int8_avx2", DType::kQ6_K, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q6_kx16_int8_avx2", DType::kQ6_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q5_kx16_int8_avx2", DType::kQ5_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q2_kx16_int8_avx2", DType::kQ2_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q3_kx16_int8_avx2", DType::kQ3_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
 };
 
 struct MatrixShape {

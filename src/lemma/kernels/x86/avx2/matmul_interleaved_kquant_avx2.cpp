@@ -12,7 +12,8 @@
 //   int16 pairs against (xs, xs') pairs, as the VNNI kernel's vpdpwssd.
 // - Q6_K: u = nibble | bit pair << 4 (<= 63): pairs up to 16002, so 2 steps per int16 sum; each
 //   16-value sub-block's int32 sum starts at -32 s_j and is weighted by its int8 scale (vpmulld).
-// Register tile: up to 2 rows of x by one group; decode (M == 1) one row. Rows never depend on M.
+// Register tile: one group by up to 2 rows of x for M <= 2, else by up to 4 (Q4_K, Q5_K) or 2 (Q6_K)
+// rows. Rows never depend on M.
 // Software prefetch as the VNNI kernels: spread 8 KiB ahead over a superblock's work (these kernels
 // read a superblock in several places, which the hardware prefetchers follow poorly).
 #include <immintrin.h>
@@ -214,22 +215,31 @@ void q6_tile(const MatmulArgs& a, int64_t m0, int64_t g) {
   for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
 }
 
-template <class Tile>
+// Rows of x per register tile for M > 2, measured (llama1b-shape down 2048x8192, M = 512, 2 threads,
+// GFLOP/s): Q4_K 2 / 3 / 4 rows 260-278 / 306-320 / 295-330, Q5_K 178-188 / 219-220 / 231-245, Q6_K
+// 181-189 / 165-168 / 131-137 (its four code vectors per step already fill the registers).
+constexpr int kPrefillRows45 = 4, kPrefillRows6 = 2;
+
+template <int PrefillRows, class Tile>
 void over_groups(const MatmulArgs& a, Tile&& tile) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  for_each_tile<2, 1>(a.M, groups, tile);
+  if (a.M <= 2) {
+    for_each_tile<2, 1>(a.M, groups, tile);
+  } else {
+    for_each_tile<PrefillRows, 1>(a.M, groups, tile);
+  }
 }
 
 }  // namespace
 
 void matmul_q4_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<false, R>(a, m0, g); });
+  over_groups<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<false, R>(a, m0, g); });
 }
 void matmul_q5_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<true, R>(a, m0, g); });
+  over_groups<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<true, R>(a, m0, g); });
 }
 void matmul_q6_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups(a, [&]<int R, int G>(int64_t m0, int64_t g) { q6_tile<R>(a, m0, g); });
+  over_groups<kPrefillRows6>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q6_tile<R>(a, m0, g); });
 }
 
 }  // namespace lemma::kernels::x86

@@ -32,7 +32,7 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   }
   const Model gguf = Model::open(files->gguf);
   const Model hf = Model::open(files->hf_dir);
-  // bf16, or bf16x16 where Model interleaves it for the AVX512_BF16 kernels (the same values).
+  // bf16, or bf16x16 where Model interleaves it (from AVX2 up; the same values).
   const DType q = gguf.weights().layers[0].q.dtype;
   ASSERT_TRUE(q == DType::kBF16 || q == DType::kBF16x16) << dtype_name(q);
   ASSERT_EQ(hf.weights().layers[0].q.dtype, gguf.weights().layers[0].q.dtype);
@@ -65,8 +65,9 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   const auto copied = sequence_logits(Model::open(files->hf_dir, LoadMode::kCopy), tokens);
   ASSERT_EQ(copied.size(), b.size());
   EXPECT_EQ(0, std::memcmp(copied.data(), b.data(), b.size() * sizeof(float)));
-  const bool bf16_activations = kernels::default_matmul_precision(DType::kBF16, kernels::active_isa()) ==
-                                kernels::MatmulPrecision::kBf16Activations;
+  const bool bf16_activations = q == DType::kBF16x16 ||  // bf16x16 always takes bf16 activations
+                                kernels::default_matmul_precision(DType::kBF16, kernels::active_isa()) ==
+                                    kernels::MatmulPrecision::kBf16Activations;
   std::printf("tiny-gqa bf16 (%s activations): max|logit - golden| = %.3g of max|golden|\n",
               bf16_activations ? "bf16" : "f32", diff_golden / max_golden);
   EXPECT_LE(diff_golden, (bf16_activations ? 4e-2 : 2e-2) * max_golden);

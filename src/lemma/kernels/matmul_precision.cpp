@@ -25,6 +25,11 @@ bool forced_f32() {
 
 }  // namespace
 
+bool matmul_precision_forced_f32() {
+  static const bool f32_only = forced_f32();
+  return f32_only;
+}
+
 MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
   // A throwing initialiser is retried on the next call, so a bad value fails every matmul.
   // Interleaved blocks have int8-activation kernels only (Model makes them only when int8 is the default).

@@ -11,6 +11,8 @@
 
 namespace lemma::kernels {
 
+// Whether LEMMA_MATMUL_PRECISION=f32 forces f32 activations everywhere (read once).
+bool matmul_precision_forced_f32();
 MatmulPrecision default_matmul_precision(DType weight, Isa isa);
 
 }  // namespace lemma::kernels

@@ -106,10 +106,12 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_q3_k", DType::kQ3_K, Isa::kAvx512, kF32, false, dequant_then_fma<DType::kQ3_K, Isa::kAvx512>},
     {"avx512_bf16_dpbf16", DType::kBF16, Isa::kAvx512, kBf16, true, x86::matmul_bf16_dpbf16_avx512,
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
-    // Interleaved bf16x16 (interleaved_blocks.h): bf16 activations only. Model makes it only where
-    // AVX512_BF16 runs; the reference (vdpbf16ps spelled out) serves every other ISA.
+    // Interleaved bf16x16 (interleaved_blocks.h): bf16 activations only. Model makes it from AVX2 up
+    // (AVX512_BF16's vdpbf16ps, or the same bits by AVX2 FMAs); the reference serves scalar.
     {"reference_bf16x16", DType::kBF16x16, Isa::kScalar, kBf16, false, matmul_bf16x16_reference,
      pack_x_bf16_reference, bf16_activation_bytes},
+    {"avx2_bf16x16", DType::kBF16x16, Isa::kAvx2, kBf16, false, x86::matmul_bf16x16_avx2, pack_x_bf16_reference,
+     bf16_activation_bytes},
     {"avx512_bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, kBf16, true, x86::matmul_bf16x16_dpbf16_avx512,
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
     // On AMX tiles (x86/amx/): TDPBF16PS, whose pair order (even first) gives other bits than vdpbf16ps.

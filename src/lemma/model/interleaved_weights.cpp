@@ -74,9 +74,9 @@ bool interleaving_enabled(DType plain) {
   if (env != nullptr && std::string_view(env) == "0") return false;
   const kernels::Isa isa = kernels::active_isa();
   if (isa < kernels::Isa::kAvx2) return false;
-  if (plain == DType::kBF16)
-    return isa >= kernels::Isa::kAvx512 &&
-           kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kBf16Activations;
+  // bf16x16 runs with bf16 activations (vdpbf16ps, or its bits by AVX2 FMAs), also where plain bf16
+  // matrices keep f32 activations (AVX2 without AVX512_BF16; K not a multiple of 32 stays plain).
+  if (plain == DType::kBF16) return !kernels::matmul_precision_forced_f32();
   // Every int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
   return kernels::interleaved_dtype(plain) != DType::kCount &&
          kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;

@@ -4,12 +4,13 @@
 // the memory bandwidth and prefill runs ~2.4x faster. Codes and scales are moved, never changed;
 // only the f32 summation order of a row's blocks differs from the plain kernels (one accumulator,
 // blocks in order; both within rounding of the exact product). bf16 matrices (K a multiple of 32)
-// become bf16x16 where the AVX512_BF16 kernels run: one vdpbf16ps per 16 rows' pairs, no horizontal
+// become bf16x16 from AVX2 up: one vdpbf16ps (AVX512_BF16) per 16 rows' pairs, no horizontal
 // sums (values moved, never changed; each output one accumulator over k instead of 16 lanes).
 // Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX2 (also when forced
-// with LEMMA_ISA), f32 activations (LEMMA_MATMUL_PRECISION=f32), and for bf16 below AVX-512 with
-// AVX512_BF16. The int8 forms have AVX2 kernels too (vpmaddubsw), so CPUs without AVX-512 (or
-// without VNNI) interleave every GGUF quant type above.
+// with LEMMA_ISA) or f32 activations forced (LEMMA_MATMUL_PRECISION=f32). Every form has an AVX2
+// kernel too (int8: vpmaddubsw; bf16x16: vdpbf16ps's bits by FMAs under DAZ/FTZ), so CPUs without
+// AVX-512 (or without VNNI / AVX512_BF16) interleave every type above; bf16x16 then runs with bf16
+// activations where plain bf16 would keep f32 ones.
 // An untied token embedding keeps its view (rows are read one at a time); a tied one becomes the
 // interleaved LM head's view, whose rows layers::read_row() reads back bit for bit.
 #pragma once

@@ -174,6 +174,22 @@ TEST(Bf16x16Matmul, SubnormalInputsReadAsZero) {
   }
 }
 
+// FTZ: normal inputs whose products (and their sums) are subnormal give +-0, on every ISA that runs
+// vdpbf16ps or spells it out (AVX2 under MXCSR FTZ).
+TEST(Bf16x16Matmul, SubnormalResultsFlushToZero) {
+  const int64_t N = 16, K = 32;
+  std::vector<uint16_t> w(static_cast<size_t>(N * K), f32_to_bf16(1.0e-20f));
+  for (int64_t k = 0; k < K; ++k) w[static_cast<size_t>(K + k)] = f32_to_bf16(k % 2 == 0 ? 1.0e-20f : -1.0e-20f);
+  const auto interleaved = testing::interleave_bf16(w.data(), N, K);
+  const std::vector<float> x(static_cast<size_t>(K), 1.0e-19f);  // each product ~1e-39: subnormal
+  for (Isa isa : available_isas()) {
+    if (!runs_vdpbf16ps(isa)) continue;
+    const auto y = run_matmul(x, K, 1, interleaved.view, nullptr, {isa, kBf16});
+    EXPECT_EQ(y[0], 0.0f) << isa_name(isa);
+    EXPECT_EQ(y[1], 0.0f) << isa_name(isa);
+  }
+}
+
 // Rows of x prepared in pieces (as a thread team does: reserve_activations, then
 // prepare_activation_rows per range) give the bytes and outputs of one prepare_activations call, for
 // every activation format (all hold x row by row): bf16 (bf16x16 weights), int8 unsigned (Q8_0) and

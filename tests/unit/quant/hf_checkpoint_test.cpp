@@ -17,8 +17,10 @@
 #include "lemma/io/safetensors_checkpoint.h"
 #include "lemma/kernels/dequantize.h"
 #include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/model/interleaved_weights.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
 #include "lemma/quant/fp8_weight.h"
@@ -112,7 +114,9 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
 // activations and bf16 with bf16 activations round x, which on tiny-256 (large init std, README of
 // golden/quant: 4-8% of max|logit| even for Q8_0) moves logits by a few percent.
 double reference_bound(DType served) {
-  const auto precision = kernels::default_matmul_precision(served, kernels::active_isa());
+  // The dtype the matmuls really run: Model re-lays interleavable matrices (tiny-256's K are whole blocks).
+  const DType run = interleaving_enabled(served) ? kernels::interleaved_dtype(served) : served;
+  const auto precision = kernels::default_matmul_precision(run, kernels::active_isa());
   return precision == kernels::MatmulPrecision::kF32Activations ? 1e-4 : 0.1;
 }
 

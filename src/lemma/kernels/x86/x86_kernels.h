@@ -87,5 +87,8 @@ void matmul_bf16_dpbf16_avx512(const MatmulArgs& args);
 void matmul_bf16_dpbf16_avx512_blocked(const MatmulArgs& args, int64_t block_rows);
 // Interleaved bf16x16 weights (interleaved_blocks.h) x the same packed x; needs avx512_bf16.
 void matmul_bf16x16_dpbf16_avx512(const MatmulArgs& args);
+// The same bits with AVX2 + FMA (vdpbf16ps spelled out under MXCSR DAZ + FTZ), for CPUs without
+// AVX512_BF16.
+void matmul_bf16x16_avx2(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -13,6 +13,7 @@
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
@@ -55,6 +56,18 @@ static inline __m256i unsigned_byte(__m256i v) {
 template <int J>
 static inline __m256i signed_byte(__m256i v) {
   return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
+}
+
+// tile.template operator()<R, 1>(m0, g) over every row of x and 16-row group of W: up to 2 rows of x
+// per tile for M <= 2 (decode), up to PrefillRows otherwise.
+template <int PrefillRows, class Tile>
+static inline void for_each_group(const MatmulArgs& a, Tile&& tile) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  if (a.M <= 2) {
+    for_each_tile<2, 1>(a.M, groups, tile);
+  } else {
+    for_each_tile<PrefillRows, 1>(a.M, groups, tile);
+  }
 }
 
 // Outputs n0 .. n0 + 15 of group g for row m of x from the two halves' accumulators (+ bias);

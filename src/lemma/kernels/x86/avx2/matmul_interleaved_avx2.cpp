@@ -124,13 +124,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
 
 template <class W>
 void run(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g) { tile<W, R>(a, m0, g); };
-  if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, t);
-  } else {
-    for_each_tile<W::kPrefillRows, 1>(a.M, groups, t);
-  }
+  for_each_group<W::kPrefillRows>(a, [&]<int R, int G>(int64_t m0, int64_t g) { tile<W, R>(a, m0, g); });
 }
 
 }  // namespace

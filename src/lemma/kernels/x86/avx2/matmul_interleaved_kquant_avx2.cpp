@@ -220,26 +220,16 @@ void q6_tile(const MatmulArgs& a, int64_t m0, int64_t g) {
 // 181-189 / 165-168 / 131-137 (its four code vectors per step already fill the registers).
 constexpr int kPrefillRows45 = 4, kPrefillRows6 = 2;
 
-template <int PrefillRows, class Tile>
-void over_groups(const MatmulArgs& a, Tile&& tile) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, tile);
-  } else {
-    for_each_tile<PrefillRows, 1>(a.M, groups, tile);
-  }
-}
-
 }  // namespace
 
 void matmul_q4_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<false, R>(a, m0, g); });
+  for_each_group<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<false, R>(a, m0, g); });
 }
 void matmul_q5_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<true, R>(a, m0, g); });
+  for_each_group<kPrefillRows45>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q45_tile<true, R>(a, m0, g); });
 }
 void matmul_q6_kx16_int8_avx2(const MatmulArgs& a) {
-  over_groups<kPrefillRows6>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q6_tile<R>(a, m0, g); });
+  for_each_group<kPrefillRows6>(a, [&]<int R, int G>(int64_t m0, int64_t g) { q6_tile<R>(a, m0, g); });
 }
 
 }  // namespace lemma::kernels::x86

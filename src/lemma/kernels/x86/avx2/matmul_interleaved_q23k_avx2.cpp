@@ -141,8 +141,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
 
 template <bool kQ3>
 void run(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  for_each_tile<2, 1>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g) { tile<kQ3, R>(a, m0, g); });
+  for_each_group<2>(a, [&]<int R, int G>(int64_t m0, int64_t g) { tile<kQ3, R>(a, m0, g); });
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 // 32 sequences at 512, prefill of 512 tokens.
 // With cold = 1 each flash call reads the next of a ring of caches (as a decode step reads each
 // layer's) that together exceed the last-level cache, so K/V come from DRAM, and the scalar loop
-// is skipped.
-// Usage: attention_bench [threads=2] [repetitions=20] [cold=0]
+// is skipped. kv_dtype (f32, bf16, int8, fp8) is the cache's element type; the scalar loop reads
+// f32 caches only, so for the others it is skipped too.
+// Usage: attention_bench [threads=2] [repetitions=20] [cold=0] [kv_dtype=f32]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -93,19 +95,21 @@ double best_ms(int reps, const std::function<void()>& fn, double* cpu_ms = nullp
 constexpr int64_t kColdBytes = int64_t{256} << 20;  // the ring of caches for cold calls
 
 // `batch` sequences of `context` keys each (own shuffled blocks), `num_tokens` new tokens each.
-void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t batch, int threads, int reps, bool cold) {
+void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t batch, int threads, int reps, bool cold,
+              lemma::KvDtype dtype) {
   const int64_t blocks_per_seq = (context + kBlockSize - 1) / kBlockSize, blocks = blocks_per_seq * batch;
-  const int64_t layer_bytes = 2 * blocks * kBlockSize * kKvHeads * kHeadDim * int64_t{sizeof(float)};
+  const int64_t layer_bytes = blocks * kBlockSize * static_cast<int64_t>(KvCache::kv_cache_bytes_per_token(1, kKvHeads, kHeadDim, dtype));
   const int64_t layers = cold ? std::max<int64_t>(2, kColdBytes / layer_bytes) : 1;
-  KvCache cache(layers, blocks, kBlockSize, kKvHeads, kHeadDim);
+  KvCache cache(layers, blocks, kBlockSize, kKvHeads, kHeadDim, dtype);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(kKvHeads * kHeadDim)), v(k.size());
   for (int64_t l = 0; l < layers; ++l) {
     KvLayerView layer = cache.layer(l);
-    const int64_t kv_floats = blocks * kBlockSize * layer.token_stride();
-    float* keys = static_cast<float*>(layer.keys);  // an f32 cache
-    float* values = static_cast<float*>(layer.values);
-    for (int64_t i = 0; i < kv_floats; ++i) keys[i] = normal(rng), values[i] = normal(rng);
+    for (int64_t slot = 0; slot < blocks * kBlockSize; ++slot) {
+      for (size_t i = 0; i < k.size(); ++i) k[i] = normal(rng), v[i] = normal(rng);
+      lemma::write_kv_slot(layer, slot, k.data(), v.data());
+    }
   }
   KvLayerView view = cache.layer(0);
   std::vector<int32_t> ids = lemma::contiguous_block_table(blocks * kBlockSize, kBlockSize);
@@ -130,13 +134,14 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
     lemma::layers::paged_attention(q, cache.layer(next_layer), seqs, params, scratch, out, &team);
     next_layer = (next_layer + 1) % layers;
   }, &flash_cpu);
-  const double kv_gb = 2.0 * double(batch * context) * double(view.token_stride()) * sizeof(float) / 1e9;
+  const double kv_gb =
+      double(batch * context) * double(KvCache::kv_cache_bytes_per_token(1, kKvHeads, kHeadDim, dtype)) / 1e9;
   const double pairs = double(num_tokens) * double(context) - double(num_tokens) * double(num_tokens - 1) / 2.0;
   const double gflop = 4.0 * pairs * kHeadDim * kHeads * double(batch) / 1e9;
-  if (cold) {
-    std::printf("%-12s ctx %5lld  flash %8.3f ms (%5.1f GB/s K/V, %5.1f GFLOP/s), ring of %lld layers\n", name,
+  if (cold || dtype != lemma::KvDtype::kF32) {
+    std::printf("%-12s ctx %5lld  flash %8.3f ms (%5.1f GB/s K/V, %5.1f GFLOP/s)%s\n", name,
                 static_cast<long long>(context), flash, kv_gb / (flash / 1e3), gflop / (flash / 1e3),
-                static_cast<long long>(layers));
+                cold ? (", ring of " + std::to_string(layers) + " layers").c_str() : "");
     return;
   }
   const double old = best_ms(reps, [&] {
@@ -163,12 +168,19 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
   const bool cold = argc > 3 && std::atoi(argv[3]) != 0;
-  std::printf("attention_bench: isa %s, %d threads, heads %lld/%lld, head_dim %lld, block %lld, best of %d%s\n",
-              std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(), threads,
+  const std::optional<lemma::KvDtype> parsed = lemma::kernels::parse_kv_dtype(argc > 4 ? argv[4] : "f32");
+  if (!parsed) {
+    std::fprintf(stderr, "attention_bench: unknown kv dtype '%s' (f32, bf16, int8, fp8)\n", argv[4]);
+    return 2;
+  }
+  const lemma::KvDtype dtype = *parsed;
+  std::printf("attention_bench: isa %s, %s K/V, %d threads, heads %lld/%lld, head_dim %lld, block %lld, best of %d%s\n",
+              std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(),
+              lemma::kernels::kv_dtype_name(dtype), threads,
               static_cast<long long>(kHeads), static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim),
               static_cast<long long>(kBlockSize), reps, cold ? ", cold (K/V from DRAM)" : "");
-  for (int64_t ctx : {300, 512, 800, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps, cold);
-  run_case("decode x32", 512, 1, 32, threads, reps, cold);
-  run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4), cold);
+  for (int64_t ctx : {300, 512, 800, 2048, 8192}) run_case("decode", ctx, 1, 1, threads, reps, cold, dtype);
+  run_case("decode x32", 512, 1, 32, threads, reps, cold, dtype);
+  run_case("prefill 512", 512, 512, 1, threads, std::max(1, reps / 4), cold, dtype);
   return 0;
 }

@@ -34,8 +34,8 @@ struct Shape {
 
 constexpr KvDtype kDtypes[] = {KvDtype::kF32, KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8};
 
-std::string describe(const Shape& s, Isa isa, KvDtype dtype = KvDtype::kF32) {
-  return std::string(isa_name(isa)) + " " + kv_dtype_name(dtype) + " hd=" + std::to_string(s.head_dim) + " group=" + std::to_string(s.group) +
+std::string describe(const Shape& s, const FlashSplitKernel& kernel, KvDtype dtype = KvDtype::kF32) {
+  return std::string(kernel.name) + " " + kv_dtype_name(dtype) + " hd=" + std::to_string(s.head_dim) + " group=" + std::to_string(s.group) +
          " kv=" + std::to_string(s.num_kv_heads) + " ctx=" + std::to_string(s.context) +
          " rows=" + std::to_string(s.num_rows) + " bs=" + std::to_string(s.block_size) +
          " window=" + std::to_string(s.window);
@@ -149,7 +149,7 @@ FlashSplitArgs args_for(const Shape& s, const PagedCache& c, const float* q, int
 }
 
 // Runs every split over rows [row_begin, row_begin + rows) and folds them in order into out rows.
-void flash_rows(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale, Isa isa,
+void flash_rows(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale, const FlashSplitKernel& kernel,
                 int64_t row_begin, int64_t rows, std::vector<float>& out) {
   const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim, ps = flash_partial_stride(hd);
   const int64_t queries = rows * s.group;
@@ -161,7 +161,7 @@ void flash_rows(const Shape& s, const PagedCache& c, const std::vector<float>& q
       total[static_cast<size_t>(i * ps + 1)] = 0.0f;
     }
     for (int64_t split = 0; split < num_splits; ++split) {
-      flash_attention_split(args_for(s, c, q.data(), h, row_begin, rows, split, scale, part.data()), isa);
+      kernel.run(args_for(s, c, q.data(), h, row_begin, rows, split, scale, part.data()));
       for (int64_t i = 0; i < queries; ++i) flash_merge(total.data() + i * ps, part.data() + i * ps, hd);
     }
     for (int64_t r = 0; r < rows; ++r)
@@ -177,6 +177,7 @@ const Shape kShapes[] = {
     {16, 7, 2, 255, 255, 16, 0}, {32, 4, 1, 700, 9, 16, 100}, {80, 2, 1, 530, 30, 32, 300},
     {128, 2, 1, 33, 33, 1, 7},  {64, 1, 3, 1031, 2, 16, 256}, {24, 3, 1, 19, 19, 16, 0},
     {20, 3, 1, 270, 6, 16, 0},  {4, 2, 2, 40, 40, 4, 9},     {272, 2, 1, 260, 3, 32, 0},  // vector tails, > 256
+    {528, 2, 1, 40, 3, 16, 0},  // longer than the AVX512_BF16 kernel's bf16 query halves hold
 };
 
 TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttentionForEveryKvDtype) {
@@ -189,13 +190,36 @@ TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttentionForEveryKvDtype) {
       const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
       const auto want = dense_attention(s, c, q, scale);
-      for (Isa isa : available_isas()) {
+      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
         std::vector<float> got(q.size(), -1.0f);
-        flash_rows(s, c, q, scale, isa, 0, s.num_rows, got);
+        flash_rows(s, c, q, scale, kernel, 0, s.num_rows, got);
         for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
       }
     }
+  }
+}
+
+TEST(FlashAttention, EachIsaRunsTheBestKernelTheCpuHas) {
+  // flash_attention_split(args, avx512) must be the AVX512_BF16 build where the CPU has it (the
+  // plain one differs for bf16 caches), and every listed kernel must need an ISA the CPU has.
+  const std::vector<FlashSplitKernel> kernels = flash_split_kernels();
+  ASSERT_STREQ(kernels.front().name, "scalar");
+  for (const FlashSplitKernel& kernel : kernels) EXPECT_LE(kernel.isa, detected_isa()) << kernel.name;
+  const bool has_bf16 = cpu_features().avx512_bf16 && detected_isa() >= Isa::kAvx512;
+  EXPECT_EQ(has_bf16, std::any_of(kernels.begin(), kernels.end(), [](const FlashSplitKernel& k) {
+              return std::string(k.name) == "avx512_bf16";
+            }));
+  const Shape s{64, 7, 1, 300, 2, 16, 0};
+  const PagedCache c(s, 77, KvDtype::kBf16);
+  const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 78);
+  const int64_t ps = flash_partial_stride(s.head_dim);
+  for (const FlashSplitKernel& kernel : kernels) {
+    if (std::string(kernel.name) == (has_bf16 ? "avx512" : "avx512_bf16")) continue;  // not what isa runs
+    std::vector<float> want(static_cast<size_t>(s.num_rows * s.group * ps)), got(want.size());
+    kernel.run(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, want.data()));
+    flash_attention_split(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, got.data()), kernel.isa);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << kernel.name;
   }
 }
 
@@ -215,7 +239,8 @@ TEST(FlashAttention, QuantizedCachesStayCloseToTheF32Result) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
       const auto want = dense_attention(s, c, q, scale, /*written=*/true);
       std::vector<float> got(q.size());
-      flash_rows(s, c, q, scale, active_isa(), 0, s.num_rows, got);
+      const FlashSplitKernel active{"active", active_isa(), [](const FlashSplitArgs& a) { flash_attention_split(a); }};
+      flash_rows(s, c, q, scale, active, 0, s.num_rows, got);
       for (size_t i = 0; i < got.size(); ++i) err += std::fabs(got[i] - want[i]), mag += std::fabs(want[i]);
     }
     std::printf("%s KV: mean |error| / mean |output| = %.4f\n", kv_dtype_name(k.dtype), err / mag);
@@ -232,12 +257,12 @@ TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
       const PagedCache c(s, seed += 7, dtype);
       const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-      for (Isa isa : available_isas()) {
+      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
         std::vector<float> together(q.size()), alone(q.size());
-        flash_rows(s, c, q, scale, isa, 0, s.num_rows, together);
-        for (int64_t r = 0; r < s.num_rows; ++r) flash_rows(s, c, q, scale, isa, r, 1, alone);
+        flash_rows(s, c, q, scale, kernel, 0, s.num_rows, together);
+        for (int64_t r = 0; r < s.num_rows; ++r) flash_rows(s, c, q, scale, kernel, r, 1, alone);
         ASSERT_EQ(0, std::memcmp(together.data(), alone.data(), together.size() * sizeof(float)))
-            << describe(s, isa, dtype);
+            << describe(s, kernel, dtype);
       }
     }
   }
@@ -253,11 +278,11 @@ TEST(FlashAttention, BlocksBeforeTheWindowAreNeverRead) {
       for (int64_t b = 0; (b + 1) * s.block_size <= first_seen; ++b) c.table[static_cast<size_t>(b)] = 1 << 28;
       const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), 22);
       const auto want = dense_attention(s, c, q, 0.25f);
-      for (Isa isa : available_isas()) {
+      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
         std::vector<float> got(q.size());
-        flash_rows(s, c, q, 0.25f, isa, 0, s.num_rows, got);
+        flash_rows(s, c, q, 0.25f, kernel, 0, s.num_rows, got);
         for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
       }
     }
 }
@@ -269,11 +294,11 @@ TEST(FlashAttention, LargeScoresDoNotOverflow) {
     const PagedCache c(s, 9, dtype, /*key_gain=*/40.0f);
     const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 11, 3.0f);
     const auto want = dense_attention(s, c, q, 1.0f);
-    for (Isa isa : available_isas()) {
+    for (const FlashSplitKernel& kernel : flash_split_kernels()) {
       std::vector<float> got(q.size());
-      flash_rows(s, c, q, 1.0f, isa, 0, s.num_rows, got);
+      flash_rows(s, c, q, 1.0f, kernel, 0, s.num_rows, got);
       for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
     }
   }
 }
@@ -290,19 +315,19 @@ TEST(FlashAttention, OneCallOverManySplitsOfKeysMatchesDenseAttention) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
       const auto want = dense_attention(s, c, q, scale);
       const int64_t nh = s.num_kv_heads * s.group, hd = s.head_dim, ps = flash_partial_stride(hd);
-      for (Isa isa : available_isas()) {
+      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
         std::vector<float> got(q.size()), part(static_cast<size_t>(s.num_rows * s.group * ps));
         for (int64_t h = 0; h < s.num_kv_heads; ++h) {
           FlashSplitArgs a = args_for(s, c, q.data(), h, 0, s.num_rows, 0, scale, part.data());
           a.key_begin = 0;
           a.key_end = s.context;
-          flash_attention_split(a, isa);
+          kernel.run(a);
           for (int64_t r = 0; r < s.num_rows; ++r)
             for (int64_t g = 0; g < s.group; ++g)
               flash_finish(part.data() + (r * s.group + g) * ps, hd, got.data() + (r * nh + h * s.group + g) * hd);
         }
         for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 5e-5 + 5e-5 * std::fabs(want[i])) << describe(s, isa, dtype) << " element " << i;
+          ASSERT_NEAR(got[i], want[i], 5e-5 + 5e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
         // Each row alone gives the same bits: how the range is cut must not depend on the other
         // rows (with a window, the first row decides which keys the call reads at all).
         for (int64_t h = 0; h < s.num_kv_heads; ++h)
@@ -310,12 +335,12 @@ TEST(FlashAttention, OneCallOverManySplitsOfKeysMatchesDenseAttention) {
             FlashSplitArgs a = args_for(s, c, q.data(), h, r, 1, 0, scale, part.data());
             a.key_begin = 0;
             a.key_end = s.context;
-            flash_attention_split(a, isa);
+            kernel.run(a);
             for (int64_t g = 0; g < s.group; ++g) {
               std::vector<float> alone(static_cast<size_t>(hd));
               flash_finish(part.data() + g * ps, hd, alone.data());
               ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + (r * nh + h * s.group + g) * hd, hd * sizeof(float)))
-                  << describe(s, isa, dtype) << " row " << r << " head " << h * s.group + g;
+                  << describe(s, kernel, dtype) << " row " << r << " head " << h * s.group + g;
             }
           }
       }

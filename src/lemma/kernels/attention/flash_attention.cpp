@@ -11,12 +11,33 @@ namespace lemma::kernels {
 
 namespace {
 using SplitFn = void (*)(const FlashSplitArgs&);
-// Indexed by Isa; AMX has no f32 attention instructions of its own and uses AVX-512.
-constexpr SplitFn kByIsa[] = {flash_split_reference, x86::flash_split_avx2, x86::flash_split_avx512,
-                              x86::flash_split_avx512};
+
+// AVX-512 (and AMX, which has no attention kernel of its own): the AVX512_BF16 build where the
+// CPU has it (it differs only for bf16 caches).
+SplitFn avx512_kernel() {
+  static const SplitFn fn = cpu_features().avx512_bf16 ? x86::flash_split_avx512_bf16 : x86::flash_split_avx512;
+  return fn;
+}
 }  // namespace
 
-void flash_attention_split(const FlashSplitArgs& args, Isa isa) { kByIsa[static_cast<int>(isa)](args); }
+void flash_attention_split(const FlashSplitArgs& args, Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: flash_split_reference(args); return;
+    case Isa::kAvx2: x86::flash_split_avx2(args); return;
+    case Isa::kAvx512:
+    case Isa::kAmx: avx512_kernel()(args); return;
+  }
+}
+
+std::vector<FlashSplitKernel> flash_split_kernels() {
+  std::vector<FlashSplitKernel> kernels{{"scalar", Isa::kScalar, flash_split_reference}};
+  const Isa top = detected_isa();
+  if (top >= Isa::kAvx2) kernels.push_back({"avx2", Isa::kAvx2, x86::flash_split_avx2});
+  if (top >= Isa::kAvx512) kernels.push_back({"avx512", Isa::kAvx512, x86::flash_split_avx512});
+  if (top >= Isa::kAvx512 && cpu_features().avx512_bf16)
+    kernels.push_back({"avx512_bf16", Isa::kAvx512, x86::flash_split_avx512_bf16});
+  return kernels;
+}
 void flash_attention_split(const FlashSplitArgs& args) { flash_attention_split(args, active_isa()); }
 
 void flash_merge(float* total, const float* part, int64_t head_dim) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "lemma/kernels/attention/flash_split_args.h"
 #include "lemma/kernels/isa.h"
@@ -26,9 +27,20 @@ inline constexpr int64_t kFlashSplitKeys = 256;
 inline constexpr int64_t flash_partial_stride(int64_t head_dim) { return head_dim + 2; }
 
 // Fills args.partial for the split. Each ISA's result differs from the scalar one by rounding
-// (vector exp, dot-product order); per ISA it is deterministic.
+// (vector exp, dot-product order; with a bf16 cache on AVX512_BF16, q . k from q's two bf16
+// halves, see x86/avx512/flash_split_avx512.h); per ISA and CPU it is deterministic.
 void flash_attention_split(const FlashSplitArgs& args, Isa isa);
 void flash_attention_split(const FlashSplitArgs& args);  // active_isa()
+
+// One split kernel this machine can run: the one flash_attention_split(args, isa) uses, or (name
+// "avx512" on a CPU with AVX512_BF16) the plain AVX-512 kernel that CPUs without it get.
+struct FlashSplitKernel {
+  const char* name;  // "scalar", "avx2", "avx512", "avx512_bf16"
+  Isa isa;           // the ISA it needs
+  void (*run)(const FlashSplitArgs&);
+};
+// Every split kernel this machine can run, lowest ISA first (tests hold each against the reference).
+std::vector<FlashSplitKernel> flash_split_kernels();
 
 // Folds one split's partial into a running total (both [head_dim + 2], see FlashSplitArgs); fold
 // the splits in increasing order. A total whose max is -inf is empty and becomes a copy of `part`;

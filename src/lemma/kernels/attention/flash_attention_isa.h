@@ -11,6 +11,8 @@ void flash_split_reference(const FlashSplitArgs& args);
 namespace x86 {
 void flash_split_avx2(const FlashSplitArgs& args);    // any head_dim (8-wide, masked tail)
 void flash_split_avx512(const FlashSplitArgs& args);  // any head_dim (16-wide, masked tail)
+// The same + AVX512_BF16: a bf16 cache's q . k by vdpbf16ps.
+void flash_split_avx512_bf16(const FlashSplitArgs& args);
 }  // namespace x86
 
 }  // namespace lemma::kernels

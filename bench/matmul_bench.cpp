@@ -68,7 +68,8 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     std::mt19937 rng(static_cast<uint32_t>(N * 31 + K));
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
     if (dtype == DType::kQ2_K || dtype == DType::kQ3_K || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
-        dtype == DType::kQ6_K || dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0) {
+        dtype == DType::kQ6_K || dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 ||
+        dtype == DType::kI8Z32 || dtype == DType::kI4Z32) {
       // Random codes and scales; the f16 d (and dmin) set to small values.
       for (size_t i = 0; i < bytes; ++i) slot.first[i] = static_cast<uint8_t>(rng());
       const size_t block = lemma::dtype_info(dtype).block_bytes;
@@ -200,6 +201,11 @@ const Variant kVariants[] = {
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_kx16_int8_avx512", DType::kQ6_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    // lemma int8/int4 with zero points (GPTQ, AWQ, lemma int): file order (f32 x) beside interleaved (int8 x).
+    {"i4z32_f32act_avx512", DType::kI4Z32, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"i4z32x16_int8_avx512", DType::kI4Z32x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"i8z32_f32act_avx512", DType::kI8Z32, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"i8z32x16_int8_avx512", DType::kI8Z32x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // AVX2 (CPUs without AVX-512): GGUF order beside the interleaved kernels.
     {"q8_0_int8_avx2", DType::kQ8_0, Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q8_0x16_int8_avx2", DType::kQ8_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
@@ -213,6 +219,8 @@ const Variant kVariants[] = {
     {"q5_kx16_int8_avx2", DType::kQ5_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q2_kx16_int8_avx2", DType::kQ2_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q3_kx16_int8_avx2", DType::kQ3_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"i4z32x16_int8_avx2", DType::kI4Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"i8z32x16_int8_avx2", DType::kI8Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
 };
 
 struct MatrixShape {

@@ -51,6 +51,17 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
   if (q5) std::memcpy(out + kScaleBytes + 4 * 64, high_masks, sizeof(high_masks));
 }
 
+// An I8Z32x16 or I4Z32x16 superblock (see the header): 16 rows' block b. File blocks: d, z, qs.
+void write_intz_superblock(bool int8, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    static constexpr uint8_t kZero[35] = {};
+    const uint8_t* src = rows[i] != nullptr ? rows[i] : kZero;  // padding row: d = 0, z = 0, codes 0
+    std::memcpy(out + 2 * i, src, 2);
+    out[IntZx16Layout::kZerosAt + i] = src[2];
+    for (int64_t j = 0; j < (int8 ? 8 : 4); ++j) std::memcpy(out + IntZx16Layout::kCodesAt + 64 * j + 4 * i, src + 3 + 4 * j, 4);
+  }
+}
+
 // A Q4_K or Q5_K superblock (see the header): 16 rows' block b. File blocks: d, dmin, scales[12],
 // (Q5_K: qh[32],) qs[128].
 constexpr int64_t kQkScalesAt = 64, kQkCodesAt = 256, kQ5kHighAt = 2304;
@@ -138,6 +149,13 @@ void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) 
 // Row i of a superblock back into its file block (the inverse of write_superblock /
 // write_q4k_superblock).
 void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* block) {
+  if (plain == DType::kI8Z32 || plain == DType::kI4Z32) {
+    std::memcpy(block, super + 2 * i, 2);
+    block[2] = super[IntZx16Layout::kZerosAt + i];
+    for (int64_t j = 0; j < (plain == DType::kI8Z32 ? 8 : 4); ++j)
+      std::memcpy(block + 3 + 4 * j, super + IntZx16Layout::kCodesAt + 64 * j + 4 * i, 4);
+    return;
+  }
   if (plain == DType::kQ2_K || plain == DType::kQ3_K) {
     const bool q3 = plain == DType::kQ3_K;
     const int64_t qs_at = q3 ? 32 : 16, scales_at = q3 ? 96 : 0, d_at = q3 ? 108 : 80;
@@ -234,6 +252,8 @@ DType plain_dtype(DType interleaved) {
     case DType::kQ4_Kx16: return DType::kQ4_K;
     case DType::kQ5_Kx16: return DType::kQ5_K;
     case DType::kQ6_Kx16: return DType::kQ6_K;
+    case DType::kI8Z32x16: return DType::kI8Z32;
+    case DType::kI4Z32x16: return DType::kI4Z32;
     case DType::kBF16x16: return DType::kBF16;
     default: return DType::kCount;
   }
@@ -249,6 +269,8 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ4_K: return DType::kQ4_Kx16;
     case DType::kQ5_K: return DType::kQ5_Kx16;
     case DType::kQ6_K: return DType::kQ6_Kx16;
+    case DType::kI8Z32: return DType::kI8Z32x16;
+    case DType::kI4Z32: return DType::kI4Z32x16;
     case DType::kBF16: return DType::kBF16x16;
     default: return DType::kCount;
   }
@@ -287,6 +309,8 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
         write_q23k_superblock(plain == DType::kQ3_K, group_rows, super);
       } else if (plain == DType::kQ6_K) {
         write_q6k_superblock(group_rows, super);
+      } else if (plain == DType::kI8Z32 || plain == DType::kI4Z32) {
+        write_intz_superblock(plain == DType::kI8Z32, group_rows, super);
       } else {
         write_superblock(plain, group_rows, super);
       }

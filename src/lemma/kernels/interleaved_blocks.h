@@ -61,6 +61,12 @@
 //   block B in order, S = sum_j sc_j (sum over sub-block j's 16 values of (u - 32) q_x) (exact
 //   int32), acc = fma(f32(d) * d_x, float(S), acc); y = acc (+ bias).
 //
+// I8Z32x16 / I4Z32x16 (lemma's asymmetric int8 / int4 blocks, lemma_int_blocks.h: value = d (u - z),
+//   u unsigned, one f16 d and one u8 z per row and 32 values): 16 * 35 (I8) or 16 * 19 (I4) bytes per
+//   block: bytes 0..31 the rows' d (row i at 2 i), 32..47 their z (row i at 32 + i), then the codes
+//   from byte 48 in Q8_0x16's chunks (I8: u as it is) or Q4_0x16's (I4: the file's nibble bytes).
+//   Activations and dot product as Q8_0x16's below, with S_b = exact int32 sum of (u - z) q_x.
+//
 // BF16x16 (bf16 weights, K a multiple of 32; MatmulPrecision::kBf16Activations): a group is K / 2
 // chunks of 64 bytes in k order; chunk c, bytes 4 i .. 4 i + 3 = row i's values 2 c and 2 c + 1
 // (padding rows +0). That chunk is one vdpbf16ps operand (16 rows' pairs against x's pair 2 c, 2 c + 1
@@ -99,12 +105,18 @@ struct Q23Kx16Layout {
   static constexpr int64_t kScalesAt = kQ3 ? 32 : 64, kCodesAt = kQ3 ? 224 : 320, kHighAt = 1248;
 };
 
+// Byte offsets inside an I8Z32x16 / I4Z32x16 superblock (the layout above).
+struct IntZx16Layout {
+  static constexpr int64_t kZerosAt = 32, kCodesAt = 48;
+};
+
 static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
-         type == DType::kBF16x16;
+         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kBF16x16;
 }
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16, kBF16 -> kBF16x16; kCount
+// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
+// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kBF16 -> kBF16x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.

@@ -43,6 +43,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q4_kx16", 256, 144, false, true},
     {"q5_kx16", 256, 176, false, true},
     {"q6_kx16", 256, 210, false, true},
+    {"i8z32x16", 32, 35, false, true},
+    {"i4z32x16", 32, 19, false, true},
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 

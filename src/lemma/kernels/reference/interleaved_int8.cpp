@@ -32,6 +32,16 @@ int code_q5(const uint8_t* codes, int64_t i, int64_t k) {
   return code_q4(codes, i, k) + 8 + high - 16;
 }
 
+// Row i's u - z of value k in an I8Z32x16 / I4Z32x16 superblock (the whole superblock).
+int code_intz(bool int8, const uint8_t* super, int64_t i, int64_t k) {
+  const uint8_t* codes = super + IntZx16Layout::kCodesAt;
+  const int z = super[IntZx16Layout::kZerosAt + i];
+  if (int8) return static_cast<int>(codes[64 * (k / 4) + 4 * i + k % 4]) - z;
+  const int64_t v = k % 16;
+  const uint8_t byte = codes[64 * (v / 4) + 4 * i + v % 4];
+  return (k < 16 ? byte & 0x0F : byte >> 4) - z;
+}
+
 template <DType Plain>
 void matmul_interleaved(const MatmulArgs& a) {
   const int64_t blocks = a.K / kBlock;
@@ -49,9 +59,11 @@ void matmul_interleaved(const MatmulArgs& a) {
         std::memcpy(&d_bits, super + 2 * i, 2);
         int32_t sum = 0;
         for (int64_t k = 0; k < kBlock; ++k) {
-          const int q = Plain == DType::kQ8_0   ? code_q8(super + 32, i, k)
-                        : Plain == DType::kQ4_0 ? code_q4(super + 32, i, k)
-                                                : code_q5(super + 32, i, k);
+          const int q = Plain == DType::kQ8_0    ? code_q8(super + 32, i, k)
+                        : Plain == DType::kQ4_0  ? code_q4(super + 32, i, k)
+                        : Plain == DType::kQ5_0  ? code_q5(super + 32, i, k)
+                        : Plain == DType::kI8Z32 ? code_intz(true, super, i, k)
+                                                 : code_intz(false, super, i, k);
           sum += q * x[b * kBlock + k];
         }
         acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
@@ -189,6 +201,8 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
+void matmul_i8z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI8Z32>(args); }
+void matmul_i4z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI4Z32>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
 void matmul_q2_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<false>(args); }
 void matmul_q3_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<true>(args); }

@@ -41,6 +41,12 @@ void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
+// Interleaved I8Z32x16 / I4Z32x16 (lemma int8 / int4 with zero points), the same bits as
+// matmul_i*z32x16_int8_reference.
+void matmul_i8z32x16_int8_avx2(const MatmulArgs& args);
+void matmul_i4z32x16_int8_avx2(const MatmulArgs& args);
+void matmul_i8z32x16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q2_Kx16 .. Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
 void matmul_q2_kx16_int8_avx2(const MatmulArgs& args);
 void matmul_q3_kx16_int8_avx2(const MatmulArgs& args);

@@ -1,4 +1,5 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights x signed int8 activations with AVX2, for CPUs
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 (and I8Z32x16 / I4Z32x16, the same sums with per-row zero
+// points in the start value) weights x signed int8 activations with AVX2, for CPUs
 // without AVX-512 VNNI (interleaved_blocks.h has the layout). A 64-byte code chunk holds 4 values
 // of 16 rows; its two halves are 8 rows each, one ymm. AVX2 has no vpdpbusd, so the 4-value dots
 // are vpmaddubsw (unsigned x signed bytes, adjacent pairs summed to int16) then vpmaddwd by ones
@@ -29,25 +30,46 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
+// Half H's nibble sums (4 chunks of Q4_0x16 nibble bytes at `codes`, u 0..15) against R rows of x:
+// exact, u * |x| <= 1905, so a block's 8 pairs per int16 lane stay below 32767.
+template <int R, int H>
+void nibble_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  __m256i t[R];
+  for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
+  for (int p = 0; p < 4; ++p) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
+    const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+    for (int r = 0; r < R; ++r) {
+      t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(lo, broadcast4(x[r] + 4 * p)));
+      t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
+    }
+  }
+  for (int r = 0; r < R; ++r) s[r] = widen(t[r]);
+}
+
+// Adds half H's sum of q * x to s[r], q = byte ^ 0x80 (8 chunks of Q8_0x16 code bytes at `codes`):
+// |q| (0..128, unsigned) times x with q's sign, as q may be -128 and x never is.
+template <int R, int H>
+void add_byte_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int j = 0; j < 8; ++j) {
+    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
+    const __m256i magnitude = _mm256_abs_epi8(q);
+    for (int r = 0; r < R; ++r)
+      s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 4 * j), q))));
+  }
+}
+
 // The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
 // the group, written to s[r].
 struct Q4x16 {
   static constexpr int64_t kSuperBytes = 16 * 18;
   static constexpr int kPrefillRows = 2;  // rows of x per register tile for M > 2 (measured: 3, 4 slower)
   template <int R, int H>
-  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    __m256i t[R];
-    for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
-    for (int p = 0; p < 4; ++p) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
-      const __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-      for (int r = 0; r < R; ++r) {
-        t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(lo, broadcast4(x[r] + 4 * p)));
-        t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
-      }
-    }
-    for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(widen(t[r]), _mm256_set1_epi32(-8 * xsum[r]));
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    nibble_sums<R, H>(super + 32, x, s);
+    for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(s[r], _mm256_set1_epi32(-8 * xsum[r]));
   }
 };
 
@@ -55,7 +77,8 @@ struct Q5x16 {
   static constexpr int64_t kSuperBytes = 16 * 22;
   static constexpr int kPrefillRows = 4;  // the mask spreads serve 4 rows of x: 190-197 -> 221-231 GFLOP/s at 2
   template <int R, int H>
-  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    const uint8_t* codes = super + 32;
     const __m256i low = _mm256_set1_epi8(0x0F);
     const uint8_t* masks = codes + 4 * 64;
     for (int r = 0; r < R; ++r) s[r] = _mm256_set1_epi32(-16 * xsum[r]);
@@ -80,15 +103,40 @@ struct Q8x16 {
   static constexpr int64_t kSuperBytes = 16 * 34;
   static constexpr int kPrefillRows = 2;  // 3 and 4 measured alike
   template <int R, int H>
-  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
     for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
-      const __m256i magnitude = _mm256_abs_epi8(q);  // 0..128, read as unsigned
-      for (int r = 0; r < R; ++r)
-        s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 4 * j), q))));
-    }
+    add_byte_sums<R, H>(super + 32, x, s);
+  }
+};
+
+// Half H's zero points (rows 8 H .. 8 H + 7) of an I8Z32x16 / I4Z32x16 superblock as int32 lanes.
+template <int H>
+__m256i zeros_of(const uint8_t* super) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(super + IntZx16Layout::kZerosAt + 8 * H)));
+}
+
+// I4Z32x16: Q4x16's nibble sums (u, 0..15, same bounds), S starting at -z * x's block sum per lane.
+struct I4Zx16 {
+  static constexpr int64_t kSuperBytes = 16 * 19;
+  static constexpr int kPrefillRows = 2;
+  template <int R, int H>
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    const __m256i z = zeros_of<H>(super);
+    nibble_sums<R, H>(super + IntZx16Layout::kCodesAt, x, s);
+    for (int r = 0; r < R; ++r) s[r] = _mm256_sub_epi32(s[r], _mm256_mullo_epi32(z, _mm256_set1_epi32(xsum[r])));
+  }
+};
+
+// I8Z32x16: u (0..255) read as q = u - 128 (a sign flip), summed as Q8x16 does (|q| times x with q's
+// sign), S starting at (128 - z) * x's block sum: sum (u - z) x = sum q x + (128 - z) sum x.
+struct I8Zx16 {
+  static constexpr int64_t kSuperBytes = 16 * 35;
+  static constexpr int kPrefillRows = 2;
+  template <int R, int H>
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
+    const __m256i offset = _mm256_sub_epi32(_mm256_set1_epi32(128), zeros_of<H>(super));
+    for (int r = 0; r < R; ++r) s[r] = _mm256_mullo_epi32(offset, _mm256_set1_epi32(xsum[r]));
+    add_byte_sums<R, H>(super + IntZx16Layout::kCodesAt, x, s);
   }
 };
 
@@ -111,7 +159,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     // One half at a time, its sums folded into the accumulators at once (fewer live registers).
     const auto half = [&]<int H>() {
       __m256i s[R];
-      W::template sums<R, H>(super + 32, xb, xsum, s);
+      W::template sums<R, H>(super, xb, xsum, s);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * H)));
       for (int r = 0; r < R; ++r)
         acc[r][H] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[r].scales[b])), _mm256_cvtepi32_ps(s[r]), acc[r][H]);
@@ -139,5 +187,7 @@ void quantize_signed_activations_avx2(const float* x, int64_t x_stride, int64_t 
 void matmul_q8_0x16_int8_avx2(const MatmulArgs& args) { run<Q8x16>(args); }
 void matmul_q4_0x16_int8_avx2(const MatmulArgs& args) { run<Q4x16>(args); }
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args) { run<Q5x16>(args); }
+void matmul_i8z32x16_int8_avx2(const MatmulArgs& args) { run<I8Zx16>(args); }
+void matmul_i4z32x16_int8_avx2(const MatmulArgs& args) { run<I4Zx16>(args); }
 
 }  // namespace lemma::kernels::x86

@@ -1,5 +1,5 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights x signed int8 activations with AVX-512 VNNI
-// (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 and I8Z32x16 / I4Z32x16 weights x signed int8 activations
+// with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
 // give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
 // outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, 2 x 1 for decode).
@@ -29,8 +29,12 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
+// Each format: kSuperBytes, kCodesAt (the codes' offset in a superblock), and either kBiasShift
+// (codes are q + 2^kBiasShift: S starts at -x's block sum << kBiasShift) or kZeros (the rows' own
+// zero points z at IntZx16Layout::kZerosAt: S starts at -z * x's block sum, per row lane).
 struct Q8x16 {
-  static constexpr int64_t kSuperBytes = 16 * 34;
+  static constexpr int64_t kSuperBytes = 16 * 34, kCodesAt = 32;
+  static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 7;  // codes are q + 128
   // f(j, u): the unsigned codes of values 4j..4j+3 of the 16 rows, j = 0..7.
   template <class F>
@@ -40,7 +44,8 @@ struct Q8x16 {
 };
 
 struct Q4x16 {
-  static constexpr int64_t kSuperBytes = 16 * 18;
+  static constexpr int64_t kSuperBytes = 16 * 18, kCodesAt = 32;
+  static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 3;  // codes are q + 8
   template <class F>
   static void for_each_quad(const uint8_t* codes, F&& f) {
@@ -54,7 +59,8 @@ struct Q4x16 {
 };
 
 struct Q5x16 {
-  static constexpr int64_t kSuperBytes = 16 * 22;
+  static constexpr int64_t kSuperBytes = 16 * 22, kCodesAt = 32;
+  static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 4;  // codes are q + 16
   template <class F>
   static void for_each_quad(const uint8_t* codes, F&& f) {
@@ -69,6 +75,23 @@ struct Q5x16 {
   }
 };
 
+// lemma int8 / int4 with zero points: Q8_0x16's / Q4_0x16's code chunks after the zeros.
+struct I8Zx16 {
+  static constexpr int64_t kSuperBytes = 16 * 35, kCodesAt = IntZx16Layout::kCodesAt;
+  static constexpr bool kZeros = true;
+  static constexpr int kBiasShift = 0;
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) { Q8x16::for_each_quad(codes, f); }
+};
+
+struct I4Zx16 {
+  static constexpr int64_t kSuperBytes = 16 * 19, kCodesAt = IntZx16Layout::kCodesAt;
+  static constexpr bool kZeros = true;
+  static constexpr int kBiasShift = 0;
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) { Q4x16::for_each_quad(codes, f); }
+};
+
 template <class W, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kBlock;
@@ -81,14 +104,22 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     __m512i s[R][G];
-    for (int r = 0; r < R; ++r) {
-      const __m512i start = _mm512_set1_epi32(-x[r].sums[b] * (1 << W::kBiasShift));
-      for (int g = 0; g < G; ++g) s[r][g] = start;
+    if constexpr (W::kZeros) {
+      for (int g = 0; g < G; ++g) {
+        const __m128i z8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(group[g] + b * W::kSuperBytes + IntZx16Layout::kZerosAt));
+        const __m512i z = _mm512_cvtepu8_epi32(z8);
+        for (int r = 0; r < R; ++r) s[r][g] = _mm512_mullo_epi32(z, _mm512_set1_epi32(-x[r].sums[b]));
+      }
+    } else {
+      for (int r = 0; r < R; ++r) {
+        const __m512i start = _mm512_set1_epi32(-x[r].sums[b] * (1 << W::kBiasShift));
+        for (int g = 0; g < G; ++g) s[r][g] = start;
+      }
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * W::kSuperBytes;
       if constexpr (G > 1) prefetch_stream<G>(super, W::kSuperBytes);
-      W::for_each_quad(super + 32, [&](int j, __m512i u) {
+      W::for_each_quad(super + W::kCodesAt, [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
           s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j)));
       });
@@ -118,5 +149,7 @@ void run(const MatmulArgs& a) {
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q8x16>(args); }
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q4x16>(args); }
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q5x16>(args); }
+void matmul_i8z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I8Zx16>(args); }
+void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I4Zx16>(args); }
 
 }  // namespace lemma::kernels::x86

@@ -30,10 +30,10 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
-// Half H's nibble sums (4 chunks of Q4_0x16 nibble bytes at `codes`, u 0..15) against R rows of x:
-// exact, u * |x| <= 1905, so a block's 8 pairs per int16 lane stay below 32767.
+// s[r] = start[r] + half H's nibble sums (4 chunks of Q4_0x16 nibble bytes at `codes`, u 0..15)
+// against row r of x: exact, u * |x| <= 1905, so a block's 8 pairs per int16 lane stay below 32767.
 template <int R, int H>
-void nibble_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+[[gnu::always_inline]] inline void nibble_sums(const uint8_t* codes, const int8_t* const (&x)[R], const __m256i (&start)[R], __m256i (&s)[R]) {
   const __m256i low = _mm256_set1_epi8(0x0F);
   __m256i t[R];
   for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
@@ -45,13 +45,13 @@ void nibble_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)
       t[r] = _mm256_add_epi16(t[r], _mm256_maddubs_epi16(hi, broadcast4(x[r] + 16 + 4 * p)));
     }
   }
-  for (int r = 0; r < R; ++r) s[r] = widen(t[r]);
+  for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(widen(t[r]), start[r]);
 }
 
 // Adds half H's sum of q * x to s[r], q = byte ^ 0x80 (8 chunks of Q8_0x16 code bytes at `codes`):
 // |q| (0..128, unsigned) times x with q's sign, as q may be -128 and x never is.
 template <int R, int H>
-void add_byte_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+[[gnu::always_inline]] inline void add_byte_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int j = 0; j < 8; ++j) {
     const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
@@ -68,8 +68,9 @@ struct Q4x16 {
   static constexpr int kPrefillRows = 2;  // rows of x per register tile for M > 2 (measured: 3, 4 slower)
   template <int R, int H>
   static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
-    nibble_sums<R, H>(super + 32, x, s);
-    for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(s[r], _mm256_set1_epi32(-8 * xsum[r]));
+    __m256i start[R];
+    for (int r = 0; r < R; ++r) start[r] = _mm256_set1_epi32(-8 * xsum[r]);
+    nibble_sums<R, H>(super + 32, x, start, s);
   }
 };
 
@@ -122,8 +123,9 @@ struct I4Zx16 {
   template <int R, int H>
   static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
     const __m256i z = zeros_of<H>(super);
-    nibble_sums<R, H>(super + IntZx16Layout::kCodesAt, x, s);
-    for (int r = 0; r < R; ++r) s[r] = _mm256_sub_epi32(s[r], _mm256_mullo_epi32(z, _mm256_set1_epi32(xsum[r])));
+    __m256i start[R];
+    for (int r = 0; r < R; ++r) start[r] = _mm256_mullo_epi32(z, _mm256_set1_epi32(-xsum[r]));
+    nibble_sums<R, H>(super + IntZx16Layout::kCodesAt, x, start, s);
   }
 };
 

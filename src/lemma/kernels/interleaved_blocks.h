@@ -1,5 +1,6 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K and bf16 weights with 16 rows interleaved (DType kQ8_0x16,
-// kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16, kBF16x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K, lemma int8 / int4 with zero points and bf16 weights with 16
+// rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16, kI8Z32x16, kI4Z32x16,
+// kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the

@@ -18,7 +18,8 @@ int64_t block_values(DType plain) { return static_cast<int64_t>(dtype_info(plain
 
 // One superblock: 16 rows' block b (row i at rows[i], null past N).
 void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
-  const bool q8 = plain == DType::kQ8_0;
+  const bool w8a8 = plain == DType::kW8A8;  // Q8_0's layout with the codes already q + 128
+  const bool q8 = plain == DType::kQ8_0 || w8a8;
   const bool q5 = plain == DType::kQ5_0;
   const int64_t nibbles_at = q5 ? 6 : 2;  // Q5_0: d, 4 bytes of high bits, then the nibbles
   uint64_t high_masks[8] = {};
@@ -31,7 +32,7 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
     }
     uint8_t* codes = out + kScaleBytes;
     // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0/Q5_0 nibble bytes move as they are.
-    const uint32_t flip = q8 ? 0x80808080u : 0u;
+    const uint32_t flip = q8 && !w8a8 ? 0x80808080u : 0u;
     const uint32_t padding = q8 ? 0x80808080u : q5 ? 0u : 0x88888888u;  // codes of value 0 (Q5_0: 16 = high bit)
     for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
       uint32_t quad = padding;
@@ -201,7 +202,7 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     }
     return;
   }
-  const bool q8 = plain == DType::kQ8_0;
+  const bool q8 = plain == DType::kQ8_0 || plain == DType::kW8A8;
   const bool q5 = plain == DType::kQ5_0;
   std::memcpy(block, super + 2 * i, 2);
   const uint8_t* codes = super + kScaleBytes;
@@ -209,7 +210,7 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
   for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
     uint32_t quad;
     std::memcpy(&quad, codes + 64 * j + 4 * i, 4);
-    if (q8) quad ^= 0x80808080u;
+    if (plain == DType::kQ8_0) quad ^= 0x80808080u;
     std::memcpy(out_codes + 4 * j, &quad, 4);
   }
   if (q5) {
@@ -254,6 +255,7 @@ DType plain_dtype(DType interleaved) {
     case DType::kQ6_Kx16: return DType::kQ6_K;
     case DType::kI8Z32x16: return DType::kI8Z32;
     case DType::kI4Z32x16: return DType::kI4Z32;
+    case DType::kW8A8x16: return DType::kW8A8;
     case DType::kBF16x16: return DType::kBF16;
     default: return DType::kCount;
   }
@@ -271,6 +273,7 @@ DType interleaved_dtype(DType plain) {
     case DType::kQ6_K: return DType::kQ6_Kx16;
     case DType::kI8Z32: return DType::kI8Z32x16;
     case DType::kI4Z32: return DType::kI4Z32x16;
+    case DType::kW8A8: return DType::kW8A8x16;
     case DType::kBF16: return DType::kBF16x16;
     default: return DType::kCount;
   }

@@ -68,6 +68,12 @@
 //   from byte 48 in Q8_0x16's chunks (I8: u as it is) or Q4_0x16's (I4: the file's nibble bytes).
 //   Activations and dot product as Q8_0x16's below, with S_b = exact int32 sum of (u - z) q_x.
 //
+// W8A8x16 (lemma W8A8, lemma_int_blocks.h): Q8_0x16's bytes (codes are the file's q + 128 as they
+//   are); d is the row's scale, the same in every block. Activations: the signed int8 layout below,
+//   written by the W8A8 rule (one scale per row: every block's scale entry holds it). The dot product
+//   is W8A8's: S = exact int32 sum over the whole row of q_w q_x, y = float(S) * (s_x * d) (+ bias);
+//   K above kW8A8MaxK gives NaN, as every W8A8 kernel.
+//
 // BF16x16 (bf16 weights, K a multiple of 32; MatmulPrecision::kBf16Activations): a group is K / 2
 // chunks of 64 bytes in k order; chunk c, bytes 4 i .. 4 i + 3 = row i's values 2 c and 2 c + 1
 // (padding rows +0). That chunk is one vdpbf16ps operand (16 rows' pairs against x's pair 2 c, 2 c + 1
@@ -114,10 +120,10 @@ struct IntZx16Layout {
 static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
-         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kBF16x16;
+         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16;
 }
 // kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
-// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kBF16 -> kBF16x16; kCount
+// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.
@@ -137,6 +143,9 @@ void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_
 // The signed activation buffer (see above): rows of int8_signed_row_bytes(K).
 static inline int64_t int8_signed_row_bytes(int64_t K) { return int8_row_bytes(K) + 4 * int8_scales_stride(K); }
 static inline size_t int8_signed_activation_bytes(int64_t M, int64_t K) { return static_cast<size_t>(M * int8_signed_row_bytes(K)); }
+// The same layout written by W8A8's per-row rule (W8A8x16): its own function, so the registry (and the
+// tests that group quantisers by it) tell the two formats apart.
+static inline size_t w8a8_signed_activation_bytes(int64_t M, int64_t K) { return int8_signed_activation_bytes(M, K); }
 static inline const int8_t* int8_signed_codes(const void* xq, int64_t K, int64_t m) {
   return static_cast<const int8_t*>(xq) + m * int8_signed_row_bytes(K);
 }

@@ -45,6 +45,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q6_kx16", 256, 210, false, true},
     {"i8z32x16", 32, 35, false, true},
     {"i4z32x16", 32, 19, false, true},
+    {"w8a8x16", 32, 34, false, true},
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 

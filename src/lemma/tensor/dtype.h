@@ -23,6 +23,8 @@ enum class DType : uint8_t {
   kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16, kQ3_Kx16, kQ4_Kx16, kQ5_Kx16, kQ6_Kx16,
   // lemma int8 / int4 (kI8Z32 / kI4Z32: GPTQ, AWQ and lemma int checkpoints) with 16 rows interleaved
   kI8Z32x16, kI4Z32x16,
+  // lemma W8A8 weights with 16 rows interleaved (Q8_0x16's bytes: codes q + 128)
+  kW8A8x16,
   // bf16 with 16 rows interleaved in pairs of values (kernels/interleaved_blocks.h): Model re-lays its
   // bf16 matrices into it where the AVX512_BF16 kernels run
   kBF16x16,

@@ -120,6 +120,18 @@ TEST(Int8Activations, EveryQuantiserWritesTheReferenceBytes) {
   EXPECT_GE(check_format(signed_reference, want_signed), 2);
   EXPECT_EQ(int8_signed_codes(aligned(want_signed), K, 1)[64 + 9], -127);
   EXPECT_EQ(int8_block_sums(aligned(want_signed), K, 1)[2], -127);
+  // W8A8x16's: the same layout by W8A8's per-row rule (one scale per row in every block's entry).
+  const MatmulKernel* w8a8_reference = find_matmul_kernel(DType::kW8A8x16, K, Isa::kScalar, kInt8);
+  ASSERT_NE(w8a8_reference, nullptr);
+  std::vector<uint8_t> want_w8a8;
+  EXPECT_GE(check_format(w8a8_reference, want_w8a8), cpu_features().avx512_vnni && detected_isa() >= Isa::kAvx512 ? 2 : 1);
+  const float* row0 = int8_signed_scales(aligned(want_w8a8), K, 0);
+  EXPECT_EQ(row0[0], row0[K / 32 - 1]);  // one scale per row
+  float amax = 0.0f;  // row 2 by the rule: q = clamp(round_half_even(x * 127 / amax), -127, 127)
+  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[static_cast<size_t>(2 * stride + k)]));
+  const int q0 = std::clamp(static_cast<int>(std::nearbyint(x[static_cast<size_t>(2 * stride)] * (127.0f / amax))), -127, 127);
+  EXPECT_EQ(int8_signed_codes(aligned(want_w8a8), K, 2)[0], q0);
+  EXPECT_EQ(int8_signed_scales(aligned(want_w8a8), K, 2)[1], amax / 127.0f);
 }
 
 // Every ISA's kernel equals the reference kernel bitwise; the reference is within the quantisation

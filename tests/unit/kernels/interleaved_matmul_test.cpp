@@ -17,6 +17,7 @@
 #include "lemma/base/error.h"
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/lemma_int_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/kernels/q8k_activations.h"
@@ -161,6 +162,41 @@ TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
     }
     for (Isa isa : available_isas())
       EXPECT_TRUE(same_bits(run_matmul(x, K, M, view, nullptr, {isa, kInt8}), want)) << trace(type, isa, M, N, K);
+  }
+}
+
+// W8A8x16: every kernel gives the plain W8A8 oracle's bits (matmul_w8a8_reference quantises x by
+// the same rule and sums the whole row exactly), on random and odd shapes, with and without bias; no
+// row depends on the batch; K past the format's limit gives NaN.
+TEST(InterleavedMatmul, W8a8GivesThePlainW8a8ReferenceBits) {
+  std::mt19937 rng(43);
+  const struct {
+    int64_t M, N, K;
+  } shapes[] = {{1, 1, 32}, {1, 16, 64}, {2, 17, 96}, {3, 31, 160}, {5, 40, 128}, {9, 33, 1024}, {7, 65, 4864}};
+  for (const auto& s : shapes) {
+    const auto w = interleaved(DType::kW8A8, s.N, s.K, rng);
+    const int64_t stride = s.K + 3;
+    const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
+    const auto bias = random_floats(static_cast<size_t>(s.N), rng);
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      const auto want = run_matmul(x, stride, s.M, w.plain.view, b, {Isa::kScalar, MatmulPrecision::kF32Activations});
+      for (Isa isa : available_isas())
+        ASSERT_TRUE(same_bits(run_matmul(x, stride, s.M, w.view, b, {isa, kInt8}), want)) << trace(DType::kW8A8, isa, s.M, s.N, s.K);
+    }
+  }
+  {  // one block past kW8A8MaxK: NaN from every kernel, as from the plain one
+    const int64_t big_k = kW8A8MaxK + 32;
+    const auto big = interleaved(DType::kW8A8, 1, big_k, rng);
+    const auto xb = random_floats(static_cast<size_t>(big_k), rng);
+    for (Isa isa : available_isas()) EXPECT_TRUE(std::isnan(run_matmul(xb, big_k, 1, big.view, nullptr, {isa, kInt8})[0])) << isa_name(isa);
+  }
+  const int64_t M = 21, N = 35, K = 256;
+  const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
+  const auto w = interleaved(DType::kW8A8, N, K, rng);
+  for (Isa isa : available_isas()) {
+    const MatmulOptions options{isa, kInt8};
+    ASSERT_EQ(testing::first_batch_dependence(x, K, M, w.view, options, run_matmul(x, K, M, w.view, nullptr, options), {2, 3, 5}), "")
+        << isa_name(isa);
   }
 }
 
@@ -409,7 +445,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kI8Z32), DType::kI8Z32x16);
   EXPECT_EQ(interleaved_dtype(DType::kI4Z32), DType::kI4Z32x16);
   EXPECT_EQ(plain_dtype(DType::kI4Z32x16), DType::kI4Z32);
-  EXPECT_EQ(interleaved_dtype(DType::kW8A8), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kW8A8), DType::kW8A8x16);
   EXPECT_EQ(interleaved_dtype(DType::kQ4_1), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kI8Z32, 17, 64), size_t{32 * 2 * 35});
   EXPECT_EQ(interleaved_bytes(DType::kI4Z32, 16, 96), size_t{16 * 3 * 19});
@@ -440,7 +476,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
   for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
-                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kBF16}) {
+                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kW8A8, DType::kBF16}) {
     const int64_t N = 37, K = dtype_info(plain).block_elements == 256 ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));

@@ -2,11 +2,13 @@
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/lemma_int_blocks.h"
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
@@ -202,6 +204,51 @@ void quantize_signed_activations_reference(const float* x, int64_t x_stride, int
 void matmul_q8_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ8_0>(args); }
 void matmul_q4_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_0>(args); }
 void matmul_i8z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI8Z32>(args); }
+
+void quantize_w8a8_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
+  const int64_t blocks = K / kBlock;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* row = x + m * x_stride;
+    float amax = 0.0f;
+    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(row[k]));
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    auto* codes = const_cast<int8_t*>(int8_signed_codes(out, K, m));
+    auto* scales = const_cast<float*>(int8_signed_scales(out, K, m));
+    auto* sums = const_cast<int32_t*>(int8_block_sums(out, K, m));
+    for (int64_t b = 0; b < int8_scales_stride(K); ++b) {
+      int32_t sum = 0;
+      for (int64_t k = b * kBlock; k < (b + 1) * kBlock && b < blocks; ++k) {
+        const int q = std::clamp(static_cast<int>(std::nearbyint(row[k] * id)), -127, 127);
+        codes[k] = static_cast<int8_t>(q);
+        sum += q;
+      }
+      scales[b] = amax / 127.0f;
+      sums[b] = sum;
+    }
+    for (int64_t k = K; k < int8_codes_stride(K); ++k) codes[k] = 0;
+  }
+}
+
+void matmul_w8a8x16_reference(const MatmulArgs& a) {
+  if (a.K > kW8A8MaxK) return write_nan_outputs(a);
+  const int64_t blocks = a.K / kBlock;
+  const int64_t super_bytes = kInterleaveRows * 34;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
+    const float sx = int8_signed_scales(a.xq, a.K, m)[0];
+    for (int64_t n = 0; n < a.N; ++n) {
+      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
+      const int64_t i = n % kInterleaveRows;
+      int32_t sum = 0;
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t k = 0; k < kBlock; ++k) sum += code_q8(group + b * super_bytes + 32, i, k) * x[b * kBlock + k];
+      uint16_t d_bits;
+      std::memcpy(&d_bits, group + 2 * i, 2);
+      const float y = static_cast<float>(sum) * (sx * f16_to_f32(d_bits));
+      a.y[m * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
+    }
+  }
+}
 void matmul_i4z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI4Z32>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
 void matmul_q2_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<false>(args); }

@@ -20,6 +20,10 @@ void write_nan_outputs(const MatmulArgs& args);
 
 // y = W8A8 product (lemma_int_blocks.h's activation rule); K a multiple of 32, K <= kW8A8MaxK.
 void matmul_w8a8_reference(const MatmulArgs& args);
+// W8A8x16 (interleaved_blocks.h): x quantised by the W8A8 rule into the signed int8 layout (every
+// block's scale entry = the row's s_x), and y = W x args.xq, bit for bit matmul_w8a8_reference's.
+void quantize_w8a8_signed_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+void matmul_w8a8x16_reference(const MatmulArgs& args);
 // The int8-activation oracles (int8_activations.h): the quantiser, and y = Q8_0/Q4_0/Q5_0 weights x
 // args.xq (x quantised by any of the quantisers); K a multiple of 32.
 void quantize_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);

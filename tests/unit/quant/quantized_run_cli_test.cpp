@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lemma/kernels/isa.h"
 #include "lemma_cli.h"
 #include "support/shared_data.h"
 #include "tiny_preset.h"
@@ -96,6 +97,31 @@ TEST(QuantizedRunCli, InspectListsTensorsKeptInAWiderType) {
   EXPECT_NE(run.out.find("row length 172 does not fit int4-g64-asym"), std::string::npos) << run.out;
   run = lemma("inspect -m " + source.string());  // not quantized: no such section
   EXPECT_EQ(run.out.find("kept in a wider type"), std::string::npos) << run.out;
+}
+
+// W8A8's interleaved kernels (w8a8x16, where AVX-512 VNNI runs) give the plain W8A8 kernels' bits, so
+// the model's perplexity reads the same to the last printed digit with LEMMA_INTERLEAVE=0.
+TEST(QuantizedRunCli, W8a8InterleavedGivesThePlainKernelsPerplexity) {
+  const auto source = shared_data("models/stories260K/stories260K.gguf");
+  const auto text = shared_data("golden/ppl-input.txt");
+  LEMMA_REQUIRE_SHARED(source);
+  LEMMA_REQUIRE_SHARED(text);
+  const auto out = build_scratch("quant") / "cli-run-stories260K-w8a8-layouts.gguf";
+  ASSERT_EQ(lemma("quantize -m " + source.string() + " -o " + out.string() + " -t w8a8").exit_code, 0);
+  const std::string args = "perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32";
+  ::setenv("LEMMA_LOG_LEVEL", "info", 1);  // the load logs how many matrices it interleaved
+  const auto interleaved = lemma(args);
+  ::setenv("LEMMA_INTERLEAVE", "0", 1);
+  const auto plain = lemma(args);
+  ::unsetenv("LEMMA_INTERLEAVE");
+  ::unsetenv("LEMMA_LOG_LEVEL");
+  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const bool vnni = kernels::cpu_features().avx512_vnni && kernels::active_isa() >= kernels::Isa::kAvx512;
+  EXPECT_EQ(interleaved.err.find("interleaved ") != std::string::npos, vnni) << interleaved.err;
+  EXPECT_EQ(plain.err.find("interleaved "), std::string::npos) << plain.err;
+  EXPECT_FALSE(std::isnan(ppl_of(interleaved)));
+  EXPECT_EQ(interleaved.out.substr(interleaved.out.rfind("PPL = ")), plain.out.substr(plain.out.rfind("PPL = ")));
 }
 
 TEST(QuantizedRunCli, HfDirectoryOutputRuns) {

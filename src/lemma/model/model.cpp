@@ -129,7 +129,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   ThreadTeam* team = ws.team.get();
   const int64_t T = st.num_tokens, hd = c.head_dim, nh = c.num_heads, nkv = c.num_kv_heads;
 
-  const layers::LinearOutput qkv[] = {{&w.q, w.q_bias, ws.q}, {&w.k, w.k_bias, ws.k}, {&w.v, w.v_bias, ws.v}};
+  const layers::LinearOutput qkv[] = {
+      {&w.q, w.q_bias, ws.q, w.q_order}, {&w.k, w.k_bias, ws.k, w.k_order}, {&w.v, w.v_bias, ws.v, w.v_order}};
   st.normed_linear(norm, "qkv", layer, kQkv, qkv);
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
@@ -165,7 +166,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   trace::Scope t_attention("attention");
   layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
   t_attention.end();
-  const layers::LinearOutput o{&w.o, {}, ws.normed};
+  const layers::LinearOutput o{&w.o, {}, ws.normed, w.o_order};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
 }
 
@@ -175,7 +176,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
   const int64_t T = st.num_tokens, I = c.intermediate_size;
-  const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate}, {&w.up, {}, ws.up}};
+  const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate, w.gate_order}, {&w.up, {}, ws.up, w.up_order}};
   st.normed_linear({"add_ffn_norm", w.ffn_norm, true}, "gate_up", layer, kGateUp, gate_up);
   trace::Scope t_silu("silu_mul");
   parallel_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
@@ -183,7 +184,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
     kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows);
   });
   t_silu.end();
-  const layers::LinearOutput down{&w.down, {}, ws.normed};
+  const layers::LinearOutput down{&w.down, {}, ws.normed, w.down_order};
   st.linear("down", layer, kDown, ws.gate, T, std::span(&down, 1));
 }
 
@@ -256,7 +257,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     out_rows += count;
   }
   if (out_rows > 0) {
-    const layers::LinearOutput head{&weights_.lm_head, {}, logits};
+    const layers::LinearOutput head{&weights_.lm_head, {}, logits, weights_.lm_head_order};
     state.linear("lm_head", c.num_layers, kQkv, ws.head_input, out_rows, std::span(&head, 1));  // the slot after the layers'
   }
   plans.commit();

@@ -36,7 +36,10 @@ Model open_hf_quantized(ModelConfig config, WeightFormat format, const std::file
                         const std::optional<quant::HfQuantConfig>& quant_config, LoadMode mode) {
   auto hf = std::make_shared<const quant::HfQuantizedWeights>(
       quant::HfQuantizedWeights::open(weights.string(), quant_config, mode));
-  log().info("{}: {} weights: {} converted{}", weights.string(), hf->config().to_string(), hf->converted().size(),
+  log().info("{}: {} weights: {} converted{}{}", weights.string(), hf->config().to_string(), hf->converted().size(),
+             hf->reordered().empty() ? ""
+                                     : fmt::format(" ({} act-order: inputs sorted by group, read in that order)",
+                                                   hf->reordered().size()),
              hf->widened().empty() ? "" : fmt::format(" ({} in f32: groups not whole 32-value blocks)", hf->widened().size()));
   const quant::HfQuantizedWeights* r = hf.get();
   TensorLookup lookup = [r](const std::string& name) { return r->find(name); };

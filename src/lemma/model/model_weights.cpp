@@ -1,5 +1,7 @@
 #include "lemma/model/model_weights.h"
 
+#include <cstring>
+
 #include "lemma/base/error.h"
 #include "lemma/model/layers/linear.h"
 
@@ -19,6 +21,27 @@ class Loader {
     if (!layers::is_supported_weight_dtype(t.dtype))
       fail<Unsupported>("tensor {}: weight dtype {} is not supported", name, dtype_name(t.dtype));
     return t;
+  }
+
+  // The matrix's input order ("<base>.input_order" beside "<base>.weight"), or empty.
+  InputOrder input_order(WeightRole role, int64_t layer, int64_t cols) {
+    std::string name = weight_name(format_, role, layer);
+    if (!name.ends_with(".weight")) return {};
+    name = name.substr(0, name.size() - 7) + ".input_order";
+    const auto t = lookup_(name);
+    if (!t) return {};
+    if (t->dtype != DType::kI32 || t->shape.rank != 1 || t->shape[0] != cols)
+      fail<FormatError>("tensor {}: expected I32 [{}], got {} {}", name, cols, dtype_name(t->dtype), t->shape.to_string());
+    InputOrder order(static_cast<size_t>(cols));
+    std::memcpy(order.data(), t->data, order.size() * sizeof(int32_t));
+    std::vector<bool> seen(order.size(), false);
+    for (size_t j = 0; j < order.size(); ++j) {
+      const int32_t k = order[j];
+      if (k < 0 || k >= cols || seen[static_cast<size_t>(k)])
+        fail<FormatError>("tensor {}: entry {} = {} makes it no permutation of 0..{}", name, j, k, cols - 1);
+      seen[static_cast<size_t>(k)] = true;
+    }
+    return order;
   }
 
   std::vector<float> vector(WeightRole role, int64_t layer, int64_t length) {
@@ -52,11 +75,15 @@ ModelWeights load_model_weights(const ModelConfig& c, WeightFormat format, const
   ModelWeights w;
   const int64_t h = c.hidden_size;
   w.token_embedding = load.matrix(WeightRole::kTokenEmbedding, 0, c.vocab_size, h);
+  if (!load.input_order(WeightRole::kTokenEmbedding, 0, h).empty())
+    fail<Unsupported>("tensor {}: a token embedding stored with an input order (act-order) cannot be looked up",
+                      weight_name(format, WeightRole::kTokenEmbedding));
   w.final_norm = load.vector(WeightRole::kFinalNorm, 0, h);
   if (c.tie_word_embeddings) {
     w.lm_head = w.token_embedding;
   } else {
     w.lm_head = load.matrix(WeightRole::kLmHead, 0, c.vocab_size, h);
+    w.lm_head_order = load.input_order(WeightRole::kLmHead, 0, h);
   }
   w.layers.resize(static_cast<size_t>(c.num_layers));
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -79,6 +106,13 @@ ModelWeights load_model_weights(const ModelConfig& c, WeightFormat format, const
     lw.gate = load.matrix(WeightRole::kGate, l, c.intermediate_size, h);
     lw.up = load.matrix(WeightRole::kUp, l, c.intermediate_size, h);
     lw.down = load.matrix(WeightRole::kDown, l, h, c.intermediate_size);
+    lw.q_order = load.input_order(WeightRole::kQ, l, h);
+    lw.k_order = load.input_order(WeightRole::kK, l, h);
+    lw.v_order = load.input_order(WeightRole::kV, l, h);
+    lw.o_order = load.input_order(WeightRole::kO, l, c.q_dim());
+    lw.gate_order = load.input_order(WeightRole::kGate, l, h);
+    lw.up_order = load.input_order(WeightRole::kUp, l, h);
+    lw.down_order = load.input_order(WeightRole::kDown, l, c.intermediate_size);
   }
   return w;
 }

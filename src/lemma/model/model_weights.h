@@ -15,6 +15,10 @@
 
 namespace lemma {
 
+// A matrix's input order: GPTQ act-order weights are served with their inputs sorted by group
+// (quant/hf_quantized_weights.h), so their matmul reads x[:, order]. Empty: x as it is.
+using InputOrder = std::vector<int32_t>;
+
 struct LayerWeights {
   std::vector<float> attn_norm;       // [hidden]
   TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
@@ -22,20 +26,24 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;  // [head_dim] or empty
   std::vector<float> ffn_norm;        // [hidden]
   TensorView gate, up, down;          // [ffn, hidden] x2, [hidden, ffn]
+  InputOrder q_order, k_order, v_order, o_order, gate_order, up_order, down_order;  // usually empty
 };
 
 struct ModelWeights {
   TensorView token_embedding;    // [vocab, hidden]
   std::vector<float> final_norm;  // [hidden]
   TensorView lm_head;            // [vocab, hidden] (= token_embedding when tied)
+  InputOrder lm_head_order;      // usually empty
   std::vector<LayerWeights> layers;
 };
 
 // Looks a tensor up by name; nullopt when absent.
 using TensorLookup = std::function<std::optional<TensorView>(const std::string& name)>;
 
-// Throws FormatError naming the tensor when one is missing or has the wrong shape, Unsupported for
-// weight dtypes lemma cannot multiply.
+// A matrix "<base>.weight" has an input order when the lookup finds "<base>.input_order" (I32 [K]).
+// Throws FormatError naming the tensor when one is missing or has the wrong shape (or an input
+// order is not a permutation), Unsupported for weight dtypes lemma cannot multiply and for an
+// input order on the token embedding (its rows are read, not multiplied).
 ModelWeights load_model_weights(const ModelConfig& config, WeightFormat format, const TensorLookup& lookup);
 
 }  // namespace lemma

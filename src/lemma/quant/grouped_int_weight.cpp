@@ -118,18 +118,39 @@ void check_grouped(const GroupedIntWeight& w, const std::string& what) {
   }
 }
 
-RuntimeWeight to_runtime(const GroupedIntWeight& w) {
+std::vector<int32_t> group_sorted_order(std::span<const int32_t> g_idx) {
+  std::vector<int32_t> order(g_idx.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+  return order;
+}
+
+GroupedIntWeight permute_inputs(const GroupedIntWeight& w, std::span<const int32_t> order) {
   const int64_t N = w.out_features, K = w.in_features;
+  if (static_cast<int64_t>(order.size()) != K) fail<InvalidArgument>("input order has {} entries for {} inputs", order.size(), K);
+  GroupedIntWeight out = w;
+  for (int64_t j = 0; j < K; ++j) {
+    const int32_t k = order[static_cast<size_t>(j)];
+    if (k < 0 || k >= K) fail<InvalidArgument>("input order entry {} is outside 0..{}", k, K - 1);
+    out.g_idx[static_cast<size_t>(j)] = w.g_idx[static_cast<size_t>(k)];
+    for (int64_t n = 0; n < N; ++n) out.codes[static_cast<size_t>(n * K + j)] = w.codes[static_cast<size_t>(n * K + k)];
+  }
+  return out;
+}
+
+namespace {
+
+bool whole_blocks(const GroupedIntWeight& w) {
+  const int64_t K = w.in_features;
   bool blockwise = K % kBlock == 0;
   for (int64_t k = 0; blockwise && k < K; ++k)
     blockwise = w.g_idx[static_cast<size_t>(k)] == w.g_idx[static_cast<size_t>(k - k % kBlock)];
-  RuntimeWeight out;
-  if (!blockwise) {  // act-order groups scattered within a block, or K not whole blocks
-    const auto values = dequantize_grouped(w);
-    out.bytes.resize(values.size() * sizeof(float));
-    std::memcpy(out.bytes.data(), values.data(), out.bytes.size());
-    return out;
-  }
+  return blockwise;
+}
+
+// `w` in lemma's 32-value blocks (whole_blocks(w) holds).
+RuntimeWeight to_blocks(const GroupedIntWeight& w) {
+  const int64_t N = w.out_features, K = w.in_features;
   const int mid = (w.max_code() + 1) / 2;
   const bool sym = std::all_of(w.zeros.begin(), w.zeros.end(), [mid](uint8_t z) { return z == mid; });
   QuantizedWeight q;
@@ -158,8 +179,29 @@ RuntimeWeight to_runtime(const GroupedIntWeight& w) {
       else row[k / 2] |= static_cast<uint8_t>(k % 2 == 0 ? stored : stored << 4);
     }
   }
+  RuntimeWeight out;
   out.dtype = served_dtype_for(q.spec);
   out.bytes = to_runtime_blocks(q);
+  return out;
+}
+
+}  // namespace
+
+RuntimeWeight to_runtime(const GroupedIntWeight& w) {
+  if (whole_blocks(w)) return to_blocks(w);
+  if (w.in_features % kBlock == 0) {  // act-order: whole blocks once the inputs are taken by group?
+    auto order = group_sorted_order(w.g_idx);
+    const GroupedIntWeight sorted = permute_inputs(w, order);
+    if (whole_blocks(sorted)) {
+      RuntimeWeight out = to_blocks(sorted);
+      out.input_order = std::move(order);
+      return out;
+    }
+  }
+  RuntimeWeight out;  // groups of sizes that are not whole blocks: the exact values
+  const auto values = dequantize_grouped(w);
+  out.bytes.resize(values.size() * sizeof(float));
+  std::memcpy(out.bytes.data(), values.data(), out.bytes.size());
   return out;
 }
 

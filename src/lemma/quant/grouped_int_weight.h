@@ -50,12 +50,25 @@ std::vector<int32_t> act_order_g_idx(std::span<const float> channel_score, int64
 // The exact f32 values [N, K].
 std::vector<float> dequantize_grouped(const GroupedIntWeight& weight);
 
-// Runtime form (what Model::open serves): when K is a multiple of 32 and every aligned run of 32
-// input channels lies in one group, lossless 32-value blocks (symmetric — every zero is 2^(bits-1) —
-// as GGUF Q4_0/Q8_0, else lemma i4z32/i8z32); otherwise the exact f32 values.
+// The input order that makes each group one contiguous run: channels by group, ascending within
+// one (a stable sort of k by g_idx[k]). GPTQ act-order's g_idx becomes whole groups in this order.
+std::vector<int32_t> group_sorted_order(std::span<const int32_t> g_idx);
+
+// The same weight over the inputs taken in `order` (a permutation of 0 .. K-1): column j of the
+// result is column order[j] of `weight` (codes and g_idx; scales and zeros are per group and stay).
+GroupedIntWeight permute_inputs(const GroupedIntWeight& weight, std::span<const int32_t> order);
+
+// Runtime form (what Model::open serves): lossless 32-value blocks (symmetric — every zero is
+// 2^(bits-1) — as GGUF Q4_0/Q8_0, else lemma i4z32/i8z32) when K is a multiple of 32 and every
+// aligned run of 32 input channels lies in one group, either as stored or — GPTQ act-order, whose
+// groups are scattered over k — after reordering the inputs by group (group_sorted_order): then
+// `input_order` holds that order, and the matmul must read x[:, input_order] (y = W' . x'). When
+// neither works (groups of sizes that are not whole blocks, K not whole blocks), the exact f32
+// values in the stored order.
 struct RuntimeWeight {
   DType dtype = DType::kF32;
-  std::vector<uint8_t> bytes;  // [N, K] in dtype
+  std::vector<uint8_t> bytes;         // [N, K] in dtype
+  std::vector<int32_t> input_order;   // [K], or empty: the stored order
 };
 RuntimeWeight to_runtime(const GroupedIntWeight& weight);
 

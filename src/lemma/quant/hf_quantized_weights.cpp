@@ -105,6 +105,14 @@ HfQuantizedWeights HfQuantizedWeights::open(const std::string& path, const std::
       }
       auto runtime = to_runtime(w);
       if (runtime.dtype == DType::kF32) r.widened_.push_back(weight_name);
+      if (!runtime.input_order.empty()) {  // act-order: the matmul reads x in this order
+        const std::string order_name = base + std::string(kInputOrderSuffix);
+        auto& order = s.bytes[order_name];
+        order.resize(runtime.input_order.size() * sizeof(int32_t));
+        std::memcpy(order.data(), runtime.input_order.data(), order.size());
+        s.views[order_name] = TensorView{order.data(), DType::kI32, Shape{w.in_features}};
+        r.reordered_.push_back(weight_name);
+      }
       bytes = std::move(runtime.bytes);
       view = TensorView{nullptr, runtime.dtype, Shape{w.out_features, w.in_features}};
     }

@@ -3,8 +3,10 @@
 // matmul kernels consume: Model::open serves it through find(). Converted once at open:
 //   GPTQ/AWQ: lossless 32-value blocks (symmetric: GGUF Q4_0/Q8_0; asymmetric: lemma i4z32/i8z32)
 //     when every aligned run of 32 inputs is in one group (always, without act-order, for groups of
-//     32/64/128 or one group); otherwise (act-order groups scattered, K not whole blocks) the exact
-//     f32 values — these are listed by widened();
+//     32/64/128 or one group). GPTQ act-order scatters each group over k: such a matrix is served
+//     with its inputs sorted by group, and "<base>.input_order" (I32 [K]) names the input each
+//     column reads (y = W . x[input_order]; listed by reordered()). Otherwise (groups that are not
+//     whole blocks in any order, K not whole blocks) the exact f32 values — listed by widened();
 //   FP8: bf16 (each value e4m3 * scale rounded once to nearest even).
 // Other tensors (embeddings, norms, biases, kept matrices) are served as stored.
 // Move-only; find() is thread-safe; views live as long as owner().
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,9 @@
 #include "lemma/quant/hf_quant_config.h"
 
 namespace lemma::quant {
+
+// The suffix of a matrix's input order ("<base>.input_order" beside "<base>.weight").
+inline constexpr std::string_view kInputOrderSuffix = ".input_order";
 
 class HfQuantizedWeights {
  public:
@@ -37,17 +43,19 @@ class HfQuantizedWeights {
   // "<base>.weight" names of the converted weights, and of those served as f32 (not whole blocks).
   const std::vector<std::string>& converted() const { return converted_; }
   const std::vector<std::string>& widened() const { return widened_; }
+  // "<base>.weight" names of those served with an input order (act-order, see above).
+  const std::vector<std::string>& reordered() const { return reordered_; }
   std::shared_ptr<const void> owner() const { return state_; }
 
  private:
   struct State {
     std::optional<SafetensorsCheckpoint> safetensors;
     std::optional<GgufFile> gguf;
-    std::map<std::string, std::vector<uint8_t>, std::less<>> bytes;  // by "<base>.weight"
+    std::map<std::string, std::vector<uint8_t>, std::less<>> bytes;  // by "<base>.weight" / ".input_order"
     std::map<std::string, TensorView, std::less<>> views;
   };
   HfQuantConfig config_;
-  std::vector<std::string> converted_, widened_;
+  std::vector<std::string> converted_, widened_, reordered_;
   std::shared_ptr<State> state_;
 };
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "lemma/base/error.h"
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
@@ -94,7 +95,7 @@ TEST(LinearGroup, TeamsGiveTheInlineBitsAcrossMatrixEdges) {
       std::vector<std::vector<float>> ys;
       std::vector<LinearOutput> outputs;
       for (int64_t N : rows) ys.emplace_back(static_cast<size_t>(M * N), -1.0f);
-      for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i], {}, ys[i]});
+      for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i], {}, ys[i], {}});
       linear_group(x, M, outputs, team);
       return ys;
     };
@@ -166,7 +167,7 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
         std::vector<LinearOutput> outputs;
         ys.clear();
         for (int64_t N : rows) ys.emplace_back(static_cast<size_t>(M * N), -1.0f);
-        for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i].view, {}, ys[i]});
+        for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i].view, {}, ys[i], {}});
         return outputs;
       };
       std::vector<float> x(static_cast<size_t>(M * K));
@@ -199,6 +200,75 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
   }
   // bf16 weights read x as bf16 rows where the CPU has AVX512_BF16: the fused path ran.
   if (kernels::cpu_features().avx512_bf16 && kernels::active_isa() >= kernels::Isa::kAvx512) EXPECT_TRUE(converted_by_rows);
+}
+
+// Outputs with input orders (GPTQ act-order matrices served with their inputs sorted by group):
+// each reads x[:, order], bit for bit what linear() gives on x gathered by hand, whether the group
+// runs inline or on a team, x given or written row by row, and whatever the other outputs read.
+// Two outputs with equal orders (equal contents in separate vectors, as q/k/v's) share one gather.
+TEST(LinearGroup, InputOrdersReadXInThatOrder) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const int64_t K = 1024;
+  const int64_t rows[] = {48, 37, 64, 32};
+  std::vector<int32_t> a(static_cast<size_t>(K)), b(static_cast<size_t>(K));
+  for (int32_t k = 0; k < K; ++k) a[static_cast<size_t>(k)] = b[static_cast<size_t>(k)] = k;
+  std::shuffle(a.begin(), a.end(), rng);
+  std::shuffle(b.begin(), b.end(), rng);
+  const std::vector<int32_t> a_copy = a;
+  const std::span<const int32_t> orders[] = {a, a_copy, b, {}};
+  for (DType dtype : {DType::kF32, DType::kBF16x16, DType::kQ8_0}) {
+    std::vector<Weights> weights;
+    for (int64_t N : rows) weights.push_back(random_weights(dtype, N, K, rng));
+    for (int64_t M : {1, 7, 40}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M);
+      std::vector<float> x(static_cast<size_t>(M * K));
+      for (auto& v : x) v = dist(rng);
+      std::vector<std::vector<float>> want;
+      for (size_t i = 0; i < std::size(rows); ++i) {
+        std::vector<float> gathered = x;
+        if (!orders[i].empty())
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t j = 0; j < K; ++j)
+              gathered[static_cast<size_t>(m * K + j)] = x[static_cast<size_t>(m * K + orders[i][static_cast<size_t>(j)])];
+        want.emplace_back(static_cast<size_t>(M * rows[i]));
+        linear(gathered, M, weights[i].view, {}, want.back());
+      }
+      const auto outputs_into = [&](std::vector<std::vector<float>>& ys) {
+        std::vector<LinearOutput> outputs;
+        ys.clear();
+        for (int64_t N : rows) ys.emplace_back(static_cast<size_t>(M * N), -1.0f);
+        for (size_t i = 0; i < ys.size(); ++i) outputs.push_back({&weights[i].view, {}, ys[i], orders[i]});
+        return outputs;
+      };
+      const auto expect_want = [&](const std::vector<std::vector<float>>& got, const char* how) {
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0) << how << ", output " << i;
+      };
+      std::vector<std::vector<float>> got;
+      linear_group(x, M, outputs_into(got), nullptr);
+      expect_want(got, "inline");
+      for (int threads : {2, 3}) {
+        ThreadTeam team(threads);
+        linear_group(x, M, outputs_into(got), &team);
+        expect_want(got, "on a team");
+        const std::vector<float> saved = x;
+        LinearGroupPlan plan = plan_linear_group(x, M, outputs_into(got), &team);
+        EXPECT_EQ(plan.num_orders, 2u);
+        std::fill(x.begin(), x.end(), std::numeric_limits<float>::quiet_NaN());
+        write_linear_group_input(plan, &team, [&](int64_t m0, int64_t m1) {
+          std::copy(saved.begin() + m0 * K, saved.begin() + m1 * K, x.begin() + m0 * K);
+        });
+        run_prepared_linear_group(plan, &team);
+        expect_want(got, "written row by row");
+      }
+    }
+  }
+  std::vector<float> x(static_cast<size_t>(K)), y(48);
+  const std::vector<int32_t> short_order(static_cast<size_t>(K - 1), 0);
+  const Weights w = random_weights(DType::kF32, 48, K, rng);
+  const LinearOutput bad{&w.view, {}, y, short_order};
+  EXPECT_THROW(linear_group(x, 1, std::span(&bad, 1), nullptr), InvalidArgument);
 }
 
 }  // namespace

@@ -134,6 +134,8 @@ TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
   const auto weights = HfQuantizedWeights::open((dir / "model.safetensors").string(), config);
   EXPECT_EQ(weights.converted().size(), 2u * 7u) << "tiny-256 has 2 layers of 7 matrices";
   std::map<std::string, std::vector<float>> dequantized;
+  // Act-order matrices come with their inputs sorted by group (column j holds input order[j]).
+  EXPECT_EQ(weights.reordered().size(), config.desc_act ? weights.converted().size() : 0u);
   for (const auto& name : weights.converted()) {
     const auto view = *weights.find(name);
     EXPECT_EQ(view.dtype, c.served) << name;
@@ -141,7 +143,18 @@ TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
     ASSERT_NE(original, nullptr) << name;
     const auto m = matrix_shape(original->view.shape);
     auto expected = expected_values(config, tensor_to_f32(original->view), m.rows, m.cols);
-    ASSERT_EQ(values_of(view), expected) << name;
+    auto values = values_of(view);
+    const std::string base = name.substr(0, name.size() - std::string(".weight").size());
+    if (const auto order = weights.find(base + std::string(kInputOrderSuffix))) {
+      ASSERT_EQ(order->dtype, DType::kI32);
+      ASSERT_EQ(order->shape, Shape{m.cols});
+      const auto* o = static_cast<const int32_t*>(order->data);
+      std::vector<float> stored_order(values.size());
+      for (int64_t r = 0; r < m.rows; ++r)
+        for (int64_t j = 0; j < m.cols; ++j) stored_order[static_cast<size_t>(r * m.cols + o[j])] = values[static_cast<size_t>(r * m.cols + j)];
+      values = std::move(stored_order);
+    }
+    ASSERT_EQ(values, expected) << name;
     dequantized[name] = std::move(expected);
   }
   // The oracle: an unquantized checkpoint holding those dequantized values in f32.
@@ -168,7 +181,9 @@ TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
 INSTANTIATE_TEST_SUITE_P(Formats, HfCheckpoint,
                          ::testing::Values(FormatCase{"gptq-g32-sym", DType::kQ4_0},
                                            FormatCase{"gptq-g64-asym", DType::kI4Z32},
-                                           FormatCase{"gptq-g128-sym-act", DType::kF32},
+                                           FormatCase{"gptq-g128-sym-act", DType::kQ4_0},
+                                           FormatCase{"gptq-g32-asym-act", DType::kI4Z32},
+                                           FormatCase{"gptq8-g64-sym-act", DType::kQ8_0},
                                            FormatCase{"gptq-channel-asym", DType::kI4Z32},
                                            FormatCase{"gptq8-g32-asym", DType::kI8Z32},
                                            FormatCase{"gptq8-channel-sym", DType::kQ8_0},

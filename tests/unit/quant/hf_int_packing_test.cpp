@@ -2,6 +2,8 @@
 // (pack -> unpack gives the quantizer's codes, zeros, scales and g_idx bit for bit) on odd shapes,
 // group sizes, act-order and 8 bits, the runtime blocks' values equal to the dequantized weight,
 // and malformed tensors rejected with the tensor's name.
+#include <algorithm>
+#include <utility>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -153,7 +155,10 @@ TEST(AwqPacking, RoundTripsBitForBit) {
 }
 
 // The runtime form holds exactly the dequantized values: 32-value blocks when groups are whole
-// blocks (symmetric -> q4_0 / q8_0, else i4z32 / i8z32), f32 otherwise (act-order, K % 32 != 0).
+// blocks (symmetric -> q4_0 / q8_0, else i4z32 / i8z32); with act-order, whose groups are scattered
+// over k, the same blocks over the inputs sorted by group (input_order: column j holds input
+// order[j]) when those groups are whole blocks; f32 in the stored order otherwise (groups of 16,
+// K % 32 != 0).
 TEST(GroupedIntWeight, RuntimeFormHoldsTheSameValues) {
   struct Case {
     int bits;
@@ -167,9 +172,11 @@ TEST(GroupedIntWeight, RuntimeFormHoldsTheSameValues) {
                        Case{4, 96, -1, GroupRounding::kAwq, false, DType::kI4Z32},
                        Case{8, 64, 32, GroupRounding::kGptqSym, false, DType::kQ8_0},
                        Case{8, 128, 128, GroupRounding::kGptqAsym, false, DType::kI8Z32},
-                       Case{4, 128, 32, GroupRounding::kGptqAsym, true, DType::kF32},
+                       Case{4, 128, 32, GroupRounding::kGptqAsym, true, DType::kI4Z32},
+                       Case{8, 192, 64, GroupRounding::kGptqSym, true, DType::kQ8_0},
+                       Case{4, 128, 16, GroupRounding::kGptqSym, true, DType::kF32},
                        Case{4, 40, 8, GroupRounding::kGptqSym, false, DType::kF32}}) {
-    SCOPED_TRACE(::testing::Message() << c.bits << " bits K " << c.k << " group " << c.group);
+    SCOPED_TRACE(::testing::Message() << c.bits << " bits K " << c.k << " group " << c.group << " act " << c.act_order);
     const int64_t n = 16;
     const auto x = random_matrix(n, c.k, static_cast<unsigned>(c.k + c.group));
     std::vector<float> score(x.begin(), x.begin() + c.k);
@@ -180,6 +187,20 @@ TEST(GroupedIntWeight, RuntimeFormHoldsTheSameValues) {
     ASSERT_EQ(r.bytes.size(), *dtype_bytes(r.dtype, static_cast<uint64_t>(n * c.k)));
     std::vector<float> values(static_cast<size_t>(n * c.k));
     kernels::dequantize_row(r.dtype, r.bytes.data(), values.data(), n * c.k);
+    const bool reordered = c.act_order && c.expected != DType::kF32;
+    ASSERT_EQ(r.input_order.size(), reordered ? static_cast<size_t>(c.k) : 0u);
+    if (reordered) {
+      std::vector<int32_t> sorted = r.input_order;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t k = 0; k < c.k; ++k) ASSERT_EQ(sorted[static_cast<size_t>(k)], k) << "not a permutation";
+      for (int64_t j = 1; j < c.k; ++j)  // by group, ascending k within one
+        ASSERT_LT(std::pair(w.g_idx[r.input_order[j - 1]], r.input_order[j - 1]), std::pair(w.g_idx[r.input_order[j]], r.input_order[j]));
+      std::vector<float> stored_order(values.size());
+      for (int64_t row = 0; row < n; ++row)
+        for (int64_t j = 0; j < c.k; ++j)
+          stored_order[static_cast<size_t>(row * c.k + r.input_order[static_cast<size_t>(j)])] = values[static_cast<size_t>(row * c.k + j)];
+      values = stored_order;
+    }
     EXPECT_EQ(values, dequantize_grouped(w));
   }
 }

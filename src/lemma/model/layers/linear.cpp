@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <vector>
 
 #include "lemma/base/error.h"
 #include "lemma/kernels/dequantize.h"
@@ -11,7 +12,55 @@
 namespace lemma::layers {
 
 namespace {
+
 int64_t row_length(const TensorView& w) { return w.shape.rank == 1 ? w.shape[0] : w.shape[w.shape.rank - 1]; }
+
+// The index of `order` among the plan's distinct input orders (added when new). q/k/v (and
+// gate/up) of a GPTQ checkpoint share one order: their Hessians come from the same input.
+int add_order(LinearGroupPlan& g, std::span<const int32_t> order, int64_t K) {
+  if (static_cast<int64_t>(order.size()) != K)
+    fail<InvalidArgument>("linear: an input order of {} entries for {} inputs", order.size(), K);
+  for (size_t d = 0; d < g.num_orders; ++d) {
+    const auto& known = g.orders[d];
+    if (known.data() == order.data() || std::equal(known.begin(), known.end(), order.begin(), order.end()))
+      return static_cast<int>(d);
+  }
+  g.orders[g.num_orders] = order;
+  return static_cast<int>(g.num_orders++);
+}
+
+// Points the plans with an input order at their gathered x (one [M, K] buffer per distinct order,
+// in the calling thread's scratch, grown only); false when the group has none.
+bool bind_ordered_inputs(LinearGroupPlan& g) {
+  if (g.num_orders == 0) return false;
+  const int64_t M = g.plans[0].args.M, K = g.plans[0].args.K;
+  thread_local std::vector<float> scratch;
+  const auto size = static_cast<size_t>(M * K) * g.num_orders;
+  if (scratch.size() < size) scratch.resize(size);
+  for (size_t i = 0; i < g.count; ++i) {
+    if (g.order_of[i] < 0) continue;
+    g.plans[i].args.x = scratch.data() + static_cast<size_t>(g.order_of[i]) * static_cast<size_t>(M * K);
+    g.plans[i].args.x_stride = K;
+  }
+  return true;
+}
+
+// Rows [m0, m1) of x gathered into each distinct order's buffer: row[j] = x[m, order[j]].
+void gather_ordered_inputs(const LinearGroupPlan& g, int64_t m0, int64_t m1) {
+  const int64_t K = g.plans[0].args.K;
+  for (size_t d = 0; d < g.num_orders; ++d) {
+    float* out = nullptr;
+    for (size_t i = 0; i < g.count && out == nullptr; ++i)
+      if (g.order_of[i] == static_cast<int>(d)) out = const_cast<float*>(g.plans[i].args.x);
+    const int32_t* order = g.orders[d].data();
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* src = g.x + m * K;
+      float* dst = out + m * K;
+      for (int64_t j = 0; j < K; ++j) dst[j] = src[order[j]];
+    }
+  }
+}
+
 }  // namespace
 
 bool is_supported_weight_dtype(DType dtype) { return kernels::can_dequantize(dtype); }
@@ -43,6 +92,7 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
   // output).
   LinearGroupPlan g;
   g.count = outputs.size();
+  g.x = x.data();
   int64_t K = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const LinearOutput& o = outputs[i];
@@ -51,6 +101,7 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
     assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(o.y.size()) >= M * N);
     g.plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
     g.row_offset[i + 1] = g.row_offset[i] + (N + 15) / 16 * 16;
+    g.order_of[i] = o.input_order.empty() ? -1 : add_order(g, o.input_order, K);
   }
   if (team == nullptr || team->size() == 1) return g;
   // At least ~64K multiply-adds per tile, so small matmuls stay on few threads.
@@ -78,12 +129,20 @@ void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
 
 void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   // int8/bf16 kernels read x prepared once per call; bf16 rows are prepared on the team (at batch 32
-  // the 4864-wide input of down took 8% of that matmul on one thread).
+  // the 4864-wide input of down took 8% of that matmul on one thread). Ordered inputs are gathered
+  // first, row by row, by the thread that then prepares the row.
   const auto plans = std::span(g.plans.data(), g.count);
-  if (g.tiles.count != 0 && kernels::reserve_activations(plans)) {
-    parallel_rows(team, g.plans[0].args.M, g.plans[0].args.K,
-                  [plans](int64_t m0, int64_t m1) { kernels::prepare_activation_rows(plans, m0, m1); });
+  const bool ordered = bind_ordered_inputs(g);
+  if (g.tiles.count != 0) {
+    const bool needs_x = kernels::reserve_activations(plans);
+    if (needs_x || ordered) {
+      parallel_rows(team, g.plans[0].args.M, g.plans[0].args.K, [&](int64_t m0, int64_t m1) {
+        if (ordered) gather_ordered_inputs(g, m0, m1);
+        if (needs_x) kernels::prepare_activation_rows(plans, m0, m1);
+      });
+    }
   } else {
+    if (ordered) gather_ordered_inputs(g, 0, g.plans[0].args.M);
     kernels::prepare_activations(plans);
   }
   run_prepared_linear_group(g, team);
@@ -92,9 +151,11 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
 void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef write_x) {
   const auto plans = std::span(g.plans.data(), g.count);
   const int64_t M = g.count != 0 ? g.plans[0].args.M : 0, K = g.count != 0 ? g.plans[0].args.K : 0;
+  const bool ordered = bind_ordered_inputs(g);
   const bool needs_x = kernels::reserve_activations(plans);
   parallel_rows(team, M, K, [&](int64_t m0, int64_t m1) {
     write_x(m0, m1);
+    if (ordered) gather_ordered_inputs(g, m0, m1);
     if (needs_x) kernels::prepare_activation_rows(plans, m0, m1);
   });
 }
@@ -106,7 +167,7 @@ void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOut
 
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
             std::span<float> y, ThreadTeam* team) {
-  const LinearOutput output{&weight, bias, y};
+  const LinearOutput output{&weight, bias, y, {}};
   linear_group(x, M, std::span(&output, 1), team);
 }
 

@@ -25,11 +25,14 @@ bool is_supported_weight_dtype(DType dtype);
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,
             std::span<float> y, ThreadTeam* team = nullptr);
 
-// One of several linears that read the same x (q/k/v, gate/up): y = x . weight^T (+ bias).
+// One of several linears that read the same x (q/k/v, gate/up): y = x . weight^T (+ bias), or,
+// with an input order (a GPTQ act-order matrix served with its inputs sorted by group:
+// quant/hf_quantized_weights.h), y = x[:, input_order] . weight^T (+ bias).
 struct LinearOutput {
-  const TensorView* weight = nullptr;  // [N, K]
-  std::span<const float> bias;         // [N] or empty
-  std::span<float> y;                  // [M, N]
+  const TensorView* weight = nullptr;      // [N, K]
+  std::span<const float> bias;             // [N] or empty
+  std::span<float> y;                      // [M, N]
+  std::span<const int32_t> input_order;    // [K], a permutation of 0 .. K-1, or empty
 };
 
 // All `outputs` (at most kMaxLinearGroup) as one team job: one dispatch and one wait instead of
@@ -50,13 +53,19 @@ struct LinearGroupPlan {
   // or one thread).
   std::array<int64_t, kMaxLinearGroup + 1> row_offset{};
   RowTiles tiles;
+  // Outputs with an input order read x gathered in that order, once per distinct order per call,
+  // into a scratch of the calling thread (their plans' x points there while the group runs).
+  const float* x = nullptr;                                        // the group's x [M, K]
+  std::array<std::span<const int32_t>, kMaxLinearGroup> orders{};  // the distinct orders
+  size_t num_orders = 0;
+  std::array<int, kMaxLinearGroup> order_of{};                     // per output: index in orders, or -1
 };
 // Throws as kernels::plan_matmul() does. `team` only sets the tiling (its size).
 LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,
                                   const ThreadTeam* team);
 // Runs the plan on `team` (of the size it was planned for, or null when planned without one);
-// quantises x first where the kernels need it (kernels::prepare_activations, which updates the
-// plan's pointer to that scratch).
+// gathers x in the outputs' input orders and quantises it where the kernels need it first (into
+// scratch of the calling thread: kernels::prepare_activations, which updates the plan's pointers).
 void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
 // run_linear_group() in two steps, for an x that `write_x(m0, m1)` writes first, rows [m0, m1) at a
 // time, on the team (the residual add + RMSNorm before q/k/v and gate/up). Each range is converted

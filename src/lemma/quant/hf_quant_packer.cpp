@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <map>
 #include <regex>
 
 #include "lemma/base/error.h"
@@ -60,8 +62,29 @@ std::vector<float> column_absmax(const std::vector<float>& w, int64_t N, int64_t
   return out;
 }
 
+// The input a matrix reads, as a key shared by the matrices that read the same one: q/k/v and
+// gate/up of a layer (HF or GGUF names); any other matrix is its own key.
+std::string input_key(const std::string& name) {
+  const auto with = [&name](std::initializer_list<std::string_view> members, std::string_view group) -> std::string {
+    for (const auto member : members) {
+      const std::string suffix = std::string(member) + ".weight";
+      if (name.ends_with(suffix)) return name.substr(0, name.size() - suffix.size()) + std::string(group);
+    }
+    return {};
+  };
+  for (auto key : {with({"q_proj", "k_proj", "v_proj"}, "qkv_proj"), with({"gate_proj", "up_proj"}, "gate_up_proj"),
+                   with({"attn_q", "attn_k", "attn_v"}, "attn_qkv"), with({"ffn_gate", "ffn_up"}, "ffn_gate_up")})
+    if (!key.empty()) return key;
+  return name;
+}
+
+// GPTQ act-order orders the inputs by the Hessian diagonal of the layer input, so matrices that read
+// the same input share one order. The stand-in score (no calibration data): max |W[:, k]| over
+// every such matrix, per input key.
+using InputScores = std::map<std::string, std::vector<float>>;
+
 uint64_t pack_one(Out& out, const std::string& base, const std::vector<float>& w, int64_t N, int64_t K,
-                  const HfQuantConfig& c) {
+                  const HfQuantConfig& c, const std::vector<float>& act_order_score) {
   if (c.method == HfQuantMethod::kFp8) {
     const auto f = quantize_fp8(w, N, K, c.fp8_block);
     uint64_t bytes = out.add(base + ".weight", DType::kF8E4M3, Shape{N, K}, f.codes);
@@ -74,7 +97,7 @@ uint64_t pack_one(Out& out, const std::string& base, const std::vector<float>& w
            out.add(base + ".qzeros", DType::kI32, Shape{t.num_groups, N / 8}, t.qzeros) +
            out.add(base + ".scales", DType::kF16, Shape{t.num_groups, N}, t.scales);
   }
-  const auto g_idx = c.desc_act ? act_order_g_idx(column_absmax(w, N, K), c.group_size) : std::vector<int32_t>{};
+  const auto g_idx = c.desc_act ? act_order_g_idx(act_order_score, c.group_size) : std::vector<int32_t>{};
   const auto rounding = c.sym ? GroupRounding::kGptqSym : GroupRounding::kGptqAsym;
   const auto t = pack_gptq(quantize_grouped(w, N, K, c.bits, c.group_size, rounding, g_idx));
   const int pack = 32 / c.bits;
@@ -97,6 +120,19 @@ HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors
       fail<InvalidArgument>("keep pattern '{}': bad regex: {}", p, e.what());
     }
   }
+  InputScores scores;  // act-order: a first pass over the matrices to pack
+  for (size_t i = 0; config.desc_act && i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    if (!keep_reason(t, config, keep, keep_patterns).empty()) continue;
+    const auto m = matrix_shape(t.view.shape);
+    const auto own = column_absmax(tensor_to_f32(t.view), m.rows, m.cols);
+    auto& score = scores[input_key(t.name)];
+    if (score.size() != own.size()) {
+      if (!score.empty()) fail<InvalidArgument>("{}: {} inputs, the matrices beside it {}", t.name, own.size(), score.size());
+      score.assign(own.size(), 0.0f);
+    }
+    for (size_t k = 0; k < own.size(); ++k) score[k] = std::max(score[k], own[k]);
+  }
   HfQuantizedCheckpoint result;
   result.buffers.reserve(tensors.size() * 4);
   Out out(result);
@@ -107,7 +143,9 @@ HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors
       const auto m = matrix_shape(t.view.shape);
       plan.quantized = true;
       plan.reason = config.to_string();
-      plan.bytes_after = pack_one(out, quantized_base_name(t.name), tensor_to_f32(t.view), m.rows, m.cols, config);
+      const auto score = scores.find(input_key(t.name));
+      plan.bytes_after = pack_one(out, quantized_base_name(t.name), tensor_to_f32(t.view), m.rows, m.cols, config,
+                                  score != scores.end() ? score->second : std::vector<float>{});
     } else if (!dtype_to_safetensors(t.view.dtype).empty()) {
       plan.bytes_after = t.view.bytes();
       result.tensors.push_back({t.name, t.view});

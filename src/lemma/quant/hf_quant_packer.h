@@ -6,7 +6,8 @@
 // packs (GPTQ: N and K multiples of 32 / bits; AWQ: N of 8, K of the group; FP8: any); the rest are
 // stored as they were (GGUF block types widened to f32). GPTQ act-order (desc_act) orders the
 // input channels by decreasing max |W[:, k]| (a weight-only stand-in for the Hessian diagonal
-// GPTQ sorts by) and writes that g_idx. Not thread-safe (the result owns the bytes its views
+// GPTQ sorts by) and writes that g_idx; as GPTQ's Hessian comes from the layer input, the max runs
+// over every matrix reading the same input (q/k/v, gate/up), which so share one order. Not thread-safe (the result owns the bytes its views
 // point into).
 #pragma once
 

@@ -3,6 +3,7 @@
 // the packer's quantization (bit for bit), the model's logits equal those of an f32 model holding the
 // dequantized weights (within the activation precision's rounding), and corrupt
 // checkpoints (missing tensors, wrong shapes, unsupported bits) fail naming the tensor or field.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -72,8 +73,10 @@ std::vector<float> values_of(const TensorView& v) {
   return out;
 }
 
-// What the packer's quantization of `w` dequantizes to (computed here from the f32 weight).
-std::vector<float> expected_values(const HfQuantConfig& c, const std::vector<float>& w, int64_t n, int64_t k) {
+// What the packer's quantization of `w` dequantizes to (computed here from the f32 weight; act-order
+// with the checkpoint's g_idx, whose choice the packer test checks).
+std::vector<float> expected_values(const HfQuantConfig& c, const std::vector<float>& w, int64_t n, int64_t k,
+                                   std::vector<int32_t> g_idx) {
   if (c.method == HfQuantMethod::kFp8) {
     const auto bf16 = fp8_to_bf16(quantize_fp8(w, n, k, c.fp8_block));
     std::vector<float> out;
@@ -81,14 +84,6 @@ std::vector<float> expected_values(const HfQuantConfig& c, const std::vector<flo
     return out;
   }
   if (c.method == HfQuantMethod::kAwq) return dequantize_grouped(quantize_grouped(w, n, k, 4, c.group_size, GroupRounding::kAwq));
-  std::vector<int32_t> g_idx;
-  if (c.desc_act) {
-    std::vector<float> score(static_cast<size_t>(k), 0.0f);
-    for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < k; ++j)
-        score[static_cast<size_t>(j)] = std::max(score[static_cast<size_t>(j)], std::abs(w[static_cast<size_t>(r * k + j)]));
-    g_idx = act_order_g_idx(score, c.group_size);
-  }
   return dequantize_grouped(quantize_grouped(w, n, k, c.bits, c.group_size,
                                              c.sym ? GroupRounding::kGptqSym : GroupRounding::kGptqAsym, g_idx));
 }
@@ -122,6 +117,39 @@ double reference_bound(DType served) {
 
 class HfCheckpoint : public ::testing::TestWithParam<FormatCase> {};
 
+// GPTQ act-order orders a matrix's inputs by its input's Hessian diagonal, so q/k/v (and gate/up)
+// share one g_idx; the packer's stand-in score is max |W[:, k]| over the matrices sharing the input.
+void expect_shared_act_order(const Source& src, const HfQuantizedCheckpoint& packed, int64_t group_size) {
+  const auto tensor = [](const auto& tensors, const std::string& name) {
+    const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.name == name; });
+    if (it == tensors.end()) throw std::runtime_error("no tensor " + name);
+    return it->view;
+  };
+  const auto g_idx = [&](const std::string& base) {
+    const TensorView v = tensor(packed.tensors, base + ".g_idx");
+    const auto* g = static_cast<const int32_t*>(v.data);
+    return std::vector<int32_t>(g, g + v.shape[0]);
+  };
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    for (const auto& members : {std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+                                std::vector<std::string>{"mlp.gate_proj", "mlp.up_proj"}}) {
+      std::vector<float> score;
+      for (const auto& m : members) {
+        const TensorView w = tensor(src.tensors, prefix + m + ".weight");
+        const auto values = tensor_to_f32(w);
+        const int64_t N = w.shape[0], K = w.shape[1];
+        score.resize(static_cast<size_t>(K), 0.0f);
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t k = 0; k < K; ++k)
+            score[static_cast<size_t>(k)] = std::max(score[static_cast<size_t>(k)], std::abs(values[static_cast<size_t>(n * K + k)]));
+      }
+      const auto want = act_order_g_idx(score, group_size);
+      for (const auto& m : members) EXPECT_EQ(g_idx(prefix + m), want) << prefix + m;
+    }
+  }
+}
+
 TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
   std::string why;
   const Source* src = tiny_source(why);
@@ -129,6 +157,7 @@ TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
   const auto c = GetParam();
   const auto config = *parse_hf_quant_type(c.type);
   const auto packed = pack_hf_checkpoint(src->tensors, config, {});
+  if (config.desc_act) expect_shared_act_order(*src, packed, config.group_size);
   const fs::path dir = write_checkpoint(*src, c.type, to_json(config), packed.tensors);
   // Bit for bit: each converted weight is the packer's quantization of the f32 weight.
   const auto weights = HfQuantizedWeights::open((dir / "model.safetensors").string(), config);
@@ -142,9 +171,17 @@ TEST_P(HfCheckpoint, LoadsThePackersWeightsAndRunsCloseToF32) {
     const auto* original = src->checkpoint.tensor(name);
     ASSERT_NE(original, nullptr) << name;
     const auto m = matrix_shape(original->view.shape);
-    auto expected = expected_values(config, tensor_to_f32(original->view), m.rows, m.cols);
-    auto values = values_of(view);
     const std::string base = name.substr(0, name.size() - std::string(".weight").size());
+    std::vector<int32_t> g_idx;
+    if (config.desc_act) {
+      const auto it = std::find_if(packed.tensors.begin(), packed.tensors.end(),
+                                   [&](const auto& t) { return t.name == base + ".g_idx"; });
+      ASSERT_NE(it, packed.tensors.end()) << base;
+      const auto* g = static_cast<const int32_t*>(it->view.data);
+      g_idx.assign(g, g + m.cols);
+    }
+    auto expected = expected_values(config, tensor_to_f32(original->view), m.rows, m.cols, std::move(g_idx));
+    auto values = values_of(view);
     if (const auto order = weights.find(base + std::string(kInputOrderSuffix))) {
       ASSERT_EQ(order->dtype, DType::kI32);
       ASSERT_EQ(order->shape, Shape{m.cols});

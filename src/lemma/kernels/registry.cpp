@@ -174,11 +174,12 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_i8z32x16_int8_avx512vnni, x86::matmul_i8z32x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"avx512_vnni_i4z32x16_int8", DType::kI4Z32x16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_i4z32x16_int8_avx512vnni, x86::matmul_i4z32x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
-    // W8A8x16 (interleaved W8A8): the W8A8 rule's int8 x in the signed layout; Model makes it only
-    // where AVX-512 VNNI runs (the reference serves the other ISAs, in tests).
+    // W8A8x16 (interleaved W8A8): the W8A8 rule's int8 x in the signed layout; Model makes it from
+    // AVX2 up.
     {"reference_w8a8x16", DType::kW8A8x16, Isa::kScalar, kInt8, false, matmul_w8a8x16_reference, quantize_w8a8_signed_activations_reference, w8a8_signed_activation_bytes},
+    {"avx2_w8a8x16", DType::kW8A8x16, Isa::kAvx2, kInt8, false, x86::matmul_w8a8x16_avx2, x86::quantize_w8a8_signed_activations_avx2, w8a8_signed_activation_bytes},
     {"avx512_vnni_w8a8x16", DType::kW8A8x16, Isa::kAvx512, kInt8, false,
-     int8_avx512<x86::matmul_w8a8x16_avx512vnni, matmul_w8a8x16_reference>, x86::quantize_w8a8_signed_activations_avx512, w8a8_signed_activation_bytes},
+     int8_avx512<x86::matmul_w8a8x16_avx512vnni, x86::matmul_w8a8x16_avx2>, x86::quantize_w8a8_signed_activations_avx512, w8a8_signed_activation_bytes},
     {"avx512_vnni_q4_kx16_int8", DType::kQ4_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q4_kx16_int8_avx512vnni, x86::matmul_q4_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q2_kx16_int8", DType::kQ2_Kx16, Isa::kAvx512, kInt8, false,

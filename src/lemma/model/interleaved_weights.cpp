@@ -80,8 +80,8 @@ bool interleaving_enabled(DType plain) {
   // lemma int8 / int4 (GPTQ, AWQ, lemma int checkpoints): only the interleaved forms read int8 x (their
   // zero points enter the integer sums); in the file's layout they keep f32 x.
   if (plain == DType::kI8Z32 || plain == DType::kI4Z32) return !kernels::matmul_precision_forced_f32();
-  // W8A8 always quantises x (its format's rule); its interleaved kernel needs AVX-512 VNNI.
-  if (plain == DType::kW8A8) return isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni;
+  // W8A8 always quantises x (its format's rule); W8A8x16 has AVX2 and AVX-512 VNNI kernels.
+  if (plain == DType::kW8A8) return true;
   // Every int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
   return kernels::interleaved_dtype(plain) != DType::kCount &&
          kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;

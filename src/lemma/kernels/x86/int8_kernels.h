@@ -51,6 +51,8 @@ void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args);
 // (matmul_w8a8_reference's bits). Both need avx512_vnni's machine (Model interleaves W8A8 only there).
 void quantize_w8a8_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_w8a8x16_avx512vnni(const MatmulArgs& args);
+void quantize_w8a8_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+void matmul_w8a8x16_avx2(const MatmulArgs& args);
 // Interleaved Q2_Kx16 .. Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
 void matmul_q2_kx16_int8_avx2(const MatmulArgs& args);
 void matmul_q3_kx16_int8_avx2(const MatmulArgs& args);

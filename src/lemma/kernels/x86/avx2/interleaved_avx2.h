@@ -58,6 +58,20 @@ static inline __m256i signed_byte(__m256i v) {
   return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
 }
 
+// Adds half H's sum of q * x to s[r], q = byte ^ 0x80 (8 chunks of Q8_0x16 code bytes at `codes`;
+// x: R rows of 32 signed codes): |q| (0..128, unsigned) times x with q's sign, as q may be -128
+// and x never is; pairs at most 32512 in magnitude, so every sum is exact.
+template <int R, int H>
+[[gnu::always_inline]] static inline void add_byte_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int j = 0; j < 8; ++j) {
+    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
+    const __m256i magnitude = _mm256_abs_epi8(q);
+    for (int r = 0; r < R; ++r)
+      s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 4 * j), q))));
+  }
+}
+
 // tile.template operator()<R, 1>(m0, g) over every row of x and 16-row group of W: up to 2 rows of x
 // per tile for M <= 2 (decode), up to PrefillRows otherwise.
 template <int PrefillRows, class Tile>

@@ -48,19 +48,6 @@ template <int R, int H>
   for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(widen(t[r]), start[r]);
 }
 
-// Adds half H's sum of q * x to s[r], q = byte ^ 0x80 (8 chunks of Q8_0x16 code bytes at `codes`):
-// |q| (0..128, unsigned) times x with q's sign, as q may be -128 and x never is.
-template <int R, int H>
-[[gnu::always_inline]] inline void add_byte_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int j = 0; j < 8; ++j) {
-    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * j + 32 * H)), flip);
-    const __m256i magnitude = _mm256_abs_epi8(q);
-    for (int r = 0; r < R; ++r)
-      s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 4 * j), q))));
-  }
-}
-
 // The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
 // the group, written to s[r].
 struct Q4x16 {

@@ -2,7 +2,7 @@
 // with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
 // give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
-// outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, 2 x 1 for decode).
+// outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, Q5_0x16 4 x 1; 2 x 1 for decode).
 // Every output runs the same instructions whatever tile it lands in: rows never depend on M.
 // Decode reads one group at a time so that a thread's rows are one forward stream (groups lie one
 // after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
@@ -33,6 +33,7 @@ constexpr int64_t kBlock = 32;
 // (codes are q + 2^kBiasShift: S starts at -x's block sum << kBiasShift) or kZeros (the rows' own
 // zero points z at IntZx16Layout::kZerosAt: S starts at -z * x's block sum, per row lane).
 struct Q8x16 {
+  static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
   static constexpr int64_t kSuperBytes = 16 * 34, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 7;  // codes are q + 128
@@ -44,6 +45,7 @@ struct Q8x16 {
 };
 
 struct Q4x16 {
+  static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
   static constexpr int64_t kSuperBytes = 16 * 18, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 3;  // codes are q + 8
@@ -59,6 +61,9 @@ struct Q4x16 {
 };
 
 struct Q5x16 {
+  // One group per tile: the fifth-bit masks' adds leave too few registers for two (matmul_bench,
+  // 2 threads, alternating pairs: 4 x 1 tiles 4-10% faster than 4 x 2 on gate_up and down).
+  static constexpr int kPrefillGroups = 1;
   static constexpr int64_t kSuperBytes = 16 * 22, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 4;  // codes are q + 16
@@ -77,6 +82,7 @@ struct Q5x16 {
 
 // lemma int8 / int4 with zero points: Q8_0x16's / Q4_0x16's code chunks after the zeros.
 struct I8Zx16 {
+  static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
   static constexpr int64_t kSuperBytes = 16 * 35, kCodesAt = IntZx16Layout::kCodesAt;
   static constexpr bool kZeros = true;
   static constexpr int kBiasShift = 0;
@@ -85,6 +91,7 @@ struct I8Zx16 {
 };
 
 struct I4Zx16 {
+  static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
   static constexpr int64_t kSuperBytes = 16 * 19, kCodesAt = IntZx16Layout::kCodesAt;
   static constexpr bool kZeros = true;
   static constexpr int kBiasShift = 0;
@@ -140,7 +147,7 @@ void run(const MatmulArgs& a) {
   if (a.M <= 2) {
     for_each_tile<2, 1>(a.M, groups, t);
   } else {
-    for_each_tile<4, 2>(a.M, groups, t);
+    for_each_tile<4, W::kPrefillGroups>(a.M, groups, t);
   }
 }
 

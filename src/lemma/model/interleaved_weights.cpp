@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <string_view>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -43,28 +45,59 @@ void release_pages(const void* data, size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-void interleave(TensorView& view, Interleaved& out, bool release_source) {
+bool interleavable(const TensorView& view) {
   const DType target = kernels::interleaved_dtype(view.dtype);
-  if (target == DType::kCount || view.shape.rank != 2 ||
-      view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) != 0 || !interleaving_enabled(view.dtype))
-    return;
+  return target != DType::kCount && view.shape.rank == 2 &&
+         view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) == 0 && interleaving_enabled(view.dtype);
+}
+
+// The interleaved copy of `view` (when interleavable), its rows taken in `row_order` when one is
+// given (row n of the copy = row row_order[n] of the source).
+void interleave(TensorView& view, Interleaved& out, bool release_source, std::span<const int32_t> row_order = {}) {
+  if (!interleavable(view)) return;
+  const DType target = kernels::interleaved_dtype(view.dtype);
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
   auto buffer = std::make_unique<AlignedBuffer>(bytes);
   // In slabs of whole 16-row groups (each a contiguous part of both layouts), each source slab
   // released once copied: the peak holds one slab twice, not a whole LM head (272 MB in bf16).
+  // Reordered rows are gathered into a slab first, and the source released at the end.
   const auto row_bytes = static_cast<int64_t>(view.bytes()) / N;
   const int64_t slab_rows = std::max<int64_t>(16, (int64_t{32} << 20) / row_bytes / 16 * 16);
+  std::vector<uint8_t> gathered;
   for (int64_t n0 = 0; n0 < N; n0 += slab_rows) {
     const int64_t rows = std::min(slab_rows, N - n0);
     const uint8_t* source = static_cast<const uint8_t*>(view.data) + n0 * row_bytes;
+    if (!row_order.empty()) {
+      gathered.resize(static_cast<size_t>(rows * row_bytes));
+      for (int64_t i = 0; i < rows; ++i)
+        std::memcpy(gathered.data() + i * row_bytes,
+                    static_cast<const uint8_t*>(view.data) + row_order[static_cast<size_t>(n0 + i)] * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      source = gathered.data();
+    }
     kernels::interleave_rows(view.dtype, source, rows, K, buffer->bytes + kernels::interleaved_bytes(view.dtype, n0, K));
-    if (release_source) release_pages(source, static_cast<size_t>(rows * row_bytes));
+    if (release_source && row_order.empty()) release_pages(source, static_cast<size_t>(rows * row_bytes));
   }
+  if (release_source && !row_order.empty()) release_pages(view.data, view.bytes());
   if (release_source) out.released_bytes += view.bytes();
   view = TensorView{buffer->bytes, target, view.shape};
   out.total_bytes += bytes;
   out.buffers.push_back(std::move(buffer));
+}
+
+// A GPTQ act-order down projection reads its input in down_order (model_weights.h). Its input is
+// silu(gate . x) * (up . x), one value per row of gate and up, so taking their rows in that order
+// makes it come out already ordered, and down's gather goes away. Only where both are interleaved
+// (the copy is made anyway); otherwise down keeps its order.
+bool fold_down_order(LayerWeights& layer, Interleaved& out, bool release_sources) {
+  if (layer.down_order.empty() || !interleavable(layer.gate) || !interleavable(layer.up) ||
+      static_cast<int64_t>(layer.down_order.size()) != layer.gate.shape[0] || layer.gate.shape[0] != layer.up.shape[0])
+    return false;
+  interleave(layer.gate, out, release_sources, layer.down_order);
+  interleave(layer.up, out, release_sources, layer.down_order);
+  layer.down_order.clear();
+  return true;
 }
 
 }  // namespace
@@ -90,9 +123,12 @@ bool interleaving_enabled(DType plain) {
 std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
-  for (LayerWeights& layer : weights.layers)
+  int folded = 0;
+  for (LayerWeights& layer : weights.layers) {
+    folded += fold_down_order(layer, *out, release_sources);  // gate and up are then interleaved already
     for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
       interleave(*w, *out, release_sources);
+  }
   // A tied LM head's source is the token embedding: lookups then read rows of the interleaved copy
   // (layers::read_row -> kernels::read_interleaved_row, the same values), so one copy is kept.
   const bool tied = weights.lm_head.data == weights.token_embedding.data;
@@ -101,9 +137,10 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, boo
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q2_K..Q6_K/int8/int4/W8A8/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
-             "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout)",
+             "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout){}",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
-             static_cast<double>(out->released_bytes) / (1 << 20), ms);
+             static_cast<double>(out->released_bytes) / (1 << 20), ms,
+             folded == 0 ? "" : fmt::format("; {} down projections' act-order input orders folded into gate/up rows", folded));
   return out;
 }
 

@@ -11,6 +11,9 @@
 // kernel too (int8: vpmaddubsw; bf16x16: vdpbf16ps's bits by FMAs under DAZ/FTZ), so CPUs without
 // AVX-512 (or without VNNI / AVX512_BF16) interleave every type above; bf16x16 then runs with bf16
 // activations where plain bf16 would keep f32 ones.
+// A GPTQ act-order down projection's input order (LayerWeights::down_order) is folded into gate and
+// up where both are interleaved: their copies take rows in that order, so silu(gate) * up comes out
+// in the order down reads, and down_order is cleared (no gather at run time).
 // An untied token embedding keeps its view (rows are read one at a time); a tied one becomes the
 // interleaved LM head's view, whose rows layers::read_row() reads back bit for bit.
 #pragma once

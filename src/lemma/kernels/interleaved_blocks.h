@@ -164,6 +164,17 @@ struct Int8SignedRow {
 static inline Int8SignedRow int8_signed_row(const void* xq, int64_t K, int64_t m) {
   return {int8_signed_codes(xq, K, m), int8_signed_scales(xq, K, m), int8_block_sums(xq, K, m)};
 }
+// The rest of row m of a W8A8 signed buffer once its whole blocks' codes and sums are written
+// (what every W8A8x16 quantiser shares): every block's scale entry amax / 127 (one scale per row),
+// padding blocks' sums 0, padding codes 0.
+static inline void finish_w8a8_signed_row(void* out, int64_t K, int64_t m, float amax) {
+  auto* codes = const_cast<int8_t*>(int8_signed_codes(out, K, m));
+  auto* scales = const_cast<float*>(int8_signed_scales(out, K, m));
+  auto* sums = const_cast<int32_t*>(int8_block_sums(out, K, m));
+  for (int64_t b = K / 32; b < int8_scales_stride(K); ++b) sums[b] = 0;
+  for (int64_t b = 0; b < int8_scales_stride(K); ++b) scales[b] = amax / 127.0f;
+  for (int64_t k = K; k < int8_codes_stride(K); ++k) codes[k] = 0;
+}
 // Turns a buffer of M signed rows (int8_signed_activation_bytes), each of which starts with what a
 // QuantizeActivationsFn wrote for that row alone (int8_activations.h: codes, scales), into the signed
 // form in place: codes - 128, the block sums after the scales.

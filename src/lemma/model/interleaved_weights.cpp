@@ -91,9 +91,8 @@ void interleave(TensorView& view, Interleaved& out, bool release_source, std::sp
 // makes it come out already ordered, and down's gather goes away. Only where both are interleaved
 // (the copy is made anyway); otherwise down keeps its order.
 bool fold_down_order(LayerWeights& layer, Interleaved& out, bool release_sources) {
-  if (layer.down_order.empty() || !interleavable(layer.gate) || !interleavable(layer.up) ||
-      static_cast<int64_t>(layer.down_order.size()) != layer.gate.shape[0] || layer.gate.shape[0] != layer.up.shape[0])
-    return false;
+  // (load_model_weights checked the shapes: down_order has one entry per row of gate and up.)
+  if (layer.down_order.empty() || !interleavable(layer.gate) || !interleavable(layer.up)) return false;
   interleave(layer.gate, out, release_sources, layer.down_order);
   interleave(layer.up, out, release_sources, layer.down_order);
   layer.down_order.clear();

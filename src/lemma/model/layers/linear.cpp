@@ -37,9 +37,10 @@ bool bind_ordered_inputs(LinearGroupPlan& g) {
   thread_local std::vector<float> scratch;
   const auto size = static_cast<size_t>(M * K) * g.num_orders;
   if (scratch.size() < size) scratch.resize(size);
+  for (size_t d = 0; d < g.num_orders; ++d) g.gathered[d] = scratch.data() + d * static_cast<size_t>(M * K);
   for (size_t i = 0; i < g.count; ++i) {
     if (g.order_of[i] < 0) continue;
-    g.plans[i].args.x = scratch.data() + static_cast<size_t>(g.order_of[i]) * static_cast<size_t>(M * K);
+    g.plans[i].args.x = g.gathered[static_cast<size_t>(g.order_of[i])];
     g.plans[i].args.x_stride = K;
   }
   return true;
@@ -49,13 +50,10 @@ bool bind_ordered_inputs(LinearGroupPlan& g) {
 void gather_ordered_inputs(const LinearGroupPlan& g, int64_t m0, int64_t m1) {
   const int64_t K = g.plans[0].args.K;
   for (size_t d = 0; d < g.num_orders; ++d) {
-    float* out = nullptr;
-    for (size_t i = 0; i < g.count && out == nullptr; ++i)
-      if (g.order_of[i] == static_cast<int>(d)) out = const_cast<float*>(g.plans[i].args.x);
     const int32_t* order = g.orders[d].data();
     for (int64_t m = m0; m < m1; ++m) {
       const float* src = g.x + m * K;
-      float* dst = out + m * K;
+      float* dst = g.gathered[d] + m * K;
       for (int64_t j = 0; j < K; ++j) dst[j] = src[order[j]];
     }
   }

@@ -59,6 +59,7 @@ struct LinearGroupPlan {
   std::array<std::span<const int32_t>, kMaxLinearGroup> orders{};  // the distinct orders
   size_t num_orders = 0;
   std::array<int, kMaxLinearGroup> order_of{};                     // per output: index in orders, or -1
+  std::array<float*, kMaxLinearGroup> gathered{};                  // per order: x gathered (set per run)
 };
 // Throws as kernels::plan_matmul() does. `team` only sets the tiling (its size).
 LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,

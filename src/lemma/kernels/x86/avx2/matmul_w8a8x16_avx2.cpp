@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/lemma_int_blocks.h"
@@ -81,7 +80,6 @@ void quantize_w8a8_signed_activations_avx2(const float* x, int64_t x_stride, int
     for (int64_t k = blocks * kBlock; k < K; ++k) amax = std::max(amax, std::fabs(row[k]));
     const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
     auto* codes = const_cast<int8_t*>(int8_signed_codes(out, K, m));
-    auto* scales = const_cast<float*>(int8_signed_scales(out, K, m));
     auto* sums = const_cast<int32_t*>(int8_block_sums(out, K, m));
     for (int64_t b = 0; b < blocks; ++b) {
       __m256i v[4];
@@ -95,9 +93,7 @@ void quantize_w8a8_signed_activations_avx2(const float* x, int64_t x_stride, int
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + b * kBlock), _mm256_permutevar8x32_epi32(bytes, byte_order));
       sums[b] = sum_lanes(sum);
     }
-    for (int64_t b = blocks; b < int8_scales_stride(K); ++b) sums[b] = 0;
-    for (int64_t b = 0; b < int8_scales_stride(K); ++b) scales[b] = amax / 127.0f;
-    if (int8_codes_stride(K) > K) std::memset(codes + K, 0, static_cast<size_t>(int8_codes_stride(K) - K));
+    finish_w8a8_signed_row(out, K, m, amax);
   }
 }
 

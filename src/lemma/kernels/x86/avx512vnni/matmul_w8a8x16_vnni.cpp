@@ -6,7 +6,6 @@
 // up to 4 rows of x by 2 groups (2 x 1 for decode), for every M: rows never depend on M.
 #include <immintrin.h>
 
-#include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/lemma_int_blocks.h"
@@ -66,7 +65,6 @@ void quantize_w8a8_signed_activations_avx512(const float* x, int64_t x_stride, i
     const float amax = _mm512_reduce_max_ps(vmax);
     const __m512 id = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
     auto* codes = const_cast<int8_t*>(int8_signed_codes(out, K, m));
-    auto* scales = const_cast<float*>(int8_signed_scales(out, K, m));
     auto* sums = const_cast<int32_t*>(int8_block_sums(out, K, m));
     for (int64_t b = 0; b < blocks; ++b) {
       __m512i sum = _mm512_setzero_si512();
@@ -78,9 +76,7 @@ void quantize_w8a8_signed_activations_avx512(const float* x, int64_t x_stride, i
       }
       sums[b] = _mm512_reduce_add_epi32(sum);
     }
-    for (int64_t b = blocks; b < int8_scales_stride(K); ++b) sums[b] = 0;
-    for (int64_t b = 0; b < int8_scales_stride(K); ++b) scales[b] = amax / 127.0f;
-    if (int8_codes_stride(K) > K) std::memset(codes + K, 0, static_cast<size_t>(int8_codes_stride(K) - K));
+    finish_w8a8_signed_row(out, K, m, amax);
   }
 }
 

@@ -36,6 +36,24 @@ struct BlockQ3_K { uint8_t hmask[kQKK / 8]; uint8_t qs[kQKK / 4]; uint8_t scales
 // 16 sub-blocks of 16 with int8 scales; value = d * scale * (q - 32), q 6-bit from ql (4) + qh (2).
 struct BlockQ6_K { uint8_t ql[kQKK / 2]; uint8_t qh[kQKK / 4]; int8_t scales[kQKK / 16]; uint16_t d; };
 
+// IQ4_NL: value = d * kIq4Values[q], q 4-bit, nibbles as Q4_0 (byte j: value j low, j + 16 high).
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[kQK / 2]; };
+// IQ4_XS: 8 sub-blocks of 32, each with a 6-bit scale ls (low 4 bits: nibble s % 2 of
+// scales_l[s / 2]; high 2 bits: bits 2 s of scales_h); value = (d * (ls - 32)) * kIq4Values[q], the
+// nibbles of sub-block s in qs[16 s .. 16 s + 15] as IQ4_NL's.
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[kQKK / 64]; uint8_t qs[kQKK / 2]; };
+
+// The 16 values an IQ4_NL / IQ4_XS code selects (ggml's kvalues_iq4nl, from the GGUF format).
+constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// IQ4_XS sub-block s's scale with its -32 (-32..31), from the block's scales_h and scales_l.
+static inline int iq4_xs_scale(uint16_t scales_h, const uint8_t* scales_l, int s) {
+  const int low = (scales_l[s / 2] >> (4 * (s % 2))) & 0x0F;
+  const int high = (scales_h >> (2 * s)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ2_K) == 84 &&

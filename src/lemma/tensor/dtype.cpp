@@ -32,6 +32,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"q5_k", 256, 176, false, true},
     {"q6_k", 256, 210, false, true},
     {"q8_k", 256, 292, false, true},
+    {"iq4_nl", 32, 18, false, true},
+    {"iq4_xs", 256, 136, false, true},
     {"i8z32", 32, 35, false, true},
     {"i4z32", 32, 19, false, true},
     {"w8a8", 32, 34, false, true},
@@ -46,6 +48,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"i8z32x16", 32, 35, false, true},
     {"i4z32x16", 32, 19, false, true},
     {"w8a8x16", 32, 34, false, true},
+    {"iq4_nlx16", 32, 18, false, true},
+    {"iq4_xsx16", 256, 136, false, true},
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 
@@ -69,7 +73,8 @@ constexpr GgmlType kGgmlTypes[] = {
     {0, DType::kF32},   {1, DType::kF16},   {2, DType::kQ4_0},  {3, DType::kQ4_1},
     {6, DType::kQ5_0},  {7, DType::kQ5_1},  {8, DType::kQ8_0},  {9, DType::kQ8_1},
     {10, DType::kQ2_K}, {11, DType::kQ3_K}, {12, DType::kQ4_K}, {13, DType::kQ5_K},
-    {14, DType::kQ6_K}, {15, DType::kQ8_K}, {24, DType::kI8},   {25, DType::kI16},
+    {14, DType::kQ6_K}, {15, DType::kQ8_K}, {20, DType::kIQ4_NL}, {23, DType::kIQ4_XS},
+    {24, DType::kI8},   {25, DType::kI16},
     {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
 };
 }  // namespace

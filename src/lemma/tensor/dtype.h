@@ -15,6 +15,8 @@ enum class DType : uint8_t {
   // GGUF block formats (ggml names)
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1,
   kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
+  // GGUF's non-linear 4-bit formats: codes index a fixed 16-value table (quant_blocks.h)
+  kIQ4_NL, kIQ4_XS,
   // lemma's in-memory block layouts (kernels/lemma_int_blocks.h); no file stores them: lemma int
   // safetensors are re-laid out into them at load (quant/runnable_weights.h)
   kI8Z32, kI4Z32, kW8A8,
@@ -25,6 +27,8 @@ enum class DType : uint8_t {
   kI8Z32x16, kI4Z32x16,
   // lemma W8A8 weights with 16 rows interleaved (Q8_0x16's bytes: codes q + 128)
   kW8A8x16,
+  // GGUF IQ4_NL / IQ4_XS with 16 rows interleaved (kernels/interleaved_blocks.h), made at load as above
+  kIQ4_NLx16, kIQ4_XSx16,
   // bf16 with 16 rows interleaved in pairs of values (kernels/interleaved_blocks.h): Model re-lays its
   // bf16 matrices into it where the AVX512_BF16 kernels run
   kBF16x16,

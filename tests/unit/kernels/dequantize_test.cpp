@@ -218,6 +218,55 @@ TEST(Dequantize, Q3_K) {
   }
 }
 
+// IQ4_NL / IQ4_XS: a code q selects one of 16 fixed values (the GGUF format's table, spelled out
+// here rather than read from quant_blocks.h); nibbles as the legacy formats. IQ4_XS: 8 sub-blocks
+// of 32, sub-block s's 6-bit scale has its low 4 bits in nibble s % 2 of scales_l[s / 2] and its
+// high 2 bits at bit 2 s of scales_h; value = (d * (scale - 32)) * table[q].
+constexpr int kIq4Table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(Dequantize, Iq4Nl) {
+  int q[32];
+  for (int i = 0; i < 32; ++i) q[i] = (i * 7 + 2) % 16;
+  const float d = f16_to_f32(f32_to_f16(0.0123f));
+  BlockIQ4_NL b{};
+  b.d = f32_to_f16(d);
+  pack_nibbles(b, q);
+  const auto y = decode(DType::kIQ4_NL, &b, 32);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], d * static_cast<float>(kIq4Table[q[i]])) << i;
+  // Every code once: byte 0x10 holds code 0 (value 0) and code 1 (value 16).
+  BlockIQ4_NL one{};
+  one.d = f32_to_f16(1.0f);
+  for (int j = 0; j < 16; ++j) one.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  const auto z = decode(DType::kIQ4_NL, &one, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(z[j], static_cast<float>(kIq4Table[j])) << j;
+    EXPECT_EQ(z[j + 16], static_cast<float>(kIq4Table[15 - j])) << j;
+  }
+}
+
+TEST(Dequantize, Iq4Xs) {
+  const int scale[8] = {0, 63, 32, 31, 1, 45, 17, 60};  // 6-bit, stored with +32
+  BlockIQ4_XS b{};
+  const float d = f16_to_f32(f32_to_f16(0.0071f));
+  b.d = f32_to_f16(d);
+  for (int s = 0; s < 8; ++s) {
+    b.scales_l[s / 2] = static_cast<uint8_t>(b.scales_l[s / 2] | ((scale[s] & 15) << (4 * (s % 2))));
+    b.scales_h = static_cast<uint16_t>(b.scales_h | ((scale[s] >> 4) << (2 * s)));
+  }
+  int q[256];
+  for (int i = 0; i < 256; ++i) q[i] = (i * 5 + i / 32) % 16;
+  for (int s = 0; s < 8; ++s)
+    for (int i = 0; i < 32; ++i) {
+      uint8_t& byte = b.qs[16 * s + i % 16];
+      byte = static_cast<uint8_t>(i < 16 ? (byte & 0xF0) | q[32 * s + i] : (byte & 0x0F) | (q[32 * s + i] << 4));
+    }
+  const auto y = decode(DType::kIQ4_XS, &b, 256);
+  for (int i = 0; i < 256; ++i) {
+    const float dl = d * static_cast<float>(scale[i / 32] - 32);
+    EXPECT_EQ(y[i], dl * static_cast<float>(kIq4Table[q[i]])) << i;
+  }
+}
+
 TEST(Dequantize, FloatTypesAndMultipleBlocks) {
   const float src[3] = {1.5f, -2.25f, 3.0e-41f};
   const auto y = decode(DType::kF32, src, 3);
@@ -260,7 +309,7 @@ std::vector<uint8_t> random_blocks(DType type, int blocks, std::mt19937& rng) {
 TEST(Dequantize, EveryIsaDecoderMatchesReferenceBits) {
   std::mt19937 rng(3);
   for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K,
-                     DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+                     DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS}) {
     const int blocks = 9;
     const auto bytes = random_blocks(type, blocks, rng);
     const int64_t n = blocks * static_cast<int64_t>(dtype_info(type).block_elements);

@@ -67,7 +67,7 @@ TEST(Matmul, FloatWeightsEveryIsaOddShapes) {
 TEST(Matmul, QuantizedWeightsEveryIsa) {
   uint32_t seed = 100;
   for (Isa isa : available_isas()) {
-    for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0}) {
+    for (DType type : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kIQ4_NL}) {
       for (int64_t K : {32, 96, 288}) {
         for (int64_t M : {1, 3, 17}) {
           check_case(isa, type, M, 5, K, (seed & 1) != 0, seed);
@@ -75,7 +75,7 @@ TEST(Matmul, QuantizedWeightsEveryIsa) {
         }
       }
     }
-    for (DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (DType type : {DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
       for (int64_t K : {256, 768}) {
         for (int64_t M : {1, 3, 17}) {
           check_case(isa, type, M, 7, K, (seed & 1) != 0, seed);

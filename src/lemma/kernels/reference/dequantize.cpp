@@ -204,6 +204,33 @@ void from_q6_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+void from_iq4_nl(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockIQ4_NL*>(src);
+  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
+    const float d = f16_to_f32(blocks[b].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      dst[j] = d * static_cast<float>(kIq4Values[blocks[b].qs[j] & 0x0F]);
+      dst[j + kQK / 2] = d * static_cast<float>(kIq4Values[blocks[b].qs[j] >> 4]);
+    }
+  }
+}
+
+void from_iq4_xs(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const BlockIQ4_XS*>(src);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    const BlockIQ4_XS& block = blocks[b];
+    const float d = f16_to_f32(block.d);
+    for (int s = 0; s < kQKK / kQK; ++s, dst += kQK) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(block.scales_h, block.scales_l, s));
+      const uint8_t* qs = block.qs + s * (kQK / 2);
+      for (int j = 0; j < kQK / 2; ++j) {
+        dst[j] = dl * static_cast<float>(kIq4Values[qs[j] & 0x0F]);
+        dst[j + kQK / 2] = dl * static_cast<float>(kIq4Values[qs[j] >> 4]);
+      }
+    }
+  }
+}
+
 struct Entry {
   DType type;
   DequantizeFn fn;
@@ -213,7 +240,7 @@ constexpr Entry kTable[] = {
     {DType::kQ4_0, from_q4_0}, {DType::kQ4_1, from_q4_1}, {DType::kQ5_0, from_q5_0},
     {DType::kQ5_1, from_q5_1}, {DType::kQ8_0, from_q8_0}, {DType::kQ4_K, from_q4_k},
     {DType::kQ5_K, from_q5_k}, {DType::kQ6_K, from_q6_k}, {DType::kQ2_K, from_q2_k},
-    {DType::kQ3_K, from_q3_k},
+    {DType::kQ3_K, from_q3_k}, {DType::kIQ4_NL, from_iq4_nl}, {DType::kIQ4_XS, from_iq4_xs},
     // lemma's in-memory integer blocks (reference/lemma_int.cpp)
     {DType::kI8Z32, decode_i8z32_reference}, {DType::kI4Z32, decode_i4z32_reference},
     {DType::kW8A8, decode_w8a8_reference},

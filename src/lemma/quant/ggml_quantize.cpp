@@ -1,4 +1,5 @@
 #include "lemma/quant/ggml_quantize.h"
+#include "lemma/quant/iq4_quantize.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,15 +56,19 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
   }
 }
 
-bool can_quantize_gguf(DType type) { return type == DType::kQ8_0 || type == DType::kQ4_0; }
+bool can_quantize_gguf(DType type) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kIQ4_NL || type == DType::kIQ4_XS;
+}
 
 void quantize_row_gguf(DType type, const float* src, void* dst, int64_t n) {
   if (!can_quantize_gguf(type)) fail<Unsupported>("no quantizer for GGUF type {}", dtype_name(type));
-  if (n % kQK != 0) fail<InvalidArgument>("{} values do not fill whole {} blocks of {}", n, dtype_name(type), kQK);
-  if (type == DType::kQ8_0) {
-    quantize_row_q8_0(src, dst, n);
-  } else {
-    quantize_row_q4_0(src, dst, n);
+  const auto block = static_cast<int64_t>(dtype_info(type).block_elements);
+  if (n % block != 0) fail<InvalidArgument>("{} values do not fill whole {} blocks of {}", n, dtype_name(type), block);
+  switch (type) {
+    case DType::kQ8_0: quantize_row_q8_0(src, dst, n); break;
+    case DType::kQ4_0: quantize_row_q4_0(src, dst, n); break;
+    case DType::kIQ4_NL: quantize_row_iq4_nl(src, dst, n); break;
+    default: quantize_row_iq4_xs(src, dst, n); break;
   }
 }
 

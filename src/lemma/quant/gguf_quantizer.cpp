@@ -20,21 +20,29 @@ constexpr uint32_t kGgmlQuantizationVersion = 2;
 DType parse_override_type(const std::string& name) {
   if (name == "q8_0") return DType::kQ8_0;
   if (name == "q4_0") return DType::kQ4_0;
+  if (name == "iq4_nl") return DType::kIQ4_NL;
+  if (name == "iq4_xs") return DType::kIQ4_XS;
   if (name == "f32") return DType::kF32;
-  fail<InvalidArgument>("tensor type '{}' is not one of q8_0, q4_0, f32", name);
+  fail<InvalidArgument>("tensor type '{}' is not one of q8_0, q4_0, iq4_nl, iq4_xs, f32", name);
 }
 
 // The recipe's choice for a tensor that can be quantized at all.
 TensorPlan recipe_choice(const GgufTensor& t, const GgufQuantizeOptions& options, bool is_output_matrix) {
-  if (options.type == DType::kQ4_0 && is_output_matrix) {
+  if (options.type != DType::kQ8_0 && is_output_matrix) {
     return {t.name, t.view.dtype, DType::kQ8_0, "output matrix (llama.cpp recipe; no Q6_K quantizer)"};
   }
   return {t.name, t.view.dtype, options.type, "recipe"};
 }
 
-// Tensors of a block type need whole blocks per row; otherwise they keep their stored type.
+// Tensors of a block type need whole blocks per row; otherwise they keep their stored type. IQ4_XS
+// rows that are whole 32-value blocks but not 256-value ones become IQ4_NL (as in llama-quantize).
 TensorPlan fit_to_rows(TensorPlan plan, const GgufTensor& t) {
   const int64_t cols = t.view.shape[t.view.shape.rank - 1];
+  if (plan.to == DType::kIQ4_XS && cols % 256 != 0 && cols % 32 == 0) {
+    plan.reason = fmt::format("row length {} is not a multiple of 256 (iq4_xs wanted)", cols);
+    plan.to = DType::kIQ4_NL;
+    return plan;
+  }
   const auto block = static_cast<int64_t>(dtype_info(plan.to).block_elements);
   if (cols % block != 0) {
     plan.reason = fmt::format("row length {} is not a multiple of {} ({} wanted)", cols, block, dtype_name(plan.to));
@@ -84,6 +92,8 @@ TensorTypeOverride parse_tensor_type_override(const std::string& text) {
 uint32_t llama_file_type(DType type) {
   if (type == DType::kQ8_0) return 7;
   if (type == DType::kQ4_0) return 2;
+  if (type == DType::kIQ4_NL) return 25;
+  if (type == DType::kIQ4_XS) return 30;
   fail<InvalidArgument>("no llama.cpp file type for {}", dtype_name(type));
 }
 

@@ -144,7 +144,19 @@ TEST(GgufQuantizePlan, OverridesAndErrors) {
   EXPECT_THROW(parse_tensor_type_override("attn_q"), InvalidArgument);
   EXPECT_THROW(parse_tensor_type_override("attn_q=q4_k"), InvalidArgument);
   EXPECT_THROW(parse_tensor_type_override("(=q8_0"), InvalidArgument);
+  // IQ4_XS: rows of 64 are whole 32-value blocks but no 256-value one, so IQ4_NL (llama-quantize's
+  // fallback); rows of 172 stay as stored; the output matrix is Q8_0 (no Q6_K quantizer).
   options.overrides.clear();
+  options.type = DType::kIQ4_XS;
+  for (const auto& p : plan_gguf_quantization(source, options)) {
+    if (p.name.find("attn_q") != std::string::npos) {
+      EXPECT_EQ(p.to, DType::kIQ4_NL) << p.name;
+      EXPECT_NE(p.reason.find("256"), std::string::npos) << p.reason;
+    }
+    if (p.name.find("ffn_down") != std::string::npos) EXPECT_EQ(p.to, DType::kF32) << p.name;
+    if (p.name == "output.weight") EXPECT_EQ(p.to, DType::kQ8_0);
+  }
+  EXPECT_EQ(parse_tensor_type_override("ffn=iq4_nl").type, DType::kIQ4_NL);
   options.type = DType::kQ4_K;
   EXPECT_THROW(plan_gguf_quantization(source, options), InvalidArgument);
 }

@@ -37,6 +37,25 @@ TEST(QuantizeCli, GgufOutputsEqualLlamaQuantizeFiles) {
   }
 }
 
+// IQ4_NL / IQ4_XS: llama.cpp's file types (25, 30), IQ4_XS's fallback shown by inspect, and the
+// file runs.
+TEST(QuantizeCli, Iq4FilesCarryLlamaFileTypesAndRun) {
+  const auto source = shared_data("models/stories260K/stories260K.gguf");
+  LEMMA_REQUIRE_SHARED(source);
+  for (const auto& [type, file_type] : {std::pair<std::string, std::string>{"iq4_nl", "25"}, {"iq4_xs", "30"}}) {
+    const auto out = build_scratch("quant") / ("cli-stories260K-" + type + ".gguf");
+    const auto run = lemma("quantize --model " + source.string() + " --out " + out.string() + " --type " + type);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto inspect = lemma("inspect --model " + out.string());
+    ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+    EXPECT_NE(inspect.out.find("general.file_type = " + file_type), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("iq4_nl"), std::string::npos) << inspect.out;  // rows of 64: IQ4_NL either way
+    const auto generated = lemma("generate --model " + out.string() + " --prompt Once -n 8 --temperature 0");
+    EXPECT_EQ(generated.exit_code, 0) << generated.err;
+    EXPECT_FALSE(generated.out.empty());
+  }
+}
+
 TEST(QuantizeCli, Int4SafetensorsFileReadsBack) {
   const auto source = shared_data("models/stories260K/stories260K.gguf");
   LEMMA_REQUIRE_SHARED(source);

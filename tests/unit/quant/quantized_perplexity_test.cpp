@@ -90,6 +90,33 @@ TEST_P(GgufPerplexityGate, WithinTheGateOfF32) {
 INSTANTIATE_TEST_SUITE_P(Types, GgufPerplexityGate, ::testing::Values(DType::kQ8_0, DType::kQ4_0),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// lemma's IQ4_NL / IQ4_XS quantizer (iq4_quantize.h) within the 4-bit gate. stories260K's rows are
+// 64 or 172 values long: IQ4_XS's 256-value blocks fit none, so its matrices become IQ4_NL (as
+// llama-quantize does) and the 172-wide ones stay f32; tiny_kl_test covers IQ4_XS proper.
+class Iq4PerplexityGate : public ::testing::TestWithParam<DType> {};
+
+TEST_P(Iq4PerplexityGate, WithinFivePercentOfF32) {
+  LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
+  LEMMA_REQUIRE_SHARED(shared_data("golden/stories260K_perplexity.json"));
+  const DType type = GetParam();
+  const auto source = GgufFile::open(source_path());
+  const auto path = (build_scratch("quant") / ("stories260K-ppl-" + std::string(dtype_name(type)) + ".gguf")).string();
+  GgufQuantizeOptions options;
+  options.type = type;
+  quantize_gguf(source, options).write(path);
+  const double base = f32_perplexity();
+  const double ppl = perplexity_of(path);
+  std::printf("stories260K ctx 128: f32 PPL %.4f, %s PPL %.4f (%+.3f%%)\n", base, std::string(dtype_name(type)).c_str(),
+              ppl, 100.0 * (ppl / base - 1.0));
+  EXPECT_LE(std::abs(ppl / base - 1.0), 0.05);
+  int iq4_nl = 0;
+  for (const auto& t : GgufFile::open(path).tensors()) iq4_nl += t.view.dtype == DType::kIQ4_NL;
+  EXPECT_GT(iq4_nl, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Iq4PerplexityGate, ::testing::Values(DType::kIQ4_NL, DType::kIQ4_XS),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
 // The tensors quantize_weights() quantizes replaced by their quantize -> dequantize image.
 std::string write_fake_quantized(const GgufFile& source, const WeightQuantSpec& spec) {
   std::vector<NamedTensor> tensors;

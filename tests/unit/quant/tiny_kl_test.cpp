@@ -52,7 +52,7 @@ double mean_kl(const std::vector<float>& p_logits, const std::vector<float>& q_l
 }
 
 struct KlCase {
-  const char* format;  // q8_0, q4_0 (GGUF files) or a lemma int spec (dequantized into f32)
+  const char* format;  // q8_0, q4_0, iq4_nl, iq4_xs (GGUF files) or a lemma int spec (dequantized into f32)
   double bound;
 };
 
@@ -73,9 +73,9 @@ TEST_P(Tiny256Kl, MeanKlDivergenceFromF32IsBounded) {
   const auto source = GgufFile::open(f32_path);
   const std::string format = c.format;
   const std::string out = (build_scratch("quant") / ("tiny-256-kl-" + format + ".gguf")).string();
-  if (format == "q8_0" || format == "q4_0") {
+  if (format == "q8_0" || format == "q4_0" || format == "iq4_nl" || format == "iq4_xs") {
     GgufQuantizeOptions options;
-    options.type = format == "q8_0" ? DType::kQ8_0 : DType::kQ4_0;
+    options.type = format == "q8_0" ? DType::kQ8_0 : format == "q4_0" ? DType::kQ4_0 : format == "iq4_nl" ? DType::kIQ4_NL : DType::kIQ4_XS;
     quantize_gguf(source, options).write(out);
   } else {
     std::vector<NamedTensor> tensors;
@@ -107,7 +107,8 @@ TEST_P(Tiny256Kl, MeanKlDivergenceFromF32IsBounded) {
 INSTANTIATE_TEST_SUITE_P(Formats, Tiny256Kl,
                          // Measured (nats): q8_0 0.0038, int8-channel-sym 0.0034, int8-g128-asym 0.0026; q4_0 0.75,
                          // int4-g32-sym 0.48, int4-g128-sym 0.63, int4-g128-asym 0.55. Bounds: ~3x / ~1.4x those.
-                         ::testing::Values(KlCase{"q8_0", 0.01}, KlCase{"q4_0", 1.0}, KlCase{"int8-channel-sym", 0.01},
+                         ::testing::Values(KlCase{"q8_0", 0.01}, KlCase{"q4_0", 1.0}, KlCase{"iq4_nl", 1.0}, KlCase{"iq4_xs", 1.0},
+                                           KlCase{"int8-channel-sym", 0.01},
                                            KlCase{"int8-g128-asym", 0.01}, KlCase{"int4-g32-sym", 1.0},
                                            KlCase{"int4-g128-sym", 1.0}, KlCase{"int4-g128-asym", 1.0}),
                          [](const auto& info) {

@@ -31,9 +31,10 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
       std::memset(out + 2 * i, 0, 2);  // padding row: scale 0, codes of value 0
     }
     uint8_t* codes = out + kScaleBytes;
-    // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0/Q5_0 nibble bytes move as they are.
+    // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0/Q5_0/IQ4_NL nibble bytes move as they are.
     const uint32_t flip = q8 && !w8a8 ? 0x80808080u : 0u;
-    const uint32_t padding = q8 ? 0x80808080u : q5 ? 0u : 0x88888888u;  // codes of value 0 (Q5_0: 16 = high bit)
+    // Codes of value 0 (Q5_0: 16 = high bit; IQ4_NL has no 0, but padding rows' scales are 0).
+    const uint32_t padding = q8 ? 0x80808080u : q5 ? 0u : 0x88888888u;
     for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
       uint32_t quad = padding;
       if (src != nullptr) {
@@ -60,6 +61,20 @@ void write_intz_superblock(bool int8, const uint8_t* const rows[kInterleaveRows]
     std::memcpy(out + 2 * i, src, 2);
     out[IntZx16Layout::kZerosAt + i] = src[2];
     for (int64_t j = 0; j < (int8 ? 8 : 4); ++j) std::memcpy(out + IntZx16Layout::kCodesAt + 64 * j + 4 * i, src + 3 + 4 * j, 4);
+  }
+}
+
+// An IQ4_XSx16 superblock (see the header): 16 rows' block b. File block: d, scales_h, scales_l[4], qs[128].
+void write_iq4_xs_superblock(const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
+  using L = Iq4XsX16Layout;
+  for (int64_t i = 0; i < kInterleaveRows; ++i) {
+    static constexpr uint8_t kZero[136] = {};
+    const uint8_t* src = rows[i] != nullptr ? rows[i] : kZero;  // padding row: d = 0
+    std::memcpy(out + 2 * i, src, 2);
+    std::memcpy(out + L::kScalesHighAt + 2 * i, src + 2, 2);
+    std::memcpy(out + L::kScalesLowAt + 4 * i, src + 4, 4);
+    for (int64_t s = 0; s < 8; ++s)
+      for (int64_t p = 0; p < 4; ++p) std::memcpy(out + L::kCodesAt + L::kSubBlockBytes * s + 64 * p + 4 * i, src + 8 + 16 * s + 4 * p, 4);
   }
 }
 
@@ -176,6 +191,15 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     }
     return;
   }
+  if (plain == DType::kIQ4_XS) {
+    using L = Iq4XsX16Layout;
+    std::memcpy(block, super + 2 * i, 2);
+    std::memcpy(block + 2, super + L::kScalesHighAt + 2 * i, 2);
+    std::memcpy(block + 4, super + L::kScalesLowAt + 4 * i, 4);
+    for (int64_t s = 0; s < 8; ++s)
+      for (int64_t p = 0; p < 4; ++p) std::memcpy(block + 8 + 16 * s + 4 * p, super + L::kCodesAt + L::kSubBlockBytes * s + 64 * p + 4 * i, 4);
+    return;
+  }
   if (plain == DType::kQ6_K) {
     std::memcpy(block + 208, super + 2 * i, 2);
     for (int64_t w = 0; w < 4; ++w) std::memcpy(block + 192 + 4 * w, super + kQ6kScalesAt + 64 * w + 4 * i, 4);
@@ -257,6 +281,8 @@ DType plain_dtype(DType interleaved) {
     case DType::kI4Z32x16: return DType::kI4Z32;
     case DType::kW8A8x16: return DType::kW8A8;
     case DType::kBF16x16: return DType::kBF16;
+    case DType::kIQ4_NLx16: return DType::kIQ4_NL;
+    case DType::kIQ4_XSx16: return DType::kIQ4_XS;
     default: return DType::kCount;
   }
 }
@@ -275,6 +301,8 @@ DType interleaved_dtype(DType plain) {
     case DType::kI4Z32: return DType::kI4Z32x16;
     case DType::kW8A8: return DType::kW8A8x16;
     case DType::kBF16: return DType::kBF16x16;
+    case DType::kIQ4_NL: return DType::kIQ4_NLx16;
+    case DType::kIQ4_XS: return DType::kIQ4_XSx16;
     default: return DType::kCount;
   }
 }
@@ -312,6 +340,8 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
         write_q23k_superblock(plain == DType::kQ3_K, group_rows, super);
       } else if (plain == DType::kQ6_K) {
         write_q6k_superblock(group_rows, super);
+      } else if (plain == DType::kIQ4_XS) {
+        write_iq4_xs_superblock(group_rows, super);
       } else if (plain == DType::kI8Z32 || plain == DType::kI4Z32) {
         write_intz_superblock(plain == DType::kI8Z32, group_rows, super);
       } else {

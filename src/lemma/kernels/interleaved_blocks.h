@@ -1,6 +1,6 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K, lemma int8 / int4 with zero points and bf16 weights with 16
-// rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16, kI8Z32x16, kI4Z32x16,
-// kBF16x16), and the signed int8
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K / IQ4_NL / IQ4_XS, lemma int8 / int4 with zero points and
+// bf16 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16,
+// kIQ4_NLx16, kIQ4_XSx16, kI8Z32x16, kI4Z32x16, kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
@@ -68,6 +68,19 @@
 //   from byte 48 in Q8_0x16's chunks (I8: u as it is) or Q4_0x16's (I4: the file's nibble bytes).
 //   Activations and dot product as Q8_0x16's below, with S_b = exact int32 sum of (u - z) q_x.
 //
+// IQ4_NLx16 (GGUF IQ4_NL: value = d * kIq4Values[u], u 4-bit, quant_blocks.h): Q4_0x16's superblock
+//   exactly (16 * 18 bytes: d, then the file's nibble bytes in 4 chunks); u indexes the table instead
+//   of giving u - 8. Activations and dot product as Q8_0x16's, with S_b = exact int32 sum of
+//   kIq4Values[u] q_x.
+// IQ4_XSx16 (GGUF IQ4_XS: 8 sub-blocks of 32 per 256 values, 6-bit sub-block scales ls): 16 * 136
+//   bytes per 256 values: bytes 0..31 d (f16, row i at 2 i), 32..63 scales_h (u16, row i at 32 +
+//   2 i), 64..127 scales_l (row i's 4 bytes at 64 + 4 i), then from byte 128 the 8 sub-blocks' codes,
+//   sub-block s at 128 + 256 s in IQ4_NLx16's 4 chunks (chunk p bytes 4 i + t = row i's qs[16 s +
+//   4 p + t]). Activations as Q8_0x16's (one scale per 32 values). The dot product: per output one
+//   f32 accumulator from +0; for each 32-value block b = 8 B + s in order, with dw = f32(d) *
+//   float(ls_s - 32) (exact), acc = fma(dw * d_x, float(S_b), acc), S_b = exact int32 sum of
+//   kIq4Values[u] q_x; y = acc (+ bias).
+//
 // W8A8x16 (lemma W8A8, lemma_int_blocks.h): Q8_0x16's bytes (codes are the file's q + 128 as they
 //   are); d is the row's scale, the same in every block. Activations: the signed int8 layout below,
 //   written by the W8A8 rule (one scale per row: every block's scale entry holds it). The dot product
@@ -112,6 +125,12 @@ struct Q23Kx16Layout {
   static constexpr int64_t kScalesAt = kQ3 ? 32 : 64, kCodesAt = kQ3 ? 224 : 320, kHighAt = 1248;
 };
 
+// Byte offsets inside an IQ4_XSx16 superblock (the layout above).
+struct Iq4XsX16Layout {
+  static constexpr int64_t kSuperBytes = kInterleaveRows * 136;
+  static constexpr int64_t kScalesHighAt = 32, kScalesLowAt = 64, kCodesAt = 128, kSubBlockBytes = 256;
+};
+
 // Byte offsets inside an I8Z32x16 / I4Z32x16 superblock (the layout above).
 struct IntZx16Layout {
   static constexpr int64_t kZerosAt = 32, kCodesAt = 48;
@@ -120,10 +139,12 @@ struct IntZx16Layout {
 static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
-         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16;
+         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16 ||
+         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16;
 }
 // kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
-// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16; kCount
+// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16, kIQ4_NL ->
+// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.

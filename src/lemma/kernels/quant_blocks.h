@@ -4,6 +4,7 @@
 // include this header too); thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace lemma::kernels {
@@ -45,6 +46,12 @@ struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[kQKK / 64];
 
 // The 16 values an IQ4_NL / IQ4_XS code selects (ggml's kvalues_iq4nl, from the GGUF format).
 constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// The same + 128 (1..241): the unsigned operand of vpdpbusd, one byte shuffle from a code.
+constexpr std::array<uint8_t, 16> kIq4UnsignedCodes = [] {
+  std::array<uint8_t, 16> codes{};
+  for (int c = 0; c < 16; ++c) codes[static_cast<size_t>(c)] = static_cast<uint8_t>(kIq4Values[c] + 128);
+  return codes;
+}();
 
 // IQ4_XS sub-block s's scale with its -32 (-32..31), from the block's scales_h and scales_l.
 static inline int iq4_xs_scale(uint16_t scales_h, const uint8_t* scales_l, int s) {

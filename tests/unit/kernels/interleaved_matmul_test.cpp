@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 weights (interleaved_blocks.h): every kernel gives the reference
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 / IQ4_NLx16 / IQ4_XSx16 weights (interleaved_blocks.h): every kernel gives the reference
 // kernel's bits on random and odd shapes and extreme values; both stay within the proven f32
 // rounding bound of the exact product of the quantised operands, as the plain Q8_0/Q4_0/Q5_0 int8
 // kernels do (interleaving moves bytes, never values); no row depends on M, on the other rows or
@@ -33,9 +33,13 @@ using testing::run_matmul;
 using testing::same_bits;
 
 constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
-// GGUF Q8_0/Q4_0/Q5_0 and lemma's int8/int4 with zero points (GPTQ, AWQ, lemma int checkpoints).
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kI8Z32, DType::kI4Z32};
-bool has_zero_points(DType plain) { return plain == DType::kI8Z32 || plain == DType::kI4Z32; }
+// GGUF Q8_0/Q4_0/Q5_0/IQ4_NL/IQ4_XS and lemma's int8/int4 with zero points (GPTQ, AWQ, lemma int
+// checkpoints): the formats read with Q8_0x16's signed activations.
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kI8Z32, DType::kI4Z32};
+// Formats that also have an int8-activation kernel in the file's layout.
+bool has_plain_int8_kernel(DType plain) { return plain == DType::kQ8_0 || plain == DType::kQ4_0 || plain == DType::kQ5_0; }
+// K for a test that wants `small` values per row: IQ4_XS needs whole 256-value blocks.
+int64_t row_length(DType plain, int64_t small) { return dtype_info(plain).block_elements == 256 ? (small + 255) / 256 * 256 : small; }
 
 std::string trace(DType type, Isa isa, int64_t M, int64_t N, int64_t K) {
   return std::string(dtype_name(type)) + " " + std::string(isa_name(isa)) + " M=" + std::to_string(M) +
@@ -93,6 +97,7 @@ TEST(InterleavedMatmul, EveryKernelGivesTheReferenceBitsAndTheExactProductWithin
                 {9, 33, 1024}, {1, 100, 896}, {7, 65, 4864}};
   for (DType type : kTypes) {
     for (const auto& s : shapes) {
+      if (s.K % static_cast<int64_t>(dtype_info(type).block_elements) != 0) continue;  // IQ4_XS: K = 256, 1024, 4864
       const auto w = interleaved(type, s.N, s.K, rng);
       const int64_t stride = s.K + 3;
       const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
@@ -105,8 +110,8 @@ TEST(InterleavedMatmul, EveryKernelGivesTheReferenceBitsAndTheExactProductWithin
               << trace(type, Isa::kScalar, s.M, s.N, s.K) << " output " << i;
         }
         // The plain layout's kernel (another order) meets the same bound: same values, moved bytes.
-        // (lemma int8/int4 have no int8-activation kernel in the file's layout.)
-        if (!has_zero_points(type)) {
+        // (lemma int8/int4 and IQ4 have no int8-activation kernel in the file's layout.)
+        if (has_plain_int8_kernel(type)) {
           const auto plain = run_matmul(x, stride, s.M, w.plain.view, b, {Isa::kScalar, kInt8});
           for (size_t i = 0; i < plain.size(); ++i)
             ASSERT_LE(std::fabs(plain[i] - exact.y[i]), testing::tolerance(exact.magnitude[i], s.K / 32 + 4)) << i;  // + its 4-level lane tree
@@ -144,9 +149,9 @@ TEST(InterleavedMatmul, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
 TEST(InterleavedMatmul, ExtremeValuesMatchTheReference) {
   std::mt19937 rng(23);
   for (DType type : kTypes) {
-    const int64_t M = 6, N = 19, K = 96;
+    const int64_t M = 6, N = 19, K = row_length(type, 96);
     auto w = testing::random_weights(type, N, K, rng);
-    testing::make_extreme_blocks(type, w.bytes, N * K / 32);
+    testing::make_extreme_blocks(type, w.bytes, N * K / static_cast<int64_t>(dtype_info(type).block_elements));
     std::vector<uint8_t> bytes(interleaved_bytes(type, N, K));
     interleave_rows(type, w.bytes.data(), N, K, bytes.data());
     const TensorView view{bytes.data(), interleaved_dtype(type), Shape{N, K}};
@@ -446,6 +451,10 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_dtype(DType::kI4Z32), DType::kI4Z32x16);
   EXPECT_EQ(plain_dtype(DType::kI4Z32x16), DType::kI4Z32);
   EXPECT_EQ(interleaved_dtype(DType::kW8A8), DType::kW8A8x16);
+  EXPECT_EQ(interleaved_dtype(DType::kIQ4_NL), DType::kIQ4_NLx16);
+  EXPECT_EQ(plain_dtype(DType::kIQ4_XSx16), DType::kIQ4_XS);
+  EXPECT_EQ(interleaved_bytes(DType::kIQ4_NL, 17, 64), size_t{32 * 2 * 18});
+  EXPECT_EQ(interleaved_bytes(DType::kIQ4_XS, 16, 512), size_t{16 * 2 * 136});
   EXPECT_EQ(interleaved_dtype(DType::kQ4_1), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kI8Z32, 17, 64), size_t{32 * 2 * 35});
   EXPECT_EQ(interleaved_bytes(DType::kI4Z32, 16, 96), size_t{16 * 3 * 19});
@@ -460,7 +469,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_THROW(interleave_rows(DType::kQ4_1, out.data(), 1, 256, out.data()), InvalidArgument);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
   for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ2_Kx16, DType::kQ3_Kx16, DType::kQ4_Kx16, DType::kQ5_Kx16,
-                     DType::kQ6_Kx16, DType::kI8Z32x16, DType::kI4Z32x16}) {
+                     DType::kQ6_Kx16, DType::kI8Z32x16, DType::kI4Z32x16, DType::kIQ4_NLx16, DType::kIQ4_XSx16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
@@ -476,7 +485,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
   for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
-                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kW8A8, DType::kBF16}) {
+                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kW8A8, DType::kBF16, DType::kIQ4_NL, DType::kIQ4_XS}) {
     const int64_t N = 37, K = dtype_info(plain).block_elements == 256 ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));

@@ -124,6 +124,35 @@ TEST(QuantizedRunCli, W8a8InterleavedGivesThePlainKernelsPerplexity) {
   EXPECT_EQ(interleaved.out.substr(interleaved.out.rfind("PPL = ")), plain.out.substr(plain.out.rfind("PPL = ")));
 }
 
+// IQ4_XS / IQ4_NL matrices are interleaved at load and run with int8 activations (their only
+// int8 kernels); the file's layout keeps f32 activations. Same values, so the perplexities differ
+// only by x's int8 rounding (tiny-256, whose matrices are whole 256-value blocks: real IQ4_XS).
+TEST(QuantizedRunCli, Iq4InterleavedRunsNearTheF32Layout) {
+  LEMMA_REQUIRE_SHARED(lemma::testing::shared_dir() / "tools" / "make_bench_model.py");
+  const auto text = shared_data("golden/ppl-input.txt");
+  LEMMA_REQUIRE_SHARED(text);
+  std::string why;
+  const auto dir = ensure_tiny_256(why);
+  ASSERT_TRUE(dir) << why;
+  const auto out = build_scratch("quant") / "cli-run-tiny-256-iq4_xs.gguf";
+  ASSERT_EQ(lemma("quantize -m " + (*dir / "tiny-256-f32.gguf").string() + " -o " + out.string() + " -t iq4_xs").exit_code, 0);
+  const std::string args = "perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32";
+  ::setenv("LEMMA_LOG_LEVEL", "info", 1);
+  const auto interleaved = lemma(args);
+  ::setenv("LEMMA_INTERLEAVE", "0", 1);
+  const auto plain = lemma(args);
+  ::unsetenv("LEMMA_INTERLEAVE");
+  ::unsetenv("LEMMA_LOG_LEVEL");
+  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const bool x16_kernels = kernels::active_isa() >= kernels::Isa::kAvx2;
+  EXPECT_EQ(interleaved.err.find("interleaved ") != std::string::npos, x16_kernels) << interleaved.err;
+  EXPECT_EQ(plain.err.find("interleaved "), std::string::npos) << plain.err;
+  const double a = ppl_of(interleaved), b = ppl_of(plain);
+  std::printf("tiny-256 iq4_xs PPL: interleaved (int8 x) %.4f, file layout (f32 x) %.4f\n", a, b);
+  EXPECT_LT(std::abs(a / b - 1.0), 0.005);
+}
+
 TEST(QuantizedRunCli, HfDirectoryOutputRuns) {
   LEMMA_REQUIRE_SHARED(lemma::testing::shared_dir() / "tools" / "make_bench_model.py");
   const auto text = shared_data("golden/ppl-input.txt");

@@ -1,4 +1,4 @@
-// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 kernels (interleaved_blocks.h): reads each
+// The oracle for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q2_Kx16 .. Q6_Kx16 / IQ4_NLx16 / IQ4_XSx16 kernels (interleaved_blocks.h): reads each
 // weight's code out of its superblock and follows the stated order exactly (one f32 accumulator
 // per output, blocks in order, fma(d_w * d_x, float(S_b), acc)). Also the quantiser wrapper that
 // writes the signed activations. Scalar; no allocation; thread-safe.
@@ -26,6 +26,8 @@ int code_q4(const uint8_t* codes, int64_t i, int64_t k) {
   const uint8_t byte = codes[64 * (v / 4) + 4 * i + v % 4];
   return (k < 16 ? byte & 0x0F : byte >> 4) - 8;
 }
+
+int code_iq4(const uint8_t* codes, int64_t i, int64_t k) { return kIq4Values[code_q4(codes, i, k) + 8]; }
 
 int code_q5(const uint8_t* codes, int64_t i, int64_t k) {
   uint64_t mask;
@@ -64,11 +66,41 @@ void matmul_interleaved(const MatmulArgs& a) {
           const int q = Plain == DType::kQ8_0    ? code_q8(super + 32, i, k)
                         : Plain == DType::kQ4_0  ? code_q4(super + 32, i, k)
                         : Plain == DType::kQ5_0  ? code_q5(super + 32, i, k)
+                        : Plain == DType::kIQ4_NL ? code_iq4(super + 32, i, k)
                         : Plain == DType::kI8Z32 ? code_intz(true, super, i, k)
                                                  : code_intz(false, super, i, k);
           sum += q * x[b * kBlock + k];
         }
         acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
+      }
+      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
+    }
+  }
+}
+
+// IQ4_XSx16 (interleaved_blocks.h): Q8_0x16's activations and loop, dw = f32(d) * (ls - 32) per
+// 32-value sub-block.
+void matmul_iq4_xsx16(const MatmulArgs& a) {
+  using L = Iq4XsX16Layout;
+  const int64_t blocks = a.K / kBlock;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
+    const float* dx = int8_signed_scales(a.xq, a.K, m);
+    for (int64_t n = 0; n < a.N; ++n) {
+      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * (blocks / 8) * L::kSuperBytes;
+      const int64_t i = n % kInterleaveRows;
+      float acc = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* super = group + b / 8 * L::kSuperBytes;
+        uint16_t d_bits, scales_h;
+        std::memcpy(&d_bits, super + 2 * i, 2);
+        std::memcpy(&scales_h, super + L::kScalesHighAt + 2 * i, 2);
+        const int scale = iq4_xs_scale(scales_h, super + L::kScalesLowAt + 4 * i, static_cast<int>(b % 8));  // ls - 32
+        const uint8_t* codes = super + L::kCodesAt + L::kSubBlockBytes * (b % 8);
+        int32_t sum = 0;
+        for (int64_t k = 0; k < kBlock; ++k) sum += code_iq4(codes, i, k) * x[b * kBlock + k];
+        const float dw = f16_to_f32(d_bits) * static_cast<float>(scale);
+        acc = std::fma(dw * dx[b], static_cast<float>(sum), acc);
       }
       a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
     }
@@ -251,6 +283,8 @@ void matmul_w8a8x16_reference(const MatmulArgs& a) {
 }
 void matmul_i4z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI4Z32>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
+void matmul_iq4_nlx16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kIQ4_NL>(args); }
+void matmul_iq4_xsx16_int8_reference(const MatmulArgs& args) { matmul_iq4_xsx16(args); }
 void matmul_q2_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<false>(args); }
 void matmul_q3_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<true>(args); }
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<false>(args); }

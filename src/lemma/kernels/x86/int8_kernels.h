@@ -29,7 +29,7 @@ void matmul_q8_0_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0_int8_avx512vnni(const MatmulArgs& args);
 
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 (interleaved_blocks.h): the signed-activation quantiser (same bytes
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / IQ4_NLx16 / IQ4_XSx16 (interleaved_blocks.h): the signed-activation quantiser (same bytes
 // as quantize_signed_activations_reference) and the kernels, bits equal to the
 // matmul_q*_0x16_int8_reference oracles. The avx512vnni kernels need avx512_vnni; the avx2 ones
 // (vpmaddubsw + vpmaddwd) run on any AVX2 CPU.
@@ -38,9 +38,13 @@ void quantize_signed_activations_avx512(const float* x, int64_t x_stride, int64_
 void matmul_q8_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
+void matmul_iq4_nlx16_int8_avx2(const MatmulArgs& args);
+void matmul_iq4_xsx16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_iq4_nlx16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_iq4_xsx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved I8Z32x16 / I4Z32x16 (lemma int8 / int4 with zero points), the same bits as
 // matmul_i*z32x16_int8_reference.
 void matmul_i8z32x16_int8_avx2(const MatmulArgs& args);

@@ -12,6 +12,8 @@
 //   byte shuffle, an and and a compare; pairs reach 7874, so vpmaddwd runs after every 4.
 // - Q8_0x16: q = u - 128 may be -128, and |x| times q's sign would overflow there; |q| (0..128,
 //   unsigned) times x with q's sign (x is never -128) is exact, pairs at most 32512: one vpmaddwd each.
+// - IQ4_NLx16 / IQ4_XSx16: each nibble's table value q (-127..113) by one byte shuffle, then as Q8_0x16
+//   (|q| times x with q's sign); IQ4_XS's scales f32(d) * (ls - 32) unpacked per 32-value sub-block.
 // Register tile: up to 2 rows of x by one group (both halves), for every M: rows never depend on M.
 // No software prefetch: each thread's groups are one forward stream (see matmul_interleaved_vnni.cpp).
 #include <immintrin.h>
@@ -20,6 +22,7 @@
 #include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/x86/avx2/interleaved_avx2.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/register_tiles.h"
@@ -48,9 +51,19 @@ template <int R, int H>
   for (int r = 0; r < R; ++r) s[r] = _mm256_add_epi32(widen(t[r]), start[r]);
 }
 
+// One 32-value block per superblock: f16 scales at its start (row i at 2 i).
+template <class W>
+struct OneBlockSuper {
+  static const uint8_t* super(const uint8_t* group, int64_t b) { return group + b * W::kSuperBytes; }
+  template <int H>
+  static __m256 scales(const uint8_t* group, int64_t b) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super(group, b) + 16 * H)));
+  }
+};
+
 // The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
 // the group, written to s[r].
-struct Q4x16 {
+struct Q4x16 : OneBlockSuper<Q4x16> {
   static constexpr int64_t kSuperBytes = 16 * 18;
   static constexpr int kPrefillRows = 2;  // rows of x per register tile for M > 2 (measured: 3, 4 slower)
   template <int R, int H>
@@ -61,7 +74,7 @@ struct Q4x16 {
   }
 };
 
-struct Q5x16 {
+struct Q5x16 : OneBlockSuper<Q5x16> {
   static constexpr int64_t kSuperBytes = 16 * 22;
   static constexpr int kPrefillRows = 4;  // the mask spreads serve 4 rows of x: 190-197 -> 221-231 GFLOP/s at 2
   template <int R, int H>
@@ -87,13 +100,64 @@ struct Q5x16 {
   }
 };
 
-struct Q8x16 {
+struct Q8x16 : OneBlockSuper<Q8x16> {
   static constexpr int64_t kSuperBytes = 16 * 34;
   static constexpr int kPrefillRows = 2;  // 3 and 4 measured alike
   template <int R, int H>
   static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
     for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
     add_byte_sums<R, H>(super + 32, x, s);
+  }
+};
+
+// IQ4_NL: half H's sums of table value * x over 4 chunks of nibble bytes at `codes`.
+template <int R, int H>
+[[gnu::always_inline]] inline void iq4_sums(const uint8_t* codes, const int8_t* const (&x)[R], __m256i (&s)[R]) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+  for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+  for (int p = 0; p < 4; ++p) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 64 * p + 32 * H));
+    const __m256i q[2] = {_mm256_shuffle_epi8(table, _mm256_and_si256(v, low)),
+                          _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v, 4), low))};
+    for (int h = 0; h < 2; ++h) {  // low nibbles: values 4 p + t; high: 16 + 4 p + t
+      const __m256i magnitude = _mm256_abs_epi8(q[h]);
+      for (int r = 0; r < R; ++r)
+        s[r] = _mm256_add_epi32(s[r], widen(_mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(broadcast4(x[r] + 16 * h + 4 * p), q[h]))));
+    }
+  }
+}
+
+struct Iq4NLx16 : OneBlockSuper<Iq4NLx16> {
+  static constexpr int64_t kSuperBytes = 16 * 18;
+  static constexpr int kPrefillRows = 2;
+  template <int R, int H>
+  static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
+    iq4_sums<R, H>(super + 32, x, s);
+  }
+};
+
+// IQ4_XS: super(group, b) is block b's codes (sub-block b % 8 of superblock b / 8).
+struct Iq4XSx16 {
+  using L = Iq4XsX16Layout;
+  static constexpr int64_t kSuperBytes = L::kSuperBytes / 8;  // bytes per 32-value block
+  static constexpr int kPrefillRows = 2;
+  static const uint8_t* head(const uint8_t* group, int64_t b) { return group + b / 8 * L::kSuperBytes; }
+  static const uint8_t* super(const uint8_t* group, int64_t b) { return head(group, b) + L::kCodesAt + L::kSubBlockBytes * (b % 8); }
+  template <int H>
+  static __m256 scales(const uint8_t* group, int64_t b) {
+    const uint8_t* h = head(group, b);
+    const auto s = static_cast<int>(b % 8);
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 16 * H)));
+    const __m256i high = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + L::kScalesHighAt + 16 * H)));
+    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + L::kScalesLowAt + 32 * H));
+    const __m256i ls = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(low, _mm256_set1_epi32(4 * s)), _mm256_set1_epi32(15)),
+                                       _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(high, _mm256_set1_epi32(2 * s)), _mm256_set1_epi32(3)), 4));
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32))));
+  }
+  template <int R, int H>
+  static void sums(const uint8_t* codes, const int8_t* const (&x)[R], const int32_t (&)[R], __m256i (&s)[R]) {
+    iq4_sums<R, H>(codes, x, s);
   }
 };
 
@@ -104,7 +168,7 @@ __m256i zeros_of(const uint8_t* super) {
 }
 
 // I4Z32x16: Q4x16's nibble sums (u, 0..15, same bounds), S starting at -z * x's block sum per lane.
-struct I4Zx16 {
+struct I4Zx16 : OneBlockSuper<I4Zx16> {
   static constexpr int64_t kSuperBytes = 16 * 19;
   static constexpr int kPrefillRows = 2;
   template <int R, int H>
@@ -118,7 +182,7 @@ struct I4Zx16 {
 
 // I8Z32x16: u (0..255) read as q = u - 128 (a sign flip), summed as Q8x16 does (|q| times x with q's
 // sign), S starting at (128 - z) * x's block sum: sum (u - z) x = sum q x + (128 - z) sum x.
-struct I8Zx16 {
+struct I8Zx16 : OneBlockSuper<I8Zx16> {
   static constexpr int64_t kSuperBytes = 16 * 35;
   static constexpr int kPrefillRows = 2;
   template <int R, int H>
@@ -132,13 +196,13 @@ struct I8Zx16 {
 template <class W, int R>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
   const int64_t blocks = a.K / kBlock;
-  const uint8_t* group = static_cast<const uint8_t*>(a.w) + g * blocks * W::kSuperBytes;
+  const uint8_t* group = static_cast<const uint8_t*>(a.w) + g * blocks * W::kSuperBytes;  // kSuperBytes: per 32 values
   Int8SignedRow x[R];
   for (int r = 0; r < R; ++r) x[r] = int8_signed_row(a.xq, a.K, m0 + r);
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* super = group + b * W::kSuperBytes;
+    const uint8_t* super = W::super(group, b);
     const int8_t* xb[R];
     int32_t xsum[R];
     for (int r = 0; r < R; ++r) {
@@ -149,7 +213,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     const auto half = [&]<int H>() {
       __m256i s[R];
       W::template sums<R, H>(super, xb, xsum, s);
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 16 * H)));
+      const __m256 d = W::template scales<H>(group, b);
       for (int r = 0; r < R; ++r)
         acc[r][H] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[r].scales[b])), _mm256_cvtepi32_ps(s[r]), acc[r][H]);
     };
@@ -178,5 +242,7 @@ void matmul_q4_0x16_int8_avx2(const MatmulArgs& args) { run<Q4x16>(args); }
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args) { run<Q5x16>(args); }
 void matmul_i8z32x16_int8_avx2(const MatmulArgs& args) { run<I8Zx16>(args); }
 void matmul_i4z32x16_int8_avx2(const MatmulArgs& args) { run<I4Zx16>(args); }
+void matmul_iq4_nlx16_int8_avx2(const MatmulArgs& args) { run<Iq4NLx16>(args); }
+void matmul_iq4_xsx16_int8_avx2(const MatmulArgs& args) { run<Iq4XSx16>(args); }
 
 }  // namespace lemma::kernels::x86

@@ -1,4 +1,5 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 and I8Z32x16 / I4Z32x16 weights x signed int8 activations
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / IQ4_NLx16 / IQ4_XSx16 and I8Z32x16 / I4Z32x16 weights x
+// signed int8 activations
 // with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
 // give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
@@ -19,6 +20,7 @@
 #include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
+#include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
@@ -80,6 +82,64 @@ struct Q5x16 {
   }
 };
 
+// IQ4_NL: Q4_0x16's nibbles, each turned into its table value + 128 (1..241) by one byte shuffle.
+struct Iq4NLx16 {
+  static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
+  static constexpr int64_t kSuperBytes = 16 * 18, kCodesAt = 32;
+  static constexpr bool kZeros = false;
+  static constexpr int kBiasShift = 7;  // codes are table value + 128
+  template <class F>
+  static void for_each_quad(const uint8_t* codes, F&& f) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4UnsignedCodes.data())));
+    for (int p = 0; p < 4; ++p) {
+      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
+      f(p, _mm512_shuffle_epi8(table, _mm512_and_si512(v, low)));
+      f(p + 4, _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low)));
+    }
+  }
+};
+
+// IQ4_XS: 8 sub-blocks (32-value blocks of the kernel's loop) per superblock, IQ4_NL's codes, scales
+// f32(d) * (ls - 32) unpacked for 16 rows from the superblock's head.
+struct Iq4XSx16 : Iq4NLx16 {
+  using L = Iq4XsX16Layout;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int64_t kSuperBytes = L::kSuperBytes, kCodesAt = L::kCodesAt;
+  static __m512 scales(const uint8_t* super, int s) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
+    const __m512i high = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + L::kScalesHighAt)));
+    const __m512i low = _mm512_loadu_si512(super + L::kScalesLowAt);  // row i's 4 bytes: nibble s at bit 4 s
+    const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi32(low, _mm512_set1_epi32(4 * s)), _mm512_set1_epi32(15)),
+                                       _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(high, _mm512_set1_epi32(2 * s)), _mm512_set1_epi32(3)), 4));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
+  }
+};
+
+// Formats whose superblock holds several 32-value blocks (IQ4_XS) say how many; the others hold one.
+template <class W>
+constexpr int sub_blocks() {
+  if constexpr (requires { W::kSubBlocks; }) {
+    return W::kSubBlocks;
+  } else {
+    return 1;
+  }
+}
+
+// Block b of a group: its codes, and its 16 rows' f32 scales.
+template <class W>
+const uint8_t* block_codes(const uint8_t* group, int64_t b) {
+  constexpr int S = sub_blocks<W>();
+  if constexpr (S > 1) return group + b / S * W::kSuperBytes + W::kCodesAt + (b % S) * Iq4XsX16Layout::kSubBlockBytes;
+  return group + b * W::kSuperBytes + W::kCodesAt;
+}
+template <class W>
+__m512 block_scales(const uint8_t* group, int64_t b) {
+  constexpr int S = sub_blocks<W>();
+  if constexpr (S > 1) return W::scales(group + b / S * W::kSuperBytes, static_cast<int>(b % S));
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + b * W::kSuperBytes)));
+}
+
 // lemma int8 / int4 with zero points: Q8_0x16's / Q4_0x16's code chunks after the zeros.
 struct I8Zx16 {
   static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
@@ -103,7 +163,7 @@ template <class W, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
-  group_starts<G>(a, g0, blocks, W::kSuperBytes, group);
+  group_starts<G>(a, g0, blocks / sub_blocks<W>(), W::kSuperBytes, group);
   Int8SignedRow x[R];
   for (int r = 0; r < R; ++r) x[r] = int8_signed_row(a.xq, a.K, m0 + r);
   __m512 acc[R][G];
@@ -124,15 +184,16 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       }
     }
     for (int g = 0; g < G; ++g) {
-      const uint8_t* super = group[g] + b * W::kSuperBytes;
-      if constexpr (G > 1) prefetch_stream<G>(super, W::kSuperBytes);
-      W::for_each_quad(super + W::kCodesAt, [&](int j, __m512i u) {
+      // Each group's stream advances by kSuperBytes / sub-blocks per block.
+      constexpr int64_t kBlockBytes = W::kSuperBytes / sub_blocks<W>();
+      if constexpr (G > 1) prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
+      W::for_each_quad(block_codes<W>(group[g], b), [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
           s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j)));
       });
     }
     for (int g = 0; g < G; ++g) {
-      const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[g] + b * W::kSuperBytes)));
+      const __m512 dw = block_scales<W>(group[g], b);
       for (int r = 0; r < R; ++r)
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[r].scales[b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
     }
@@ -158,5 +219,7 @@ void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q4x16>(args); 
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args) { run<Q5x16>(args); }
 void matmul_i8z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I8Zx16>(args); }
 void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I4Zx16>(args); }
+void matmul_iq4_nlx16_int8_avx512vnni(const MatmulArgs& args) { run<Iq4NLx16>(args); }
+void matmul_iq4_xsx16_int8_avx512vnni(const MatmulArgs& args) { run<Iq4XSx16>(args); }
 
 }  // namespace lemma::kernels::x86

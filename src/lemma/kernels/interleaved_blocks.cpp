@@ -20,21 +20,25 @@ int64_t block_values(DType plain) { return static_cast<int64_t>(dtype_info(plain
 void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], uint8_t* out) {
   const bool w8a8 = plain == DType::kW8A8;  // Q8_0's layout with the codes already q + 128
   const bool q8 = plain == DType::kQ8_0 || w8a8;
-  const bool q5 = plain == DType::kQ5_0;
-  const int64_t nibbles_at = q5 ? 6 : 2;  // Q5_0: d, 4 bytes of high bits, then the nibbles
+  const bool mins = plain == DType::kQ4_1 || plain == DType::kQ5_1;  // d, m, ...
+  const bool q5 = plain == DType::kQ5_0 || plain == DType::kQ5_1;
+  const int64_t qh_at = mins ? 4 : 2;  // Q5_0 / Q5_1: the high bits after the scale(s)
+  const int64_t nibbles_at = qh_at + (q5 ? 4 : 0);
   uint64_t high_masks[8] = {};
   for (int64_t i = 0; i < kInterleaveRows; ++i) {
     const uint8_t* src = rows[i];
     if (src != nullptr) {
       std::memcpy(out + 2 * i, src, 2);
+      if (mins) std::memcpy(out + kScaleBytes + 2 * i, src + 2, 2);
     } else {
-      std::memset(out + 2 * i, 0, 2);  // padding row: scale 0, codes of value 0
+      std::memset(out + 2 * i, 0, 2);  // padding row: scale 0 (and min 0), codes of value 0
+      if (mins) std::memset(out + kScaleBytes + 2 * i, 0, 2);
     }
-    uint8_t* codes = out + kScaleBytes;
+    uint8_t* codes = out + kScaleBytes * (mins ? 2 : 1);
     // 4 codes at a time; Q8_0 flips their sign bits (q + 128), Q4_0/Q5_0/IQ4_NL nibble bytes move as they are.
     const uint32_t flip = q8 && !w8a8 ? 0x80808080u : 0u;
     // Codes of value 0 (Q5_0: 16 = high bit; IQ4_NL has no 0, but padding rows' scales are 0).
-    const uint32_t padding = q8 ? 0x80808080u : q5 ? 0u : 0x88888888u;
+    const uint32_t padding = q8 ? 0x80808080u : q5 || mins ? 0u : 0x88888888u;
     for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
       uint32_t quad = padding;
       if (src != nullptr) {
@@ -44,13 +48,13 @@ void write_superblock(DType plain, const uint8_t* const rows[kInterleaveRows], u
       std::memcpy(codes + 64 * j + 4 * i, &quad, 4);
     }
     if (q5) {
-      uint32_t qh = 0xFFFFFFFFu;  // padding: every value's high bit set (code 16 = value 0)
-      if (src != nullptr) std::memcpy(&qh, src + 2, 4);
+      uint32_t qh = mins ? 0u : 0xFFFFFFFFu;  // padding: Q5_0's code 16 = value 0
+      if (src != nullptr) std::memcpy(&qh, src + qh_at, 4);
       for (int64_t v = 0; v < kBlock; ++v)
         high_masks[v / 4] |= static_cast<uint64_t>((qh >> v) & 1u) << (4 * i + v % 4);
     }
   }
-  if (q5) std::memcpy(out + kScaleBytes + 4 * 64, high_masks, sizeof(high_masks));
+  if (q5) std::memcpy(out + kScaleBytes * (mins ? 2 : 1) + 4 * 64, high_masks, sizeof(high_masks));
 }
 
 // An I8Z32x16 or I4Z32x16 superblock (see the header): 16 rows' block b. File blocks: d, z, qs.
@@ -227,10 +231,13 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     return;
   }
   const bool q8 = plain == DType::kQ8_0 || plain == DType::kW8A8;
-  const bool q5 = plain == DType::kQ5_0;
+  const bool mins = plain == DType::kQ4_1 || plain == DType::kQ5_1;
+  const bool q5 = plain == DType::kQ5_0 || plain == DType::kQ5_1;
+  const int64_t qh_at = mins ? 4 : 2;
   std::memcpy(block, super + 2 * i, 2);
-  const uint8_t* codes = super + kScaleBytes;
-  uint8_t* out_codes = block + (q5 ? 6 : 2);
+  if (mins) std::memcpy(block + 2, super + kScaleBytes + 2 * i, 2);
+  const uint8_t* codes = super + kScaleBytes * (mins ? 2 : 1);
+  uint8_t* out_codes = block + qh_at + (q5 ? 4 : 0);
   for (int64_t j = 0; j < (q8 ? 8 : 4); ++j) {
     uint32_t quad;
     std::memcpy(&quad, codes + 64 * j + 4 * i, 4);
@@ -242,7 +249,7 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
     std::memcpy(masks, codes + 4 * 64, sizeof(masks));
     uint32_t qh = 0;
     for (int64_t v = 0; v < kBlock; ++v) qh |= static_cast<uint32_t>((masks[v / 4] >> (4 * i + v % 4)) & 1u) << v;
-    std::memcpy(block + 2, &qh, 4);
+    std::memcpy(block + qh_at, &qh, 4);
   }
 }
 
@@ -283,6 +290,8 @@ DType plain_dtype(DType interleaved) {
     case DType::kBF16x16: return DType::kBF16;
     case DType::kIQ4_NLx16: return DType::kIQ4_NL;
     case DType::kIQ4_XSx16: return DType::kIQ4_XS;
+    case DType::kQ4_1x16: return DType::kQ4_1;
+    case DType::kQ5_1x16: return DType::kQ5_1;
     default: return DType::kCount;
   }
 }
@@ -303,6 +312,8 @@ DType interleaved_dtype(DType plain) {
     case DType::kBF16: return DType::kBF16x16;
     case DType::kIQ4_NL: return DType::kIQ4_NLx16;
     case DType::kIQ4_XS: return DType::kIQ4_XSx16;
+    case DType::kQ4_1: return DType::kQ4_1x16;
+    case DType::kQ5_1: return DType::kQ5_1x16;
     default: return DType::kCount;
   }
 }

@@ -1,6 +1,6 @@
-// GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K / IQ4_NL / IQ4_XS, lemma int8 / int4 with zero points and
+// GGUF Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q2_K..Q6_K / IQ4_NL / IQ4_XS, lemma int8 / int4 with zero points and
 // bf16 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16,
-// kIQ4_NLx16, kIQ4_XSx16, kI8Z32x16, kI4Z32x16, kBF16x16), and the signed int8
+// kIQ4_NLx16, kIQ4_XSx16, kQ4_1x16, kQ5_1x16, kI8Z32x16, kI4Z32x16, kBF16x16), and the signed int8
 // activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
@@ -18,6 +18,11 @@
 //            low nibble = value 4 p + t, high nibble = value 16 + 4 p + t, codes u = q + 8 (0..15).
 //   Q5_0x16: the same 4 chunks of nibbles, then 8 little-endian 64-bit masks: mask j, bit 4 i + t =
 //            the high (fifth) bit of row i's value 4 j + t; codes u = q + 16 (0..31).
+// Q4_1x16 / Q5_1x16 (GGUF Q4_1 / Q5_1: value = d u + m, u unsigned): 16 * 20 / 16 * 24 bytes per
+//   block: bytes 0..31 d, 32..63 m (f16, row i at 32 + 2 i), then Q4_0x16's / Q5_0x16's code chunks
+//   (and masks) from byte 64, u as it is (0..15 / 0..31). Activations as Q8_0x16's. The dot product:
+//   per block b in order, acc = fma(f32(d) * d_x, float(S_b), acc), S_b = exact int32 sum of u q_x,
+//   then acc = fma(f32(m) * d_x, float(s_b), acc), s_b = x's block code sum; y = acc (+ bias).
 // So group g starts 16 * g * row_bytes into the buffer (row_bytes = dtype_bytes(K), the plain
 // format's): a row range that starts on a group edge is a valid view, as for every other dtype.
 //
@@ -140,11 +145,11 @@ static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
          type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16 ||
-         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16;
+         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16 || type == DType::kQ4_1x16 || type == DType::kQ5_1x16;
 }
 // kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
 // kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16, kIQ4_NL ->
-// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16; kCount
+// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16, kQ4_1 -> kQ4_1x16, kQ5_1 -> kQ5_1x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.

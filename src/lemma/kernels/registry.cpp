@@ -153,6 +153,8 @@ constexpr MatmulKernel kKernels[] = {
     {"reference_q8_0x16_int8", DType::kQ8_0x16, Isa::kScalar, kInt8, false, matmul_q8_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_q4_0x16_int8", DType::kQ4_0x16, Isa::kScalar, kInt8, false, matmul_q4_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_q5_0x16_int8", DType::kQ5_0x16, Isa::kScalar, kInt8, false, matmul_q5_0x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
+    {"reference_q4_1x16_int8", DType::kQ4_1x16, Isa::kScalar, kInt8, false, matmul_q4_1x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
+    {"reference_q5_1x16_int8", DType::kQ5_1x16, Isa::kScalar, kInt8, false, matmul_q5_1x16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kScalar, kInt8, false, matmul_iq4_nlx16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kScalar, kInt8, false, matmul_iq4_xsx16_int8_reference, quantize_signed_activations_reference, int8_signed_activation_bytes},
     {"reference_q4_kx16_int8", DType::kQ4_Kx16, Isa::kScalar, kInt8, false, matmul_q4_kx16_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},
@@ -163,6 +165,8 @@ constexpr MatmulKernel kKernels[] = {
     {"avx2_q8_0x16_int8", DType::kQ8_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q8_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_q4_0x16_int8", DType::kQ4_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q4_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_q5_0x16_int8", DType::kQ5_0x16, Isa::kAvx2, kInt8, false, x86::matmul_q5_0x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
+    {"avx2_q4_1x16_int8", DType::kQ4_1x16, Isa::kAvx2, kInt8, false, x86::matmul_q4_1x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
+    {"avx2_q5_1x16_int8", DType::kQ5_1x16, Isa::kAvx2, kInt8, false, x86::matmul_q5_1x16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kAvx2, kInt8, false, x86::matmul_iq4_nlx16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kAvx2, kInt8, false, x86::matmul_iq4_xsx16_int8_avx2, x86::quantize_signed_activations_avx2, int8_signed_activation_bytes},
     {"avx2_q2_kx16_int8", DType::kQ2_Kx16, Isa::kAvx2, kInt8, false, x86::matmul_q2_kx16_int8_avx2, x86::quantize_q8k_activations_avx2, q8k_activation_bytes},
@@ -176,6 +180,10 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q4_0x16_int8_avx512vnni, x86::matmul_q4_0x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"avx512_vnni_q5_0x16_int8", DType::kQ5_0x16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q5_0x16_int8_avx512vnni, x86::matmul_q5_0x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"avx512_vnni_q4_1x16_int8", DType::kQ4_1x16, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q4_1x16_int8_avx512vnni, x86::matmul_q4_1x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"avx512_vnni_q5_1x16_int8", DType::kQ5_1x16, Isa::kAvx512, kInt8, false,
+     int8_avx512<x86::matmul_q5_1x16_int8_avx512vnni, x86::matmul_q5_1x16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"avx512_vnni_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_iq4_nlx16_int8_avx512vnni, x86::matmul_iq4_nlx16_int8_avx2>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"avx512_vnni_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kAvx512, kInt8, false,
@@ -232,7 +240,7 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q3_k_int8_avx512vnni, x86::matmul_q3_k_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
-static_assert(kKernelCount <= 128, "the logged-once mask below has 128 bits");
+constexpr size_t kLoggedWords = (kKernelCount + 63) / 64;
 
 const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision precision) {
   const auto block = static_cast<int64_t>(dtype_info(weight).block_elements);
@@ -248,7 +256,7 @@ const MatmulKernel* find_exact(DType weight, int64_t K, Isa isa, MatmulPrecision
 
 // Logs each kernel's first use at debug level (choices are per call, so log only news).
 void log_choice(const MatmulKernel& kernel, Isa isa) {
-  static std::atomic<uint64_t> logged_words[2] = {0, 0};
+  static std::atomic<uint64_t> logged_words[kLoggedWords] = {};
   const auto index = static_cast<size_t>(&kernel - kKernels);
   std::atomic<uint64_t>& logged = logged_words[index / 64];
   const uint64_t bit = uint64_t{1} << (index % 64);

@@ -112,8 +112,9 @@ bool interleaving_enabled(DType plain) {
   // lemma int8 / int4 (GPTQ, AWQ, lemma int checkpoints): only the interleaved forms read int8 x (their
   // zero points enter the integer sums); in the file's layout they keep f32 x.
   if (plain == DType::kI8Z32 || plain == DType::kI4Z32) return !kernels::matmul_precision_forced_f32();
-  // IQ4_NL / IQ4_XS: the same (only the interleaved forms have int8-activation kernels).
-  if (plain == DType::kIQ4_NL || plain == DType::kIQ4_XS) return !kernels::matmul_precision_forced_f32();
+  // IQ4_NL / IQ4_XS, Q4_1 / Q5_1: the same (only the interleaved forms have int8-activation kernels).
+  if (plain == DType::kIQ4_NL || plain == DType::kIQ4_XS || plain == DType::kQ4_1 || plain == DType::kQ5_1)
+    return !kernels::matmul_precision_forced_f32();
   // W8A8 always quantises x (its format's rule); W8A8x16 has AVX2 and AVX-512 VNNI kernels.
   if (plain == DType::kW8A8) return true;
   // Every int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
@@ -137,7 +138,7 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, boo
   if (tied) weights.token_embedding = weights.lm_head;
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
              "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout){}",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
              static_cast<double>(out->released_bytes) / (1 << 20), ms,

@@ -50,6 +50,8 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"w8a8x16", 32, 34, false, true},
     {"iq4_nlx16", 32, 18, false, true},
     {"iq4_xsx16", 256, 136, false, true},
+    {"q4_1x16", 32, 20, false, true},
+    {"q5_1x16", 32, 24, false, true},
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 

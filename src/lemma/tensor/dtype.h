@@ -29,6 +29,8 @@ enum class DType : uint8_t {
   kW8A8x16,
   // GGUF IQ4_NL / IQ4_XS with 16 rows interleaved (kernels/interleaved_blocks.h), made at load as above
   kIQ4_NLx16, kIQ4_XSx16,
+  // GGUF Q4_1 / Q5_1 (value = d q + m) with 16 rows interleaved, made at load as above
+  kQ4_1x16, kQ5_1x16,
   // bf16 with 16 rows interleaved in pairs of values (kernels/interleaved_blocks.h): Model re-lays its
   // bf16 matrices into it where the AVX512_BF16 kernels run
   kBF16x16,

@@ -33,9 +33,10 @@ using testing::run_matmul;
 using testing::same_bits;
 
 constexpr auto kInt8 = MatmulPrecision::kInt8Activations;
-// GGUF Q8_0/Q4_0/Q5_0/IQ4_NL/IQ4_XS and lemma's int8/int4 with zero points (GPTQ, AWQ, lemma int
+// GGUF Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/IQ4_NL/IQ4_XS and lemma's int8/int4 with zero points (GPTQ, AWQ, lemma int
 // checkpoints): the formats read with Q8_0x16's signed activations.
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kIQ4_NL, DType::kIQ4_XS, DType::kI8Z32, DType::kI4Z32};
+constexpr DType kTypes[] = {DType::kQ8_0,   DType::kQ4_0,   DType::kQ5_0,  DType::kQ4_1, DType::kQ5_1,
+                            DType::kIQ4_NL, DType::kIQ4_XS, DType::kI8Z32, DType::kI4Z32};
 // Formats that also have an int8-activation kernel in the file's layout.
 bool has_plain_int8_kernel(DType plain) { return plain == DType::kQ8_0 || plain == DType::kQ4_0 || plain == DType::kQ5_0; }
 // K for a test that wants `small` values per row: IQ4_XS needs whole 256-value blocks.
@@ -455,7 +456,10 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(plain_dtype(DType::kIQ4_XSx16), DType::kIQ4_XS);
   EXPECT_EQ(interleaved_bytes(DType::kIQ4_NL, 17, 64), size_t{32 * 2 * 18});
   EXPECT_EQ(interleaved_bytes(DType::kIQ4_XS, 16, 512), size_t{16 * 2 * 136});
-  EXPECT_EQ(interleaved_dtype(DType::kQ4_1), DType::kCount);
+  EXPECT_EQ(interleaved_dtype(DType::kQ4_1), DType::kQ4_1x16);
+  EXPECT_EQ(plain_dtype(DType::kQ5_1x16), DType::kQ5_1);
+  EXPECT_EQ(interleaved_bytes(DType::kQ5_1, 17, 64), size_t{32 * 2 * 24});
+  EXPECT_EQ(interleaved_dtype(DType::kQ8_1), DType::kCount);
   EXPECT_EQ(interleaved_bytes(DType::kI8Z32, 17, 64), size_t{32 * 2 * 35});
   EXPECT_EQ(interleaved_bytes(DType::kI4Z32, 16, 96), size_t{16 * 3 * 19});
   EXPECT_EQ(interleaved_bytes(DType::kQ8_0, 17, 64), size_t{32 * 2 * 34});  // two groups, padded
@@ -466,10 +470,10 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
   EXPECT_EQ(interleaved_bytes(DType::kQ6_K, 17, 256), size_t{32 * 210});
   EXPECT_EQ(interleaved_bytes(DType::kQ5_K, 16, 512), size_t{16 * 2 * 176});
   EXPECT_EQ(interleaved_bytes(DType::kQ3_K, 1, 256), size_t{16 * 110});
-  EXPECT_THROW(interleave_rows(DType::kQ4_1, out.data(), 1, 256, out.data()), InvalidArgument);
+  EXPECT_THROW(interleave_rows(DType::kQ8_1, out.data(), 1, 256, out.data()), InvalidArgument);
   EXPECT_THROW(interleave_rows(DType::kQ4_K, out.data(), 1, 160, out.data()), InvalidArgument);  // not whole blocks
   for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ2_Kx16, DType::kQ3_Kx16, DType::kQ4_Kx16, DType::kQ5_Kx16,
-                     DType::kQ6_Kx16, DType::kI8Z32x16, DType::kI4Z32x16, DType::kIQ4_NLx16, DType::kIQ4_XSx16}) {
+                     DType::kQ6_Kx16, DType::kI8Z32x16, DType::kI4Z32x16, DType::kIQ4_NLx16, DType::kIQ4_XSx16, DType::kQ4_1x16, DType::kQ5_1x16}) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
@@ -485,7 +489,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
 TEST(InterleavedMatmul, RowsReadBackAsTheFileRowsDequantise) {
   std::mt19937 rng(31);
   for (DType plain : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
-                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kW8A8, DType::kBF16, DType::kIQ4_NL, DType::kIQ4_XS}) {
+                      DType::kQ6_K, DType::kI8Z32, DType::kI4Z32, DType::kW8A8, DType::kBF16, DType::kIQ4_NL, DType::kIQ4_XS, DType::kQ4_1, DType::kQ5_1}) {
     const int64_t N = 37, K = dtype_info(plain).block_elements == 256 ? 512 : 96;
     const auto w = testing::random_weights(plain, N, K, rng);
     std::vector<uint8_t> bytes(interleaved_bytes(plain, N, K));

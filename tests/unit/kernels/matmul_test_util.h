@@ -84,6 +84,10 @@ inline void make_extreme_blocks(DType type, std::vector<uint8_t>& bytes, int64_t
     const uint16_t big = f32_to_f16(60000.0f);
     std::memcpy(block, &big, 2);
     std::memset(block + 2, b % 4 == 0 ? 0x80 : 0x7F, info.block_bytes - 2);
+    if (type == DType::kQ4_1 || type == DType::kQ5_1) {  // their min m follows d: an extreme, not NaN
+      const uint16_t min = f32_to_f16(b % 4 == 0 ? -60000.0f : 60000.0f);
+      std::memcpy(block + 2, &min, 2);
+    }
   }
 }
 

@@ -39,6 +39,8 @@ void matmul_q4_0x16_int8_reference(const MatmulArgs& args);
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args);
 void matmul_iq4_nlx16_int8_reference(const MatmulArgs& args);
 void matmul_iq4_xsx16_int8_reference(const MatmulArgs& args);
+void matmul_q4_1x16_int8_reference(const MatmulArgs& args);
+void matmul_q5_1x16_int8_reference(const MatmulArgs& args);
 // The same for lemma's int8 / int4 with zero points (I8Z32x16 / I4Z32x16): S_b sums (u - z) q_x.
 void matmul_i8z32x16_int8_reference(const MatmulArgs& args);
 void matmul_i4z32x16_int8_reference(const MatmulArgs& args);

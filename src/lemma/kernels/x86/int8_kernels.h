@@ -40,11 +40,15 @@ void matmul_q4_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_iq4_nlx16_int8_avx2(const MatmulArgs& args);
 void matmul_iq4_xsx16_int8_avx2(const MatmulArgs& args);
+void matmul_q4_1x16_int8_avx2(const MatmulArgs& args);
+void matmul_q5_1x16_int8_avx2(const MatmulArgs& args);
 void matmul_q8_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_iq4_nlx16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_iq4_xsx16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q4_1x16_int8_avx512vnni(const MatmulArgs& args);
+void matmul_q5_1x16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved I8Z32x16 / I4Z32x16 (lemma int8 / int4 with zero points), the same bits as
 // matmul_i*z32x16_int8_reference.
 void matmul_i8z32x16_int8_avx2(const MatmulArgs& args);

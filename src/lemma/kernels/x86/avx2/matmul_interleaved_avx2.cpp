@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 (and I8Z32x16 / I4Z32x16, the same sums with per-row zero
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 (and I8Z32x16 / I4Z32x16, the same sums with per-row zero
 // points in the start value) weights x signed int8 activations with AVX2, for CPUs
 // without AVX-512 VNNI (interleaved_blocks.h has the layout). A 64-byte code chunk holds 4 values
 // of 16 rows; its two halves are 8 rows each, one ymm. AVX2 has no vpdpbusd, so the 4-value dots
@@ -63,26 +63,35 @@ struct OneBlockSuper {
 
 // The exact int32 sums S (row lanes) of one block for R rows of x and half H (rows 8 H .. 8 H + 7) of
 // the group, written to s[r].
-struct Q4x16 : OneBlockSuper<Q4x16> {
-  static constexpr int64_t kSuperBytes = 16 * 18;
+// Q4_0 (u = q + 8: S starts at -8 x's block sum) and Q4_1 (kMins: u as it is after d and m, S from
+// 0, an m term per block).
+template <bool kMinsT>
+struct Q4Family : OneBlockSuper<Q4Family<kMinsT>> {
+  static constexpr int64_t kSuperBytes = kMinsT ? 16 * 20 : 16 * 18;
   static constexpr int kPrefillRows = 2;  // rows of x per register tile for M > 2 (measured: 3, 4 slower)
+  static constexpr bool kMins = kMinsT;
   template <int R, int H>
   static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
     __m256i start[R];
-    for (int r = 0; r < R; ++r) start[r] = _mm256_set1_epi32(-8 * xsum[r]);
-    nibble_sums<R, H>(super + 32, x, start, s);
+    for (int r = 0; r < R; ++r) start[r] = _mm256_set1_epi32(kMinsT ? 0 : -8 * xsum[r]);
+    nibble_sums<R, H>(super + (kMinsT ? 64 : 32), x, start, s);
   }
 };
+using Q4x16 = Q4Family<false>;
+using Q41x16 = Q4Family<true>;
 
-struct Q5x16 : OneBlockSuper<Q5x16> {
-  static constexpr int64_t kSuperBytes = 16 * 22;
+// Q5_0 (u = q + 16) and Q5_1 (kMins), as Q4Family.
+template <bool kMinsT>
+struct Q5Family : OneBlockSuper<Q5Family<kMinsT>> {
+  static constexpr int64_t kSuperBytes = kMinsT ? 16 * 24 : 16 * 22;
   static constexpr int kPrefillRows = 4;  // the mask spreads serve 4 rows of x: 190-197 -> 221-231 GFLOP/s at 2
+  static constexpr bool kMins = kMinsT;
   template <int R, int H>
   static void sums(const uint8_t* super, const int8_t* const (&x)[R], const int32_t (&xsum)[R], __m256i (&s)[R]) {
-    const uint8_t* codes = super + 32;
+    const uint8_t* codes = super + (kMinsT ? 64 : 32);
     const __m256i low = _mm256_set1_epi8(0x0F);
     const uint8_t* masks = codes + 4 * 64;
-    for (int r = 0; r < R; ++r) s[r] = _mm256_set1_epi32(-16 * xsum[r]);
+    for (int r = 0; r < R; ++r) s[r] = _mm256_set1_epi32(kMinsT ? 0 : -16 * xsum[r]);
     for (int half = 0; half < 2; ++half) {  // chunks 2 half, 2 half + 1: 4 pair sums per int16 lane
       __m256i t[R];
       for (int r = 0; r < R; ++r) t[r] = _mm256_setzero_si256();
@@ -99,6 +108,8 @@ struct Q5x16 : OneBlockSuper<Q5x16> {
     }
   }
 };
+using Q5x16 = Q5Family<false>;
+using Q51x16 = Q5Family<true>;
 
 struct Q8x16 : OneBlockSuper<Q8x16> {
   static constexpr int64_t kSuperBytes = 16 * 34;
@@ -193,6 +204,15 @@ struct I8Zx16 : OneBlockSuper<I8Zx16> {
   }
 };
 
+template <class W>
+constexpr bool has_mins() {
+  if constexpr (requires { W::kMins; }) {
+    return W::kMins;
+  } else {
+    return false;
+  }
+}
+
 template <class W, int R>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
   const int64_t blocks = a.K / kBlock;
@@ -216,6 +236,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
       const __m256 d = W::template scales<H>(group, b);
       for (int r = 0; r < R; ++r)
         acc[r][H] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[r].scales[b])), _mm256_cvtepi32_ps(s[r]), acc[r][H]);
+      if constexpr (has_mins<W>()) {  // Q4_1 / Q5_1: + m * d_x * x's block code sum
+        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 32 + 16 * H)));
+        for (int r = 0; r < R; ++r)
+          acc[r][H] = _mm256_fmadd_ps(_mm256_mul_ps(m, _mm256_set1_ps(x[r].scales[b])), _mm256_set1_ps(static_cast<float>(xsum[r])), acc[r][H]);
+      }
     };
     half.template operator()<0>();
     half.template operator()<1>();
@@ -244,5 +269,7 @@ void matmul_i8z32x16_int8_avx2(const MatmulArgs& args) { run<I8Zx16>(args); }
 void matmul_i4z32x16_int8_avx2(const MatmulArgs& args) { run<I4Zx16>(args); }
 void matmul_iq4_nlx16_int8_avx2(const MatmulArgs& args) { run<Iq4NLx16>(args); }
 void matmul_iq4_xsx16_int8_avx2(const MatmulArgs& args) { run<Iq4XSx16>(args); }
+void matmul_q4_1x16_int8_avx2(const MatmulArgs& args) { run<Q41x16>(args); }
+void matmul_q5_1x16_int8_avx2(const MatmulArgs& args) { run<Q51x16>(args); }
 
 }  // namespace lemma::kernels::x86

@@ -1,4 +1,4 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / IQ4_NLx16 / IQ4_XSx16 and I8Z32x16 / I4Z32x16 weights x
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 / IQ4_XSx16 and I8Z32x16 / I4Z32x16 weights x
 // signed int8 activations
 // with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
@@ -31,7 +31,8 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
-// Each format: kSuperBytes, kCodesAt (the codes' offset in a superblock), and either kBiasShift
+// Each format: kSuperBytes, kCodesAt (the codes' offset in a superblock), and either kMins (u as it
+// is, S from 0, an m term per block), kBiasShift
 // (codes are q + 2^kBiasShift: S starts at -x's block sum << kBiasShift) or kZeros (the rows' own
 // zero points z at IntZx16Layout::kZerosAt: S starts at -z * x's block sum, per row lane).
 struct Q8x16 {
@@ -82,6 +83,17 @@ struct Q5x16 {
   }
 };
 
+// Q4_1 / Q5_1: Q4_0x16's / Q5_0x16's codes after the rows' d and m, u unsigned as it is (no bias);
+// each block adds m * d_x * (x's block code sum) after d's term.
+struct Q41x16 : Q4x16 {
+  static constexpr int64_t kSuperBytes = 16 * 20, kCodesAt = 64;
+  static constexpr bool kMins = true;
+};
+struct Q51x16 : Q5x16 {
+  static constexpr int64_t kSuperBytes = 16 * 24, kCodesAt = 64;
+  static constexpr bool kMins = true;
+};
+
 // IQ4_NL: Q4_0x16's nibbles, each turned into its table value + 128 (1..241) by one byte shuffle.
 struct Iq4NLx16 {
   static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
@@ -115,6 +127,16 @@ struct Iq4XSx16 : Iq4NLx16 {
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
   }
 };
+
+// Formats with a min per block (Q4_1, Q5_1) say so.
+template <class W>
+constexpr bool has_mins() {
+  if constexpr (requires { W::kMins; }) {
+    return W::kMins;
+  } else {
+    return false;
+  }
+}
 
 // Formats whose superblock holds several 32-value blocks (IQ4_XS) say how many; the others hold one.
 template <class W>
@@ -179,7 +201,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       }
     } else {
       for (int r = 0; r < R; ++r) {
-        const __m512i start = _mm512_set1_epi32(-x[r].sums[b] * (1 << W::kBiasShift));
+        // (Q4_1 / Q5_1: u as it is, S from 0; their m term is added after d's.)
+        const __m512i start = _mm512_set1_epi32(has_mins<W>() ? 0 : -x[r].sums[b] * (1 << W::kBiasShift));
         for (int g = 0; g < G; ++g) s[r][g] = start;
       }
     }
@@ -196,6 +219,11 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       const __m512 dw = block_scales<W>(group[g], b);
       for (int r = 0; r < R; ++r)
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(x[r].scales[b])), _mm512_cvtepi32_ps(s[r][g]), acc[r][g]);
+      if constexpr (has_mins<W>()) {
+        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group[g] + b * W::kSuperBytes + 32)));
+        for (int r = 0; r < R; ++r)
+          acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(mw, _mm512_set1_ps(x[r].scales[b])), _mm512_set1_ps(static_cast<float>(x[r].sums[b])), acc[r][g]);
+      }
     }
   }
   store_tile<R, G>(a, m0, g0, acc);
@@ -221,5 +249,7 @@ void matmul_i8z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I8Zx16>(args)
 void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args) { run<I4Zx16>(args); }
 void matmul_iq4_nlx16_int8_avx512vnni(const MatmulArgs& args) { run<Iq4NLx16>(args); }
 void matmul_iq4_xsx16_int8_avx512vnni(const MatmulArgs& args) { run<Iq4XSx16>(args); }
+void matmul_q4_1x16_int8_avx512vnni(const MatmulArgs& args) { run<Q41x16>(args); }
+void matmul_q5_1x16_int8_avx512vnni(const MatmulArgs& args) { run<Q51x16>(args); }
 
 }  // namespace lemma::kernels::x86

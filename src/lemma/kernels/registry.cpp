@@ -212,10 +212,14 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q5_kx16_int8_avx512vnni, x86::matmul_q5_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q6_kx16_int8", DType::kQ6_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q6_kx16_int8_avx512vnni, x86::matmul_q6_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
-    // The same three on AMX tiles (x86/amx/): TDPBSUD per block of 16 x rows x 16 W rows, same bits.
+    // The interleaved int8 forms on AMX tiles (x86/amx/): TDPBSUD per block of 16 x rows x 16 W rows, same bits.
     {"amx_q8_0x16_int8", DType::kQ8_0x16, Isa::kAmx, kInt8, false, x86::matmul_q8_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q4_0x16_int8", DType::kQ4_0x16, Isa::kAmx, kInt8, false, x86::matmul_q4_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q5_0x16_int8", DType::kQ5_0x16, Isa::kAmx, kInt8, false, x86::matmul_q5_0x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q4_1x16_int8", DType::kQ4_1x16, Isa::kAmx, kInt8, false, x86::matmul_q4_1x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q5_1x16_int8", DType::kQ5_1x16, Isa::kAmx, kInt8, false, x86::matmul_q5_1x16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kAmx, kInt8, false, x86::matmul_iq4_nlx16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kAmx, kInt8, false, x86::matmul_iq4_xsx16_int8_amx, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K with x quantised to int8 per 256-value block plus 16-value code sums
     // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
     {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},

@@ -1,4 +1,4 @@
-// The AMX-INT8 kernels for interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights (x86/amx/): on the tile
+// The AMX-INT8 kernels for interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 / IQ4_XSx16 weights (x86/amx/): on the tile
 // emulator (every machine) and on the AMX hardware (skipped without AMX), each kernel gives the
 // reference kernel's bits on odd shapes (partial 16-row tiles of x and groups of W, K across the
 // kernel's 512-value chunks, strided x, bias) and extreme values; no row depends on M or on the
@@ -27,7 +27,9 @@ namespace {
 using testing::random_floats;
 using testing::same_bits;
 
-constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0};
+constexpr DType kTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ4_1, DType::kQ5_1, DType::kIQ4_NL, DType::kIQ4_XS};
+// K for a test that wants about `k` values per row: IQ4_XS needs whole 256-value blocks.
+int64_t row_length(DType plain, int64_t k) { return dtype_info(plain).block_elements == 256 ? (k + 255) / 256 * 256 : k; }
 
 // One dtype's AMX kernel on one backend, and the oracle it must match.
 struct Kernels {
@@ -38,6 +40,10 @@ Kernels emulated(DType plain) {
   switch (plain) {
     case DType::kQ8_0: return {x86::matmul_q8_0x16_int8_amx_emulated, matmul_q8_0x16_int8_reference};
     case DType::kQ4_0: return {x86::matmul_q4_0x16_int8_amx_emulated, matmul_q4_0x16_int8_reference};
+    case DType::kQ4_1: return {x86::matmul_q4_1x16_int8_amx_emulated, matmul_q4_1x16_int8_reference};
+    case DType::kQ5_1: return {x86::matmul_q5_1x16_int8_amx_emulated, matmul_q5_1x16_int8_reference};
+    case DType::kIQ4_NL: return {x86::matmul_iq4_nlx16_int8_amx_emulated, matmul_iq4_nlx16_int8_reference};
+    case DType::kIQ4_XS: return {x86::matmul_iq4_xsx16_int8_amx_emulated, matmul_iq4_xsx16_int8_reference};
     default: return {x86::matmul_q5_0x16_int8_amx_emulated, matmul_q5_0x16_int8_reference};
   }
 }
@@ -45,6 +51,10 @@ Kernels hardware(DType plain) {
   switch (plain) {
     case DType::kQ8_0: return {x86::matmul_q8_0x16_int8_amx, matmul_q8_0x16_int8_reference};
     case DType::kQ4_0: return {x86::matmul_q4_0x16_int8_amx, matmul_q4_0x16_int8_reference};
+    case DType::kQ4_1: return {x86::matmul_q4_1x16_int8_amx, matmul_q4_1x16_int8_reference};
+    case DType::kQ5_1: return {x86::matmul_q5_1x16_int8_amx, matmul_q5_1x16_int8_reference};
+    case DType::kIQ4_NL: return {x86::matmul_iq4_nlx16_int8_amx, matmul_iq4_nlx16_int8_reference};
+    case DType::kIQ4_XS: return {x86::matmul_iq4_xsx16_int8_amx, matmul_iq4_xsx16_int8_reference};
     default: return {x86::matmul_q5_0x16_int8_amx, matmul_q5_0x16_int8_reference};
   }
 }
@@ -110,6 +120,7 @@ void expect_reference_bits(Backend backend) {
   for (DType type : kTypes) {
     const Kernels k = backend(type);
     for (const auto& s : shapes) {
+      if (s.K % static_cast<int64_t>(dtype_info(type).block_elements) != 0) continue;  // IQ4_XS: whole 256-value blocks
       Problem p = random_problem(type, s.N, s.K, rng);
       const int64_t stride = s.K + 3;
       const auto x = random_floats(static_cast<size_t>(s.M * stride), rng, 3.0f);
@@ -126,9 +137,9 @@ void expect_reference_bits(Backend backend) {
 void expect_reference_bits_at_extremes(Backend backend) {
   std::mt19937 rng(43);
   for (DType type : kTypes) {
-    const int64_t M = 19, N = 35, K = 576;
+    const int64_t M = 19, N = 35, K = row_length(type, 576);
     auto w = testing::random_weights(type, N, K, rng);
-    testing::make_extreme_blocks(type, w.bytes, N * K / 32);
+    testing::make_extreme_blocks(type, w.bytes, N * K / static_cast<int64_t>(dtype_info(type).block_elements));
     Problem p(type, w.bytes, N, K);
     std::vector<float> x(static_cast<size_t>(M * K));
     for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 5 == 0 ? -1.0f : 1.0f) * static_cast<float>(i % 11) * 7.0e3f;
@@ -148,7 +159,7 @@ void expect_reference_bits_at_extremes(Backend backend) {
 void expect_batch_and_split_invariance(Backend backend) {
   std::mt19937 rng(47);
   for (DType type : kTypes) {
-    const int64_t M = 37, N = 83, K = 640;
+    const int64_t M = 37, N = 83, K = row_length(type, 640);
     const auto x = random_floats(static_cast<size_t>(M * K), rng, 2.0f);
     Problem p = random_problem(type, N, K, rng);
     const auto bias = random_floats(static_cast<size_t>(N), rng);
@@ -180,7 +191,7 @@ TEST(AmxMatmul, HardwareKernelsGiveTheReferenceBits) {
 
 // Through matmul(): Isa::kAmx picks the AMX rows (only reachable where the CPU has AMX).
 TEST(AmxMatmul, RegistryChoosesTheAmxKernelsOnlyUnderAmx) {
-  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16}) {
+  for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_1x16, DType::kQ5_1x16, DType::kIQ4_NLx16, DType::kIQ4_XSx16}) {
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAmx, MatmulPrecision::kInt8Activations), "amx_" + name + "_int8");
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, MatmulPrecision::kInt8Activations), "avx512_vnni_" + name + "_int8");

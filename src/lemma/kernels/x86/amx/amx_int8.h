@@ -1,4 +1,4 @@
-// AMX-INT8 kernels for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights (interleaved_blocks.h)
+// AMX-INT8 kernels for the interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 / IQ4_XSx16 weights (interleaved_blocks.h)
 // over the signed int8 activations (quantize_signed_activations_*), bits equal to the
 // matmul_q*_0x16_int8_reference oracles. One kernel template (interleaved_amx_kernel.h) compiled
 // twice: on the AMX instructions (needs cpu_features().amx; registry.cpp's Isa::kAmx rows) and on
@@ -13,9 +13,17 @@ namespace lemma::kernels::x86 {
 void matmul_q8_0x16_int8_amx(const MatmulArgs& args);
 void matmul_q4_0x16_int8_amx(const MatmulArgs& args);
 void matmul_q5_0x16_int8_amx(const MatmulArgs& args);
+void matmul_q4_1x16_int8_amx(const MatmulArgs& args);
+void matmul_q5_1x16_int8_amx(const MatmulArgs& args);
+void matmul_iq4_nlx16_int8_amx(const MatmulArgs& args);
+void matmul_iq4_xsx16_int8_amx(const MatmulArgs& args);
 
 void matmul_q8_0x16_int8_amx_emulated(const MatmulArgs& args);
 void matmul_q4_0x16_int8_amx_emulated(const MatmulArgs& args);
 void matmul_q5_0x16_int8_amx_emulated(const MatmulArgs& args);
+void matmul_q4_1x16_int8_amx_emulated(const MatmulArgs& args);
+void matmul_q5_1x16_int8_amx_emulated(const MatmulArgs& args);
+void matmul_iq4_nlx16_int8_amx_emulated(const MatmulArgs& args);
+void matmul_iq4_xsx16_int8_amx_emulated(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -1,4 +1,5 @@
-// The AMX-INT8 kernel for interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 weights x signed int8 activations
+// The AMX-INT8 kernel for interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 /
+// IQ4_XSx16 weights x signed int8 activations
 // (interleaved_blocks.h), written once over a tile backend: HardwareTiles (tiles_hardware.h) or
 // TileEmulator (tile_emulator.h). Per 16 rows of x, group of 16 W rows and 32-value block b:
 //   A = x's codes of the block (16 rows x 32 bytes, read in place from the activation buffer),
@@ -6,7 +7,8 @@
 //       superblock's Q8_0 bytes as they are, Q4_0/Q5_0 nibbles (+ fifth bit) unpacked into a stage),
 //   C = A x B with TDPBSUD (x signed, codes unsigned u = q + 2^shift): C = S_b + 2^shift * sum(x_b),
 //   so S_b = C - 2^shift * (x's block code sum) exactly, then, per output, the oracle's step
-//   acc = fma(f32(d_w) * d_x, float(S_b), acc), blocks in order. S_b is exact, so every output has
+//   acc = fma(d_w * d_x, float(S_b), acc), blocks in order (Q4_1 / Q5_1: u as it is, S_b = C, then
+//   acc = fma(m_w * d_x, float(x's block code sum), acc); IQ4: B holds table value + 128). S_b is exact, so every output has
 //   the reference's bits whatever M is and wherever its row or group falls (batch invariant).
 // Two groups per step (two C tiles in flight, one A). M % 16 rows run on tiles configured with that
 // many rows, so x is never copied or padded. K runs in chunks of kChunkBlocks: each chunk's B
@@ -23,6 +25,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/x86/amx/tile_config.h"
 
 namespace lemma::kernels::x86::amx {
@@ -70,23 +73,64 @@ struct FifthBits {
 };
 constexpr FifthBits kFifthBits;
 
-// The weight formats: superblock bytes, code offset u = q + 2^kShift, and B of one block.
-struct Q8Codes {
-  static constexpr int64_t kSuperBytes = 16 * 34;
+// Formats whose superblock is one 32-value block: f16 scales first (row j at 2 j), codes at kCodesAt,
+// (kMins) f16 mins at 32.
+template <int64_t SuperBytes, int64_t CodesAt, bool Mins = false>
+struct OneBlock {
+  static constexpr int64_t kBlockBytes = SuperBytes;  // a group's bytes per 32-value block
+  static constexpr bool kMins = Mins;
+  static const uint8_t* codes(const uint8_t* group, int64_t b) { return group + b * SuperBytes + CodesAt; }
+  static float f16_at(const uint8_t* p) {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return f16_to_f32(bits);
+  }
+  static float scale(const uint8_t* group, int64_t b, int j) { return f16_at(group + b * SuperBytes + 2 * j); }
+  static float min(const uint8_t* group, int64_t b, int j) { return f16_at(group + b * SuperBytes + 32 + 2 * j); }
+};
+
+// The weight formats: where a block's codes and scales are, code offset u = q + 2^kShift (none with
+// kMins), and B of one block.
+struct Q8Codes : OneBlock<16 * 34, 32> {
   static constexpr int kShift = 7;
   static const uint8_t* b_rows(const uint8_t* chunks, uint8_t*) { return chunks; }  // already B
 };
-struct Q4Codes {
-  static constexpr int64_t kSuperBytes = 16 * 18;
-  static constexpr int kShift = 3;
+template <int64_t SuperBytes, int64_t CodesAt, bool Mins>
+struct NibbleCodes : OneBlock<SuperBytes, CodesAt, Mins> {
+  static constexpr int kShift = Mins ? 0 : 3;
   static const uint8_t* b_rows(const uint8_t* chunks, uint8_t* stage) {
     unpack_nibbles(chunks, stage);
     return stage;
   }
 };
-struct Q5Codes {
-  static constexpr int64_t kSuperBytes = 16 * 22;
-  static constexpr int kShift = 4;
+using Q4Codes = NibbleCodes<16 * 18, 32, false>;
+using Q41Codes = NibbleCodes<16 * 20, 64, true>;
+// IQ4_NL: the nibbles turned into table value + 128 while staging.
+struct Iq4NLCodes : OneBlock<16 * 18, 32> {
+  static constexpr int kShift = 7;
+  static const uint8_t* b_rows(const uint8_t* chunks, uint8_t* stage) {
+    unpack_nibbles(chunks, stage);
+    for (int64_t i = 0; i < kBBytes; ++i) stage[i] = kIq4UnsignedCodes[stage[i]];
+    return stage;
+  }
+};
+// IQ4_XS: IQ4_NL's codes, 8 blocks per superblock, scale f32(d) * (ls - 32) per block.
+struct Iq4XSCodes : Iq4NLCodes {
+  using L = Iq4XsX16Layout;
+  static constexpr int64_t kBlockBytes = L::kSuperBytes / 8;
+  static const uint8_t* codes(const uint8_t* group, int64_t b) {
+    return group + b / 8 * L::kSuperBytes + L::kCodesAt + L::kSubBlockBytes * (b % 8);
+  }
+  static float scale(const uint8_t* group, int64_t b, int j) {
+    const uint8_t* super = group + b / 8 * L::kSuperBytes;
+    uint16_t scales_h;
+    std::memcpy(&scales_h, super + L::kScalesHighAt + 2 * j, 2);
+    return f16_at(super + 2 * j) * static_cast<float>(iq4_xs_scale(scales_h, super + L::kScalesLowAt + 4 * j, static_cast<int>(b % 8)));
+  }
+};
+template <int64_t SuperBytes, int64_t CodesAt, bool Mins>
+struct FifthBitCodes : OneBlock<SuperBytes, CodesAt, Mins> {
+  static constexpr int kShift = Mins ? 0 : 4;
   static const uint8_t* b_rows(const uint8_t* chunks, uint8_t* stage) {
     unpack_nibbles(chunks, stage);
     const uint8_t* masks = chunks + 4 * 64;  // mask j, bit 4i + t: fifth bit of row i's value 4j + t
@@ -101,12 +145,15 @@ struct Q5Codes {
     return stage;
   }
 };
+using Q5Codes = FifthBitCodes<16 * 22, 32, false>;
+using Q51Codes = FifthBitCodes<16 * 24, 64, true>;
 
 // One chunk of K for G (1 or 2) groups: where each block's B tile is, and its 16 scales in f32.
 template <int G>
 struct Chunk {
   alignas(64) uint8_t stage[G][kChunkBlocks][kBBytes];
   alignas(64) float dw[G][kChunkBlocks][16];
+  alignas(64) float mw[G][kChunkBlocks][16];  // Q4_1 / Q5_1's mins
   const uint8_t* b[G][kChunkBlocks];
   int64_t first = 0, count = 0;  // blocks [first, first + count)
 };
@@ -117,13 +164,12 @@ void stage_chunk(const MatmulArgs& a, int64_t g0, int64_t first, Chunk<G>& chunk
   chunk.first = first;
   chunk.count = std::min(kChunkBlocks, blocks - first);
   for (int g = 0; g < G; ++g) {
+    const auto* group = static_cast<const uint8_t*>(a.w) + (g0 + g) * blocks * W::kBlockBytes;
     for (int64_t b = 0; b < chunk.count; ++b) {
-      const auto* super = static_cast<const uint8_t*>(a.w) + ((g0 + g) * blocks + first + b) * W::kSuperBytes;
-      chunk.b[g][b] = W::b_rows(super + 32, chunk.stage[g][b]);
+      chunk.b[g][b] = W::b_rows(W::codes(group, first + b), chunk.stage[g][b]);
       for (int j = 0; j < 16; ++j) {
-        uint16_t bits;
-        std::memcpy(&bits, super + 2 * j, 2);
-        chunk.dw[g][b][j] = f16_to_f32(bits);
+        chunk.dw[g][b][j] = W::scale(group, first + b, j);
+        if constexpr (W::kMins) chunk.mw[g][b][j] = W::min(group, first + b, j);
       }
     }
   }
@@ -161,10 +207,13 @@ void run_chunk(const MatmulArgs& a, Tiles& tiles, int64_t g0, int64_t m0, int64_
     if constexpr (G == 2) tiles.template store<TC1>(c[1], 64);
     for (int64_t r = 0; r < R; ++r) {
       const float dx = int8_signed_scales(a.xq, a.K, m0 + r)[block];
-      const int32_t offset = int8_block_sums(a.xq, a.K, m0 + r)[block] * (1 << W::kShift);
+      const int32_t xsum = int8_block_sums(a.xq, a.K, m0 + r)[block];
+      const int32_t offset = W::kMins ? 0 : xsum * (1 << W::kShift);
       for (int g = 0; g < G; ++g)
-        for (int j = 0; j < 16; ++j)
+        for (int j = 0; j < 16; ++j) {
           acc[g][r][j] = std::fma(chunk.dw[g][b][j] * dx, static_cast<float>(c[g][r][j] - offset), acc[g][r][j]);
+          if constexpr (W::kMins) acc[g][r][j] = std::fma(chunk.mw[g][b][j] * dx, static_cast<float>(xsum), acc[g][r][j]);
+        }
     }
   }
   for (int g = 0; g < G; ++g) {

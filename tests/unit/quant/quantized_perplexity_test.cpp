@@ -56,20 +56,29 @@ double f32_perplexity() {
 
 class GgufPerplexityGate : public ::testing::TestWithParam<DType> {};
 
-TEST_P(GgufPerplexityGate, WithinTheGateOfF32) {
-  LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
-  LEMMA_REQUIRE_SHARED(shared_data("golden/stories260K_perplexity.json"));
-  const DType type = GetParam();
+// stories260K quantized by lemma's GGUF quantizer to `type`: its file and perplexity beside f32's.
+struct GgufPerplexity {
+  std::string path;
+  double base, ppl;
+};
+GgufPerplexity gguf_perplexity(DType type) {
   const auto source = GgufFile::open(source_path());
   const auto path = (build_scratch("quant") / ("stories260K-ppl-" + std::string(dtype_name(type)) + ".gguf")).string();
   GgufQuantizeOptions options;
   options.type = type;
   quantize_gguf(source, options).write(path);
-  const double base = f32_perplexity();
-  const double ppl = perplexity_of(path);
+  const GgufPerplexity result{path, f32_perplexity(), perplexity_of(path)};
+  std::printf("stories260K ctx 128: f32 PPL %.4f, %s PPL %.4f (%+.3f%%)\n", result.base, std::string(dtype_name(type)).c_str(),
+              result.ppl, 100.0 * (result.ppl / result.base - 1.0));
+  return result;
+}
+
+TEST_P(GgufPerplexityGate, WithinTheGateOfF32) {
+  LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
+  LEMMA_REQUIRE_SHARED(shared_data("golden/stories260K_perplexity.json"));
+  const DType type = GetParam();
+  const auto [path, base, ppl] = gguf_perplexity(type);
   const double gate = type == DType::kQ8_0 ? 0.01 : 0.05;
-  std::printf("stories260K ctx 128: f32 PPL %.4f, %s PPL %.4f (%+.3f%%)\n", base, std::string(dtype_name(type)).c_str(),
-              ppl, 100.0 * (ppl / base - 1.0));
   EXPECT_NEAR(base, 109.64, 0.01);
   EXPECT_LE(std::abs(ppl / base - 1.0), gate);
   const bool int8 = kernels::default_matmul_precision(type, kernels::active_isa()) ==
@@ -98,16 +107,7 @@ class Iq4PerplexityGate : public ::testing::TestWithParam<DType> {};
 TEST_P(Iq4PerplexityGate, WithinFivePercentOfF32) {
   LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
   LEMMA_REQUIRE_SHARED(shared_data("golden/stories260K_perplexity.json"));
-  const DType type = GetParam();
-  const auto source = GgufFile::open(source_path());
-  const auto path = (build_scratch("quant") / ("stories260K-ppl-" + std::string(dtype_name(type)) + ".gguf")).string();
-  GgufQuantizeOptions options;
-  options.type = type;
-  quantize_gguf(source, options).write(path);
-  const double base = f32_perplexity();
-  const double ppl = perplexity_of(path);
-  std::printf("stories260K ctx 128: f32 PPL %.4f, %s PPL %.4f (%+.3f%%)\n", base, std::string(dtype_name(type)).c_str(),
-              ppl, 100.0 * (ppl / base - 1.0));
+  const auto [path, base, ppl] = gguf_perplexity(GetParam());
   EXPECT_LE(std::abs(ppl / base - 1.0), 0.05);
   int iq4_nl = 0;
   for (const auto& t : GgufFile::open(path).tensors()) iq4_nl += t.view.dtype == DType::kIQ4_NL;

@@ -99,6 +99,29 @@ TEST(QuantizedRunCli, InspectListsTensorsKeptInAWiderType) {
   EXPECT_EQ(run.out.find("kept in a wider type"), std::string::npos) << run.out;
 }
 
+// `lemma perplexity` (ctx 128, f32 K/V) on `model` with its matrices interleaved at load (the
+// default) and in the file's layout (LEMMA_INTERLEAVE=0); checks that only the first interleaved
+// (from AVX2 up; the load logs it).
+struct LayoutRuns {
+  Run interleaved, plain;
+};
+LayoutRuns perplexity_in_both_layouts(const fs::path& model) {
+  const auto text = shared_data("golden/ppl-input.txt");
+  const std::string args = "perplexity -m " + model.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32";
+  ::setenv("LEMMA_LOG_LEVEL", "info", 1);  // the load logs how many matrices it interleaved
+  LayoutRuns runs{lemma(args), {}};
+  ::setenv("LEMMA_INTERLEAVE", "0", 1);
+  runs.plain = lemma(args);
+  ::unsetenv("LEMMA_INTERLEAVE");
+  ::unsetenv("LEMMA_LOG_LEVEL");
+  EXPECT_EQ(runs.interleaved.exit_code, 0) << runs.interleaved.err;
+  EXPECT_EQ(runs.plain.exit_code, 0) << runs.plain.err;
+  const bool x16_kernels = kernels::active_isa() >= kernels::Isa::kAvx2;  // AVX2 and AVX-512 VNNI
+  EXPECT_EQ(runs.interleaved.err.find("interleaved ") != std::string::npos, x16_kernels) << runs.interleaved.err;
+  EXPECT_EQ(runs.plain.err.find("interleaved "), std::string::npos) << runs.plain.err;
+  return runs;
+}
+
 // W8A8's interleaved kernels (w8a8x16, from AVX2 up) give the plain W8A8 kernels' bits, so
 // the model's perplexity reads the same to the last printed digit with LEMMA_INTERLEAVE=0.
 TEST(QuantizedRunCli, W8a8InterleavedGivesThePlainKernelsPerplexity) {
@@ -108,18 +131,7 @@ TEST(QuantizedRunCli, W8a8InterleavedGivesThePlainKernelsPerplexity) {
   LEMMA_REQUIRE_SHARED(text);
   const auto out = build_scratch("quant") / "cli-run-stories260K-w8a8-layouts.gguf";
   ASSERT_EQ(lemma("quantize -m " + source.string() + " -o " + out.string() + " -t w8a8").exit_code, 0);
-  const std::string args = "perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32";
-  ::setenv("LEMMA_LOG_LEVEL", "info", 1);  // the load logs how many matrices it interleaved
-  const auto interleaved = lemma(args);
-  ::setenv("LEMMA_INTERLEAVE", "0", 1);
-  const auto plain = lemma(args);
-  ::unsetenv("LEMMA_INTERLEAVE");
-  ::unsetenv("LEMMA_LOG_LEVEL");
-  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
-  ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const bool x16_kernels = kernels::active_isa() >= kernels::Isa::kAvx2;  // AVX2 and AVX-512 VNNI
-  EXPECT_EQ(interleaved.err.find("interleaved ") != std::string::npos, x16_kernels) << interleaved.err;
-  EXPECT_EQ(plain.err.find("interleaved "), std::string::npos) << plain.err;
+  const auto [interleaved, plain] = perplexity_in_both_layouts(out);
   EXPECT_FALSE(std::isnan(ppl_of(interleaved)));
   EXPECT_EQ(interleaved.out.substr(interleaved.out.rfind("PPL = ")), plain.out.substr(plain.out.rfind("PPL = ")));
 }
@@ -136,18 +148,7 @@ TEST(QuantizedRunCli, Iq4InterleavedRunsNearTheF32Layout) {
   ASSERT_TRUE(dir) << why;
   const auto out = build_scratch("quant") / "cli-run-tiny-256-iq4_xs.gguf";
   ASSERT_EQ(lemma("quantize -m " + (*dir / "tiny-256-f32.gguf").string() + " -o " + out.string() + " -t iq4_xs").exit_code, 0);
-  const std::string args = "perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32";
-  ::setenv("LEMMA_LOG_LEVEL", "info", 1);
-  const auto interleaved = lemma(args);
-  ::setenv("LEMMA_INTERLEAVE", "0", 1);
-  const auto plain = lemma(args);
-  ::unsetenv("LEMMA_INTERLEAVE");
-  ::unsetenv("LEMMA_LOG_LEVEL");
-  ASSERT_EQ(interleaved.exit_code, 0) << interleaved.err;
-  ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const bool x16_kernels = kernels::active_isa() >= kernels::Isa::kAvx2;
-  EXPECT_EQ(interleaved.err.find("interleaved ") != std::string::npos, x16_kernels) << interleaved.err;
-  EXPECT_EQ(plain.err.find("interleaved "), std::string::npos) << plain.err;
+  const auto [interleaved, plain] = perplexity_in_both_layouts(out);
   const double a = ppl_of(interleaved), b = ppl_of(plain);
   std::printf("tiny-256 iq4_xs PPL: interleaved (int8 x) %.4f, file layout (f32 x) %.4f\n", a, b);
   EXPECT_LT(std::abs(a / b - 1.0), 0.005);

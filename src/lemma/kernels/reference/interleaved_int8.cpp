@@ -46,13 +46,17 @@ int code_intz(bool int8, const uint8_t* super, int64_t i, int64_t k) {
   return (k < 16 ? byte & 0x0F : byte >> 4) - z;
 }
 
+// Q4_1x16 / Q5_1x16 (kMins): S_b sums u q_x (u unsigned, codes after d and m), then the min term
+// with x's block code sum.
 template <DType Plain>
 void matmul_interleaved(const MatmulArgs& a) {
+  constexpr bool kMins = Plain == DType::kQ4_1 || Plain == DType::kQ5_1;
   const int64_t blocks = a.K / kBlock;
   const int64_t super_bytes = kInterleaveRows * static_cast<int64_t>(dtype_info(Plain).block_bytes);
   for (int64_t m = 0; m < a.M; ++m) {
     const int8_t* x = int8_signed_codes(a.xq, a.K, m);
     const float* dx = int8_signed_scales(a.xq, a.K, m);
+    const int32_t* xs = int8_block_sums(a.xq, a.K, m);
     for (int64_t n = 0; n < a.N; ++n) {
       const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
       const int64_t i = n % kInterleaveRows;
@@ -67,43 +71,18 @@ void matmul_interleaved(const MatmulArgs& a) {
                         : Plain == DType::kQ4_0  ? code_q4(super + 32, i, k)
                         : Plain == DType::kQ5_0  ? code_q5(super + 32, i, k)
                         : Plain == DType::kIQ4_NL ? code_iq4(super + 32, i, k)
+                        : Plain == DType::kQ4_1  ? code_q4(super + 64, i, k) + 8
+                        : Plain == DType::kQ5_1  ? code_q5(super + 64, i, k) + 16
                         : Plain == DType::kI8Z32 ? code_intz(true, super, i, k)
                                                  : code_intz(false, super, i, k);
           sum += q * x[b * kBlock + k];
         }
         acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
-      }
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
-    }
-  }
-}
-
-// Q4_1x16 / Q5_1x16 (interleaved_blocks.h): S_b = sum of u q_x (u unsigned), then the min term
-// with x's block code sum.
-template <bool kQ5>
-void matmul_interleaved_mins(const MatmulArgs& a) {
-  const int64_t blocks = a.K / kBlock;
-  const int64_t super_bytes = kInterleaveRows * (kQ5 ? 24 : 20);
-  for (int64_t m = 0; m < a.M; ++m) {
-    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
-    const float* dx = int8_signed_scales(a.xq, a.K, m);
-    const int32_t* xs = int8_block_sums(a.xq, a.K, m);
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
-      const int64_t i = n % kInterleaveRows;
-      float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* super = group + b * super_bytes;
-        uint16_t d_bits, m_bits;
-        std::memcpy(&d_bits, super + 2 * i, 2);
-        std::memcpy(&m_bits, super + 32 + 2 * i, 2);
-        int32_t sum = 0;
-        for (int64_t k = 0; k < kBlock; ++k) {
-          const int u = kQ5 ? code_q5(super + 64, i, k) + 16 : code_q4(super + 64, i, k) + 8;
-          sum += u * x[b * kBlock + k];
+        if constexpr (kMins) {
+          uint16_t m_bits;
+          std::memcpy(&m_bits, super + 32 + 2 * i, 2);
+          acc = std::fma(f16_to_f32(m_bits) * dx[b], static_cast<float>(xs[b]), acc);
         }
-        acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
-        acc = std::fma(f16_to_f32(m_bits) * dx[b], static_cast<float>(xs[b]), acc);
       }
       a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
     }
@@ -317,8 +296,8 @@ void matmul_i4z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }
 void matmul_iq4_nlx16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kIQ4_NL>(args); }
 void matmul_iq4_xsx16_int8_reference(const MatmulArgs& args) { matmul_iq4_xsx16(args); }
-void matmul_q4_1x16_int8_reference(const MatmulArgs& args) { matmul_interleaved_mins<false>(args); }
-void matmul_q5_1x16_int8_reference(const MatmulArgs& args) { matmul_interleaved_mins<true>(args); }
+void matmul_q4_1x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ4_1>(args); }
+void matmul_q5_1x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_1>(args); }
 void matmul_q2_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<false>(args); }
 void matmul_q3_kx16_int8_reference(const MatmulArgs& args) { matmul_q23_kx16<true>(args); }
 void matmul_q4_kx16_int8_reference(const MatmulArgs& args) { matmul_q45_kx16<false>(args); }

@@ -25,6 +25,7 @@
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/x86/avx2/interleaved_avx2.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/interleaved_formats.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
@@ -203,15 +204,6 @@ struct I8Zx16 : OneBlockSuper<I8Zx16> {
     add_byte_sums<R, H>(super + IntZx16Layout::kCodesAt, x, s);
   }
 };
-
-template <class W>
-constexpr bool has_mins() {
-  if constexpr (requires { W::kMins; }) {
-    return W::kMins;
-  } else {
-    return false;
-  }
-}
 
 template <class W, int R>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g) {

@@ -22,6 +22,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/interleaved_formats.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
@@ -127,26 +128,6 @@ struct Iq4XSx16 : Iq4NLx16 {
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_sub_epi32(ls, _mm512_set1_epi32(32))));
   }
 };
-
-// Formats with a min per block (Q4_1, Q5_1) say so.
-template <class W>
-constexpr bool has_mins() {
-  if constexpr (requires { W::kMins; }) {
-    return W::kMins;
-  } else {
-    return false;
-  }
-}
-
-// Formats whose superblock holds several 32-value blocks (IQ4_XS) say how many; the others hold one.
-template <class W>
-constexpr int sub_blocks() {
-  if constexpr (requires { W::kSubBlocks; }) {
-    return W::kSubBlocks;
-  } else {
-    return 1;
-  }
-}
 
 // Block b of a group: its codes, and its 16 rows' f32 scales.
 template <class W>

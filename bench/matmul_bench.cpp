@@ -69,7 +69,8 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
     if (dtype == DType::kQ2_K || dtype == DType::kQ3_K || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
         dtype == DType::kQ6_K || dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ5_0 ||
-        dtype == DType::kI8Z32 || dtype == DType::kI4Z32) {
+        dtype == DType::kI8Z32 || dtype == DType::kI4Z32 || dtype == DType::kQ4_1 || dtype == DType::kQ5_1 ||
+        dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS) {
       // Random codes and scales; the f16 d (and dmin) set to small values.
       for (size_t i = 0; i < bytes; ++i) slot.first[i] = static_cast<uint8_t>(rng());
       const size_t block = lemma::dtype_info(dtype).block_bytes;
@@ -77,7 +78,8 @@ const TensorView& weights(DType dtype, int64_t N, int64_t K) {
         const uint16_t d = lemma::kernels::f32_to_f16(1e-3f);
         const size_t d_at = dtype == DType::kQ6_K ? 208 : dtype == DType::kQ3_K ? 108 : dtype == DType::kQ2_K ? 80 : 0;
         std::memcpy(slot.first.get() + b * block + d_at, &d, 2);
-        if (dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K) std::memcpy(slot.first.get() + b * block + d_at + 2, &d, 2);
+        if (dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ2_K || dtype == DType::kQ4_1 || dtype == DType::kQ5_1)
+          std::memcpy(slot.first.get() + b * block + d_at + 2, &d, 2);  // dmin / m
       }
     } else {
       for (size_t i = 0; i < static_cast<size_t>(N * K); ++i) {
@@ -201,6 +203,12 @@ const Variant kVariants[] = {
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_kx16_int8_avx512", DType::kQ6_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    // IQ4_NL / IQ4_XS and Q4_1 / Q5_1: file order (f32 x) beside interleaved (int8 x).
+    {"iq4_nl_f32act_avx512", DType::kIQ4_NL, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"iq4_nlx16_int8_avx512", DType::kIQ4_NLx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"iq4_xsx16_int8_avx512", DType::kIQ4_XSx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_1x16_int8_avx512", DType::kQ4_1x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q5_1x16_int8_avx512", DType::kQ5_1x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // lemma int8/int4 with zero points (GPTQ, AWQ, lemma int): file order (f32 x) beside interleaved (int8 x).
     {"i4z32_f32act_avx512", DType::kI4Z32, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"i4z32x16_int8_avx512", DType::kI4Z32x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
@@ -221,6 +229,9 @@ const Variant kVariants[] = {
     {"q3_kx16_int8_avx2", DType::kQ3_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"i4z32x16_int8_avx2", DType::kI4Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"i8z32x16_int8_avx2", DType::kI8Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"iq4_nlx16_int8_avx2", DType::kIQ4_NLx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"iq4_xsx16_int8_avx2", DType::kIQ4_XSx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_1x16_int8_avx2", DType::kQ4_1x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
 };
 
 struct MatrixShape {
@@ -237,13 +248,15 @@ const MatrixShape kShapes[] = {{"attn_896x896", 896, 896, false},
 
 bool is_k_quant(DType t) {
   const DType plain = lemma::kernels::is_interleaved(t) ? lemma::kernels::plain_dtype(t) : t;
-  return plain == DType::kQ2_K || plain == DType::kQ3_K || plain == DType::kQ4_K || plain == DType::kQ5_K || plain == DType::kQ6_K;
+  return plain == DType::kQ2_K || plain == DType::kQ3_K || plain == DType::kQ4_K || plain == DType::kQ5_K || plain == DType::kQ6_K ||
+         plain == DType::kIQ4_XS;
 }
 
 const bool kRegistered = [] {
   for (const MatrixShape& s : kShapes) {
     for (const Variant& v : kVariants) {
       if (s.k_quants_only && !is_k_quant(v.dtype)) continue;
+      if (s.K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) continue;  // IQ4_XS at K = 896
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
       // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
       b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({512, 0});

@@ -179,6 +179,8 @@ const Variant kVariants[] = {
     {"bf16_f32act_avx512", DType::kBF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"f16x16_avx512", DType::kF16x16, Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"f16x16_avx2", DType::kF16x16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q8_0_int8_avx512", DType::kQ8_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_0_int8_avx512", DType::kQ4_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},

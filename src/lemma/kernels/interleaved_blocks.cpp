@@ -166,6 +166,17 @@ void interleave_bf16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) 
   }
 }
 
+// F16x16 (see the header): group g's chunk k holds the 16 rows' value k side by side.
+void interleave_f16(const uint16_t* rows, int64_t N, int64_t K, uint16_t* out) {
+  for (int64_t g = 0; g * kInterleaveRows < N; ++g) {
+    uint16_t* group = out + g * kInterleaveRows * K;
+    for (int64_t i = 0; i < kInterleaveRows; ++i) {
+      const int64_t n = g * kInterleaveRows + i;
+      for (int64_t k = 0; k < K; ++k) group[k * kInterleaveRows + i] = n < N ? rows[n * K + k] : 0;
+    }
+  }
+}
+
 // Row i of a superblock back into its file block (the inverse of write_superblock /
 // write_q4k_superblock).
 void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* block) {
@@ -265,6 +276,11 @@ void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_
     for (int64_t k = 0; k < K; ++k) out[k] = bf16_to_f32(group[k / 2 * 2 * kInterleaveRows + 2 * i + k % 2]);
     return;
   }
+  if (plain == DType::kF16) {
+    const auto* group = reinterpret_cast<const uint16_t*>(base) + g * kInterleaveRows * K;
+    for (int64_t k = 0; k < K; ++k) out[k] = f16_to_f32(group[k * kInterleaveRows + i]);
+    return;
+  }
   const int64_t values = block_values(plain), blocks = K / values, bb = block_bytes(plain);
   const uint8_t* group = base + g * blocks * kInterleaveRows * bb;
   uint8_t block[256];  // the largest file block here (Q6_K: 210 bytes)
@@ -292,6 +308,7 @@ DType plain_dtype(DType interleaved) {
     case DType::kIQ4_XSx16: return DType::kIQ4_XS;
     case DType::kQ4_1x16: return DType::kQ4_1;
     case DType::kQ5_1x16: return DType::kQ5_1;
+    case DType::kF16x16: return DType::kF16;
     default: return DType::kCount;
   }
 }
@@ -314,6 +331,7 @@ DType interleaved_dtype(DType plain) {
     case DType::kIQ4_XS: return DType::kIQ4_XSx16;
     case DType::kQ4_1: return DType::kQ4_1x16;
     case DType::kQ5_1: return DType::kQ5_1x16;
+    case DType::kF16: return DType::kF16x16;
     default: return DType::kCount;
   }
 }
@@ -329,6 +347,10 @@ void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* 
     fail<InvalidArgument>("interleave_rows: {} rows of {} values have no interleaved form", dtype_name(plain), K);
   if (plain == DType::kBF16) {
     interleave_bf16(static_cast<const uint16_t*>(rows), N, K, static_cast<uint16_t*>(out));
+    return;
+  }
+  if (plain == DType::kF16) {
+    interleave_f16(static_cast<const uint16_t*>(rows), N, K, static_cast<uint16_t*>(out));
     return;
   }
   const int64_t blocks = K / block_values(plain);

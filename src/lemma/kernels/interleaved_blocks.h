@@ -92,6 +92,12 @@
 //   is W8A8's: S = exact int32 sum over the whole row of q_w q_x, y = float(S) * (s_x * d) (+ bias);
 //   K above kW8A8MaxK gives NaN, as every W8A8 kernel.
 //
+// F16x16 (f16 weights, K a multiple of 16; f32 activations, MatmulPrecision::kF32Activations): a group
+// is K chunks of 32 bytes in k order; chunk k, bytes 2 i .. 2 i + 1 = row i's value k (padding rows
+// +0). One vcvtph2ps of a chunk gives 16 rows' value k in f32. The dot product: per output one f32
+// accumulator from +0; for each k in order, acc = fma(f32(w_k), x_k, acc) (one rounding, nothing
+// flushed); y = acc (+ bias).
+//
 // BF16x16 (bf16 weights, K a multiple of 32; MatmulPrecision::kBf16Activations): a group is K / 2
 // chunks of 64 bytes in k order; chunk c, bytes 4 i .. 4 i + 3 = row i's values 2 c and 2 c + 1
 // (padding rows +0). That chunk is one vdpbf16ps operand (16 rows' pairs against x's pair 2 c, 2 c + 1
@@ -145,11 +151,12 @@ static inline bool is_interleaved(DType type) {
   return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
          type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
          type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16 ||
-         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16 || type == DType::kQ4_1x16 || type == DType::kQ5_1x16;
+         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16 || type == DType::kQ4_1x16 || type == DType::kQ5_1x16 ||
+         type == DType::kF16x16;
 }
 // kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
 // kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16, kIQ4_NL ->
-// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16, kQ4_1 -> kQ4_1x16, kQ5_1 -> kQ5_1x16; kCount
+// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16, kQ4_1 -> kQ4_1x16, kQ5_1 -> kQ5_1x16, kF16 -> kF16x16; kCount
 // for dtypes without an interleaved form.
 DType interleaved_dtype(DType plain);
 // The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.

@@ -35,6 +35,7 @@ MatmulPrecision default_matmul_precision(DType weight, Isa isa) {
   // Interleaved blocks have int8-activation kernels only (Model makes them only when int8 is the default).
   // bf16x16 has bf16-activation kernels only (Model makes it only where they are the default).
   if (weight == DType::kBF16x16) return MatmulPrecision::kBf16Activations;
+  if (weight == DType::kF16x16) return MatmulPrecision::kF32Activations;  // f16x16: f32 x, as plain f16
   if (is_interleaved(weight)) return MatmulPrecision::kInt8Activations;
   static const bool f32_only = forced_f32();
   if (f32_only) return MatmulPrecision::kF32Activations;

@@ -109,6 +109,8 @@ bool interleaving_enabled(DType plain) {
   // bf16x16 runs with bf16 activations (vdpbf16ps, or its bits by AVX2 FMAs), also where plain bf16
   // matrices keep f32 activations (AVX2 without AVX512_BF16; K not a multiple of 32 stays plain).
   if (plain == DType::kBF16) return !kernels::matmul_precision_forced_f32();
+  // f16x16 keeps f32 activations, as plain f16 does: LEMMA_MATMUL_PRECISION does not concern it.
+  if (plain == DType::kF16) return true;
   // lemma int8 / int4 (GPTQ, AWQ, lemma int checkpoints): only the interleaved forms read int8 x (their
   // zero points enter the integer sums); in the file's layout they keep f32 x.
   if (plain == DType::kI8Z32 || plain == DType::kI4Z32) return !kernels::matmul_precision_forced_f32();
@@ -138,7 +140,7 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, boo
   if (tied) weights.token_embedding = weights.lm_head;
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
+  log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16/f16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
              "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout){}",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
              static_cast<double>(out->released_bytes) / (1 << 20), ms,

@@ -52,6 +52,7 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"iq4_xsx16", 256, 136, false, true},
     {"q4_1x16", 32, 20, false, true},
     {"q5_1x16", 32, 24, false, true},
+    {"f16x16", 16, 32, false, true},  // blocks of 16 values: one 32-byte load of 16 rows' value k is 16 of them
     {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 

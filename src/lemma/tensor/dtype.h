@@ -31,6 +31,8 @@ enum class DType : uint8_t {
   kIQ4_NLx16, kIQ4_XSx16,
   // GGUF Q4_1 / Q5_1 (value = d q + m) with 16 rows interleaved, made at load as above
   kQ4_1x16, kQ5_1x16,
+  // f16 with 16 rows interleaved value by value (kernels/interleaved_blocks.h), made at load from AVX2 up
+  kF16x16,
   // bf16 with 16 rows interleaved in pairs of values (kernels/interleaved_blocks.h): Model re-lays its
   // bf16 matrices into it where the AVX512_BF16 kernels run
   kBF16x16,

@@ -7,12 +7,17 @@
 // Every run pins an f32 KV cache: the gates measure the weights' quantization alone (the default KV
 // type of a quantized model is bf16, whose own gate is in cli_model_test.cpp).
 #include <cmath>
+#include <cstring>
+#include <vector>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "lemma/io/gguf.h"
+#include "lemma/io/gguf_writer.h"
+#include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/isa.h"
 #include "lemma_cli.h"
 #include "support/shared_data.h"
@@ -152,6 +157,37 @@ TEST(QuantizedRunCli, Iq4InterleavedRunsNearTheF32Layout) {
   const double a = ppl_of(interleaved), b = ppl_of(plain);
   std::printf("tiny-256 iq4_xs PPL: interleaved (int8 x) %.4f, file layout (f32 x) %.4f\n", a, b);
   EXPECT_LT(std::abs(a / b - 1.0), 0.005);
+}
+
+// f16 weights: interleaved at load (f16x16, from AVX2 up; rows of 172 values stay f16) and run with
+// f32 x as the file's layout is, so the two perplexities differ only by the order of each sum.
+TEST(QuantizedRunCli, F16InterleavedRunsAsTheFileLayout) {
+  const auto source_path = shared_data("models/stories260K/stories260K.gguf");
+  LEMMA_REQUIRE_SHARED(source_path);
+  LEMMA_REQUIRE_SHARED(shared_data("golden/ppl-input.txt"));
+  const auto source = GgufFile::open(source_path.string());
+  GgufWriter writer;
+  for (const auto& [key, value] : source.metadata()) writer.set(value);
+  for (const auto& t : source.tensors()) {
+    if (t.view.shape.rank != 2) {
+      writer.add_tensor(t.name, t.view);
+      continue;
+    }
+    const auto* values = static_cast<const float*>(t.view.data);
+    std::vector<uint8_t> bytes(t.view.bytes() / 2);
+    for (size_t i = 0; i < bytes.size() / 2; ++i) {
+      const uint16_t h = kernels::f32_to_f16(values[i]);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    writer.add_tensor(t.name, DType::kF16, t.view.shape, bytes);
+  }
+  const auto out = build_scratch("quant") / "cli-run-stories260K-f16.gguf";
+  writer.write(out.string());
+  const auto [interleaved, plain] = perplexity_in_both_layouts(out);
+  const double a = ppl_of(interleaved), b = ppl_of(plain);
+  std::printf("stories260K f16 PPL: interleaved %.4f, file layout %.4f (f32 %.4f)\n", a, b, kF32Perplexity);
+  EXPECT_LT(std::abs(a / b - 1.0), 1e-4);
+  EXPECT_LT(std::abs(a / kF32Perplexity - 1.0), 0.01);
 }
 
 TEST(QuantizedRunCli, HfDirectoryOutputRuns) {

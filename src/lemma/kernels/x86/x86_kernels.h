@@ -90,5 +90,8 @@ void matmul_bf16x16_dpbf16_avx512(const MatmulArgs& args);
 // The same bits with AVX2 + FMA (vdpbf16ps spelled out under MXCSR DAZ + FTZ), for CPUs without
 // AVX512_BF16.
 void matmul_bf16x16_avx2(const MatmulArgs& args);
+// Interleaved f16x16 weights (interleaved_blocks.h) x f32 x: bits equal to matmul_f16x16_reference.
+void matmul_f16x16_avx2(const MatmulArgs& args);
+void matmul_f16x16_avx512(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -175,7 +175,13 @@ class GgufParser {
       }
       const auto ggml_type = in_.read<uint32_t>("tensor type");
       const auto dtype = dtype_from_ggml(ggml_type);
-      if (!dtype) fail<FormatError>("{}: tensor '{}' has unknown ggml type {}", name_, name, ggml_type);
+      if (!dtype) {
+        if (const auto known = unsupported_ggml_type_name(ggml_type); !known.empty())
+          fail<FormatError>("{}: tensor '{}' is {} (ggml type {}), which lemma does not read; it reads f32, f16, bf16, "
+                            "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS",
+                            name_, name, known, ggml_type);
+        fail<FormatError>("{}: tensor '{}' has unknown ggml type {}", name_, name, ggml_type);
+      }
       const auto& info = dtype_info(*dtype);
       if (ne[0] % info.block_elements != 0)
         fail<FormatError>("{}: tensor '{}' row length {} is not a multiple of the {} block size {}", name_, name,

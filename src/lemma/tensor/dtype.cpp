@@ -80,7 +80,20 @@ constexpr GgmlType kGgmlTypes[] = {
     {24, DType::kI8},   {25, DType::kI16},
     {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
 };
+
+// ggml_type ids lemma does not read, by ggml's names (ggml.h).
+constexpr struct {
+  uint32_t id;
+  std::string_view name;
+} kUnreadGgmlTypes[] = {{16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {21, "IQ3_S"},
+                        {22, "IQ2_S"},   {29, "IQ1_M"},  {34, "TQ1_0"},   {35, "TQ2_0"}};
 }  // namespace
+
+std::string_view unsupported_ggml_type_name(uint32_t ggml_type) {
+  for (const auto& t : kUnreadGgmlTypes)
+    if (t.id == ggml_type) return t.name;
+  return {};
+}
 
 const DTypeInfo& dtype_info(DType type) { return kInfo[static_cast<size_t>(type)]; }
 

@@ -61,6 +61,9 @@ std::string_view dtype_to_safetensors(DType type);
 
 // GGUF tensor type ids (ggml_type); nullopt for ids lemma does not know.
 std::optional<DType> dtype_from_ggml(uint32_t ggml_type);
+// ggml's name for a type id lemma does not read (IQ2_XXS, IQ3_S, TQ1_0, ...); empty for ids ggml
+// never had or retired. For error messages.
+std::string_view unsupported_ggml_type_name(uint32_t ggml_type);
 std::optional<uint32_t> dtype_to_ggml(DType type);
 
 }  // namespace lemma

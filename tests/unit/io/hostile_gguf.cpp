@@ -165,6 +165,8 @@ std::vector<CraftedFile> hostile_gguf_files() {
   add("bad_bool", g, {"'general.flag'", "bool value 2"});
   g = base(); g.tensors[0].type = 99;
   add("unknown_tensor_type", g, {"tensor 'a.weight'", "unknown ggml type 99"});
+  g = base(); g.tensors[0].type = 21;  // IQ3_S: a real ggml type lemma does not read
+  add("unread_tensor_type", g, {"tensor 'a.weight' is IQ3_S (ggml type 21)", "does not read", "IQ4_XS"});
   g = base(); g.tensors[0].type = 4;  // Q4_2, removed from ggml
   add("removed_tensor_type", g, {"tensor 'a.weight'", "unknown ggml type 4"});
   g = base(); g.tensors[0].ne = {};

@@ -225,7 +225,7 @@ void register_quantize(CLI::App& app) {
                   "Output .gguf, .safetensors, or HF directory (int/w8a8 types: .gguf only from a .gguf input)")
       ->required();
   sub->add_option("--type,-t", opts->type,
-                  "q8_0 | q4_0 | iq4_nl | iq4_xs (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] | w8a8 (lemma) | "
+                  "q8_0 | q4_0 | iq4_nl | iq4_xs | f16 | bf16 (GGUF) | int8 | int4 [-g32|-g64|-g128|-channel][-sym|-asym] | w8a8 (lemma) | "
                   "gptq|gptq8 [-g32|-g64|-g128|-channel][-sym|-asym][-act] | awq [-g32|-g64|-g128] | fp8 | fp8-block128 "
                   "(HF checkpoints)")
       ->required();
@@ -237,7 +237,7 @@ void register_quantize(CLI::App& app) {
   sub->add_option("--smooth-alpha", opts->smooth_alpha, "SmoothQuant migration strength alpha in [0, 1] (default 0.5)");
   sub->add_option("--calibrate-tokens", opts->calibrate_tokens, "calibration tokens used, at most (default 4096)");
   sub->add_option("--threads", opts->threads, "threads for the calibration forwards (default 2)");
-  sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, iq4_nl, iq4_xs, f32) for GGUF outputs; repeatable");
+  sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, iq4_nl, iq4_xs, f16, bf16, f32) for GGUF outputs; repeatable");
   sub->add_option("--keep", opts->keep, "REGEX: leave matching tensors unquantized (GGUF: f32); repeatable");
   bind(sub, [opts] {
     const auto source = open_model_source(opts->model);
@@ -245,10 +245,12 @@ void register_quantize(CLI::App& app) {
     if (opts->type == "q8_0") return quantize_to_gguf(*opts, source, DType::kQ8_0);
     if (opts->type == "q4_0") return quantize_to_gguf(*opts, source, DType::kQ4_0);
     if (opts->type == "iq4_nl") return quantize_to_gguf(*opts, source, DType::kIQ4_NL);
+    if (opts->type == "f16") return quantize_to_gguf(*opts, source, DType::kF16);
+    if (opts->type == "bf16") return quantize_to_gguf(*opts, source, DType::kBF16);
     if (opts->type == "iq4_xs") return quantize_to_gguf(*opts, source, DType::kIQ4_XS);
     if (const auto spec = quant::parse_weight_quant_spec(opts->type)) return quantize_to_safetensors(*opts, source, *spec);
     if (const auto hf = quant::parse_hf_quant_type(opts->type)) return quantize_to_hf_format(*opts, source, *hf);
-    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, iq4_nl, iq4_xs, int8, int4 (e.g. int4-g64-asym), w8a8, gptq (e.g. "
+    fail<InvalidArgument>("unknown --type '{}': expected q8_0, q4_0, iq4_nl, iq4_xs, f16, bf16, int8, int4 (e.g. int4-g64-asym), w8a8, gptq (e.g. "
                         "gptq-g32-asym-act, gptq8), awq (e.g. awq-g64), fp8 or fp8-block128",
                         opts->type);
   });

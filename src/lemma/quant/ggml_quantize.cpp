@@ -57,7 +57,8 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
 }
 
 bool can_quantize_gguf(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kIQ4_NL || type == DType::kIQ4_XS;
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kIQ4_NL || type == DType::kIQ4_XS ||
+         type == DType::kF16 || type == DType::kBF16;
 }
 
 void quantize_row_gguf(DType type, const float* src, void* dst, int64_t n) {
@@ -68,6 +69,12 @@ void quantize_row_gguf(DType type, const float* src, void* dst, int64_t n) {
     case DType::kQ8_0: quantize_row_q8_0(src, dst, n); break;
     case DType::kQ4_0: quantize_row_q4_0(src, dst, n); break;
     case DType::kIQ4_NL: quantize_row_iq4_nl(src, dst, n); break;
+    case DType::kF16:
+    case DType::kBF16: {  // round to nearest even, as ggml's conversions
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = type == DType::kF16 ? kernels::f32_to_f16(src[i]) : kernels::f32_to_bf16(src[i]);
+      break;
+    }
     default: quantize_row_iq4_xs(src, dst, n); break;
   }
 }

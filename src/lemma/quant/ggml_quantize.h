@@ -17,7 +17,8 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 // q = min(15, trunc(x / d + 8.5)), value j in the low nibble of byte j, value j + 16 in the high one.
 void quantize_row_q4_0(const float* src, void* dst, int64_t n);
 
-// True for the GGUF types lemma can write (Q8_0, Q4_0, and IQ4_NL / IQ4_XS by iq4_quantize.h).
+// True for the GGUF types lemma can write (Q8_0, Q4_0, IQ4_NL / IQ4_XS by iq4_quantize.h, and f16 /
+// bf16 by rounding to nearest even).
 bool can_quantize_gguf(DType type);
 // Quantizes `n` values (a multiple of the type's block size) into `dst` (dtype_bytes(type, n) bytes).
 // Throws Unsupported for types it cannot write, InvalidArgument for a partial block.

@@ -20,15 +20,18 @@ constexpr uint32_t kGgmlQuantizationVersion = 2;
 DType parse_override_type(const std::string& name) {
   if (name == "q8_0") return DType::kQ8_0;
   if (name == "q4_0") return DType::kQ4_0;
+  if (name == "f16") return DType::kF16;
+  if (name == "bf16") return DType::kBF16;
   if (name == "iq4_nl") return DType::kIQ4_NL;
   if (name == "iq4_xs") return DType::kIQ4_XS;
   if (name == "f32") return DType::kF32;
-  fail<InvalidArgument>("tensor type '{}' is not one of q8_0, q4_0, iq4_nl, iq4_xs, f32", name);
+  fail<InvalidArgument>("tensor type '{}' is not one of q8_0, q4_0, iq4_nl, iq4_xs, f16, bf16, f32", name);
 }
 
 // The recipe's choice for a tensor that can be quantized at all.
 TensorPlan recipe_choice(const GgufTensor& t, const GgufQuantizeOptions& options, bool is_output_matrix) {
-  if (options.type != DType::kQ8_0 && is_output_matrix) {
+  const bool four_bit = options.type == DType::kQ4_0 || options.type == DType::kIQ4_NL || options.type == DType::kIQ4_XS;
+  if (four_bit && is_output_matrix) {
     return {t.name, t.view.dtype, DType::kQ8_0, "output matrix (llama.cpp recipe; no Q6_K quantizer)"};
   }
   return {t.name, t.view.dtype, options.type, "recipe"};
@@ -92,6 +95,8 @@ TensorTypeOverride parse_tensor_type_override(const std::string& text) {
 uint32_t llama_file_type(DType type) {
   if (type == DType::kQ8_0) return 7;
   if (type == DType::kQ4_0) return 2;
+  if (type == DType::kF16) return 1;
+  if (type == DType::kBF16) return 32;
   if (type == DType::kIQ4_NL) return 25;
   if (type == DType::kIQ4_XS) return 30;
   fail<InvalidArgument>("no llama.cpp file type for {}", dtype_name(type));

@@ -183,7 +183,24 @@ TEST(GgmlQuantize, RejectsPartialBlocksAndUnknownTypes) {
   EXPECT_THROW(quantize_row_gguf(DType::kIQ4_XS, x.data(), out.data(), 32), InvalidArgument);  // blocks of 256
   EXPECT_THROW(quantize_row_gguf(DType::kQ4_K, x.data(), out.data(), 32), Unsupported);
   EXPECT_TRUE(can_quantize_gguf(DType::kQ4_0));
-  EXPECT_FALSE(can_quantize_gguf(DType::kF16));
+  EXPECT_TRUE(can_quantize_gguf(DType::kF16));
+  EXPECT_FALSE(can_quantize_gguf(DType::kF32));  // f32 is kept, not written by a quantizer
+  EXPECT_FALSE(can_quantize_gguf(DType::kQ6_K));
+}
+
+// f16 / bf16 "quantization" is rounding to nearest even (ties to even), NaN kept a NaN.
+TEST(GgmlQuantize, F16AndBf16RoundToNearestEven) {
+  const std::vector<float> x = {1.0f, 1.0f + 0x1p-11f, 1.0f + 0x1p-8f, -3.5f, 70000.0f, std::nanf("")};
+  std::vector<uint16_t> h(x.size()), b(x.size());
+  quantize_row_gguf(DType::kF16, x.data(), h.data(), static_cast<int64_t>(x.size()));
+  quantize_row_gguf(DType::kBF16, x.data(), b.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(h[0], 0x3C00);
+  EXPECT_EQ(h[1], 0x3C00);  // halfway between 1 and 1 + 2^-10: to the even one
+  EXPECT_EQ(b[2], 0x3F80);  // halfway between 1 and 1 + 2^-7 in bf16: to the even one
+  EXPECT_EQ(kernels::f16_to_f32(h[3]), -3.5f);
+  EXPECT_EQ(h[4], 0x7C00);  // beyond f16's range: infinity
+  EXPECT_TRUE(std::isnan(kernels::f16_to_f32(h[5])));
+  EXPECT_TRUE(std::isnan(kernels::bf16_to_f32(b[5])));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // `lemma quantize` driven as a user would: GGUF outputs equal llama-quantize's files, int8/int4
 // outputs (file and HF directory) read back, and bad requests fail with exit code 1 and a message.
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <tuple>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -53,6 +56,28 @@ TEST(QuantizeCli, Iq4FilesCarryLlamaFileTypesAndRun) {
     const auto generated = lemma("generate --model " + out.string() + " --prompt Once -n 8 --temperature 0");
     EXPECT_EQ(generated.exit_code, 0) << generated.err;
     EXPECT_FALSE(generated.out.empty());
+  }
+}
+
+// f16 / bf16 outputs (every 2-D weight rounded to nearest even, 1-D tensors kept): llama.cpp's file
+// types 1 / 32, and perplexity within rounding of f32's (109.6400).
+TEST(QuantizeCli, F16AndBf16FilesCarryLlamaFileTypesAndRun) {
+  const auto source = shared_data("models/stories260K/stories260K.gguf");
+  const auto text = shared_data("golden/ppl-input.txt");
+  LEMMA_REQUIRE_SHARED(source);
+  LEMMA_REQUIRE_SHARED(text);
+  for (const auto& [type, file_type, gate] : {std::tuple<std::string, std::string, double>{"f16", "1", 1e-3}, {"bf16", "32", 1e-2}}) {
+    const auto out = build_scratch("quant") / ("cli-stories260K-" + type + ".gguf");
+    const auto run = lemma("quantize --model " + source.string() + " --out " + out.string() + " --type " + type);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const auto inspect = lemma("inspect --model " + out.string());
+    EXPECT_NE(inspect.out.find("general.file_type = " + file_type), std::string::npos) << inspect.out;
+    EXPECT_NE(inspect.out.find("blk.0.attn_q.weight                              " + type), std::string::npos) << inspect.out;
+    const auto ppl = lemma("perplexity -m " + out.string() + " -f " + text.string() + " --ctx 128 --threads 2 --kv-cache-dtype f32");
+    ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
+    const double value = std::stod(ppl.out.substr(ppl.out.rfind("PPL = ") + 6));
+    std::printf("stories260K %s PPL %.4f\n", type.c_str(), value);
+    EXPECT_LT(std::abs(value / 109.6400 - 1.0), gate) << type;
   }
 }
 

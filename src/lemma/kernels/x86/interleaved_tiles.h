@@ -102,6 +102,28 @@ static inline void for_each_group_tile(const MatmulArgs& a, Tile&& tile) {
 }
 
 // y rows m0.. and the outputs of groups g0.., the last group masked to N (+ bias, one add).
+// The float interleaved kernels' walk (bf16x16, f16x16): blocks of groups (about 256 KiB of W,
+// `group_bytes` per group, staying in L2) outer, rows of x in tiles of MaxR, groups in tiles of MaxG,
+// remainders as smaller tiles: tile.template operator()<R, G>(m0, g0, next_block), next_block = the
+// groups from this block's start to the next block's (0 in the last block).
+template <int MaxR, int MaxG, class Tile>
+static inline void for_each_blocked_tile(const MatmulArgs& a, int64_t group_bytes, Tile&& tile) {
+  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+  const int64_t tiles_per_block = (int64_t{256} << 10) / group_bytes / MaxG;
+  const int64_t block = (tiles_per_block > 1 ? tiles_per_block : 1) * MaxG;  // groups
+  for (int64_t b0 = 0; b0 < groups; b0 += block) {
+    const int64_t b1 = b0 + block < groups ? b0 + block : groups;
+    const int64_t next_block = b1 < groups ? block : 0;
+    for (int64_t m0 = 0; m0 < a.M; m0 += MaxR) {
+      with_count<MaxR>(a.M - m0 < MaxR ? a.M - m0 : MaxR, [&]<int R>() {
+        for (int64_t g0 = b0; g0 < b1; g0 += MaxG) {
+          with_count<MaxG>(b1 - g0 < MaxG ? b1 - g0 : MaxG, [&]<int G>() { tile.template operator()<R, G>(m0, g0, next_block); });
+        }
+      });
+    }
+  }
+}
+
 template <int R, int G>
 static inline void store_tile(const MatmulArgs& a, int64_t m0, int64_t g0, const __m512 (&acc)[R][G]) {
   for (int g = 0; g < G; ++g) {

@@ -8,7 +8,6 @@
 // groups (about 256 KiB of W) stay in L2 while every tile of x rows passes over them.
 #include <immintrin.h>
 
-#include <algorithm>
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
@@ -46,26 +45,14 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 
 template <int MaxR, int MaxG>
 void run(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const int64_t group_bytes = kInterleaveRows * a.K * 2;
-  const int64_t block = std::max<int64_t>(1, (int64_t{256} << 10) / group_bytes / MaxG) * MaxG;
-  for (int64_t b0 = 0; b0 < groups; b0 += block) {
-    const int64_t b1 = std::min(groups, b0 + block);
-    for (int64_t m0 = 0; m0 < a.M; m0 += MaxR) {
-      with_count<MaxR>(std::min<int64_t>(MaxR, a.M - m0), [&]<int R>() {
-        for (int64_t g0 = b0; g0 < b1; g0 += MaxG) {
-          with_count<MaxG>(std::min<int64_t>(MaxG, b1 - g0), [&]<int G>() {
-            // The first pass over a block reads it from memory: prefetch its streams.
-            if (m0 == 0) {
-              tile<R, G, true>(a, m0, g0);
-            } else {
-              tile<R, G, false>(a, m0, g0);
-            }
-          });
-        }
-      });
+  for_each_blocked_tile<MaxR, MaxG>(a, kInterleaveRows * a.K * 2, [&]<int R, int G>(int64_t m0, int64_t g0, int64_t) {
+    // The first pass over a block reads it from memory: prefetch its streams.
+    if (m0 == 0) {
+      tile<R, G, true>(a, m0, g0);
+    } else {
+      tile<R, G, false>(a, m0, g0);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 // passes over them (prefetching: Fetch below).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "lemma/kernels/bf16_activations.h"
@@ -54,31 +53,19 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values
   store_tile<R, G>(a, m0, g0, acc);
 }
 
-// Blocks of groups (about 256 KiB of W, staying in L2) outer, rows of x in tiles of MaxR, groups in
-// tiles of MaxG; remainders as smaller tiles.
+// The walk: for_each_blocked_tile (interleaved_tiles.h).
 template <int MaxR, int MaxG>
 void run(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
   const int64_t group_values = kInterleaveRows * a.K;
-  const int64_t block = std::max<int64_t>(1, (int64_t{256} << 10) / (group_values * 2) / MaxG) * MaxG;
-  for (int64_t b0 = 0; b0 < groups; b0 += block) {
-    const int64_t b1 = std::min(groups, b0 + block);
-    for (int64_t m0 = 0; m0 < a.M; m0 += MaxR) {
-      with_count<MaxR>(std::min<int64_t>(MaxR, a.M - m0), [&]<int R>() {
-        for (int64_t g0 = b0; g0 < b1; g0 += MaxG) {
-          with_count<MaxG>(std::min<int64_t>(MaxG, b1 - g0), [&]<int G>() {
-            if (m0 == 0) {
-              tile<R, G, Fetch::kStream>(a, m0, g0, 0);
-            } else if (m0 == MaxR && b1 < groups) {
-              tile<R, G, Fetch::kNextBlock>(a, m0, g0, block * group_values);
-            } else {
-              tile<R, G, Fetch::kNone>(a, m0, g0, 0);
-            }
-          });
-        }
-      });
+  for_each_blocked_tile<MaxR, MaxG>(a, group_values * 2, [&]<int R, int G>(int64_t m0, int64_t g0, int64_t next_block) {
+    if (m0 == 0) {
+      tile<R, G, Fetch::kStream>(a, m0, g0, 0);
+    } else if (m0 == MaxR && next_block > 0) {
+      tile<R, G, Fetch::kNextBlock>(a, m0, g0, next_block * group_values);
+    } else {
+      tile<R, G, Fetch::kNone>(a, m0, g0, 0);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // passes over them (prefetching: Fetch below).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "lemma/kernels/bf16_activations.h"
@@ -21,13 +22,21 @@ namespace lemma::kernels::x86 {
 namespace {
 
 // What a tile prefetches besides its own reads: its own streams ahead (the first pass over a block
-// of W), the next block into L2 (the second pass: the later passes over a block, from L2, then
+// of W), the next block into L2 (the passes after the first: the later passes over a block, from L2, then
 // overlap the next block's trip from memory; measured on the 151936-row LM head at M = 32, 608 ->
 // 703 GFLOP/s), or nothing.
+// The next block is fetched over the kNextBlockPasses passes after the first (each takes every
+// kNextBlockPasses-th line), so that its trip from memory has that many passes' time and still ends
+// before the block's last pass. All of it in the second pass left 32-sequence decode waiting on
+// memory: `lemma bench --batch 32 -n 16` (qwen05b-shape bf16, 2 threads, alternating, 2026-12-05)
+// 462 / 480 / 485 / 502 tok/s with one pass -> 512 / 488 / 528 / 528 with two (three passes: 471 /
+// 495 / 506 / 502); pp512 unchanged within noise (655-699 -> 658-735).
 enum class Fetch { kNone, kStream, kNextBlock };
+constexpr int64_t kNextBlockPasses = 2;
 
+// kNextBlock: this tile prefetches the lines c with c % parts == part of the next block.
 template <int R, int G, Fetch F>
-void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values) {
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values, int64_t part = 0, int64_t parts = 1) {
   const int64_t group_values = kInterleaveRows * a.K;
   const uint16_t* w[G];
   for (int g = 0; g < G; ++g) w[g] = static_cast<const uint16_t*>(a.w) + (g0 + g) * group_values;
@@ -36,11 +45,14 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < a.K / 2; ++c) {
+  int64_t phase = 0;  // c % parts, without a division per step
+  for (int64_t c = 0; c < a.K / 2; ++c, phase = phase + 1 == parts ? 0 : phase + 1) {
     __m512bh wv[G];
     for (int g = 0; g < G; ++g) {
       if constexpr (F == Fetch::kStream) prefetch_stream<G>(w[g] + 32 * c, 64);
-      if constexpr (F == Fetch::kNextBlock) _mm_prefetch(reinterpret_cast<const char*>(w[g] + 32 * c + next_block_values), _MM_HINT_T1);
+      if constexpr (F == Fetch::kNextBlock) {
+        if (phase == part) _mm_prefetch(reinterpret_cast<const char*>(w[g] + 32 * c + next_block_values), _MM_HINT_T1);
+      }
       wv[g] = (__m512bh)_mm512_load_si512(w[g] + 32 * c);
     }
     for (int r = 0; r < R; ++r) {
@@ -57,11 +69,14 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values
 template <int MaxR, int MaxG>
 void run(const MatmulArgs& a) {
   const int64_t group_values = kInterleaveRows * a.K;
+  const int64_t passes = (a.M + MaxR - 1) / MaxR;
+  const int64_t fetch_passes = std::min(passes - 1, kNextBlockPasses);
   for_each_blocked_tile<MaxR, MaxG>(a, group_values * 2, [&]<int R, int G>(int64_t m0, int64_t g0, int64_t next_block) {
+    const int64_t pass = m0 / MaxR;
     if (m0 == 0) {
       tile<R, G, Fetch::kStream>(a, m0, g0, 0);
-    } else if (m0 == MaxR && next_block > 0) {
-      tile<R, G, Fetch::kNextBlock>(a, m0, g0, next_block * group_values);
+    } else if (pass <= fetch_passes && next_block > 0) {
+      tile<R, G, Fetch::kNextBlock>(a, m0, g0, next_block * group_values, pass - 1, fetch_passes);
     } else {
       tile<R, G, Fetch::kNone>(a, m0, g0, 0);
     }

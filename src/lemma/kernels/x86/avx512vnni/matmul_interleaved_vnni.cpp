@@ -15,8 +15,17 @@
 // Q5_0x16 22-24 -> 26-29, Q4_0x16 28.5 -> 29-31), since each prefetch holds a miss buffer the
 // hardware stream would not. (The K-quant kernels read each superblock in several places and keep
 // theirs: without it Q5_Kx16 / Q6_Kx16 fell to 8-10 GB/s.)
+// Batches of up to kFetchNextMaxRows rows (32-sequence decode) read each tile of groups from memory
+// in their first pass over it and from L1 in the others, while memory idles: the later passes
+// fetch the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1, so the next
+// first pass finds its W in cache. `lemma bench --batch 32 -n 16` (qwen05b-shape, 2 threads,
+// alternating, 2026-12-05): Q8_0 395-521 -> 489-629 tok/s (7 of 7 rounds faster), Q4_0 437-537 ->
+// 431-588 (mean of 10 rounds 479 -> 525). Each pass fetching a contiguous range of blocks instead
+// (bursts of 72 lines) ran the matmuls at half speed; at M = 512 fetching in the first later passes
+// made pp512 slower (Q8_0 581-708 -> 417-602), so prefill keeps the plain walk.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "lemma/kernels/interleaved_blocks.h"
@@ -31,6 +40,7 @@ namespace lemma::kernels::x86 {
 namespace {
 
 constexpr int64_t kBlock = 32;
+constexpr int64_t kFetchNextMaxRows = 64;
 
 // Each format: kSuperBytes, kCodesAt (the codes' offset in a superblock), and either kMins (u as it
 // is, S from 0, an m term per block), kBiasShift
@@ -162,8 +172,9 @@ struct I4Zx16 {
   static void for_each_quad(const uint8_t* codes, F&& f) { Q4x16::for_each_quad(codes, f); }
 };
 
+// parts > 0: also fetch block b of the next tile (its G groups follow these) when b % parts == part.
 template <class W, int R, int G>
-void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t parts = 0) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks / sub_blocks<W>(), W::kSuperBytes, group);
@@ -190,7 +201,14 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     for (int g = 0; g < G; ++g) {
       // Each group's stream advances by kSuperBytes / sub-blocks per block.
       constexpr int64_t kBlockBytes = W::kSuperBytes / sub_blocks<W>();
-      if constexpr (G > 1) prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
+      if (parts > 0) {
+        if (b % parts == part) {
+          const char* next = reinterpret_cast<const char*>(group[g] + G * (blocks / sub_blocks<W>()) * W::kSuperBytes + b * kBlockBytes);
+          for (int64_t line = 0; line < kBlockBytes; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
+        }
+      } else if constexpr (G > 1) {
+        prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
+      }
       W::for_each_quad(block_codes<W>(group[g], b), [&](int j, __m512i u) {
         for (int r = 0; r < R; ++r)
           s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j)));
@@ -216,6 +234,16 @@ void run(const MatmulArgs& a) {
   const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G>(a, m0, g0); };
   if (a.M <= 2) {
     for_each_tile<2, 1>(a.M, groups, t);
+  } else if (a.M <= kFetchNextMaxRows) {
+    const int64_t later = std::min<int64_t>((a.M + 3) / 4 - 1, a.K / kBlock);  // passes that fetch
+    for_each_tile<4, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) {
+      const int64_t pass = m0 / 4;
+      if (pass == 0 || pass > later) {
+        tile<W, R, G>(a, m0, g0);
+      } else {
+        tile<W, R, G>(a, m0, g0, pass - 1, later);
+      }
+    });
   } else {
     for_each_tile<4, W::kPrefillGroups>(a.M, groups, t);
   }

@@ -22,10 +22,9 @@ namespace lemma::kernels::x86 {
 namespace {
 
 // What a tile prefetches besides its own reads: its own streams ahead (the first pass over a block
-// of W), the next block into L2 (the passes after the first: the later passes over a block, from L2, then
-// overlap the next block's trip from memory; measured on the 151936-row LM head at M = 32, 608 ->
-// 703 GFLOP/s), or nothing.
-// The next block is fetched over the kNextBlockPasses passes after the first (each takes every
+// of W), the next block into L2 (the later passes over a block, from L2, then overlap the next
+// block's trip from memory; measured on the 151936-row LM head at M = 32, 608 -> 703 GFLOP/s), or
+// nothing. The next block is fetched over the kNextBlockPasses passes after the first (each takes every
 // kNextBlockPasses-th line), so that its trip from memory has that many passes' time and still ends
 // before the block's last pass. All of it in the second pass left 32-sequence decode waiting on
 // memory: `lemma bench --batch 32 -n 16` (qwen05b-shape bf16, 2 threads, alternating, 2026-12-05)

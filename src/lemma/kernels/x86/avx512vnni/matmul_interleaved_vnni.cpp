@@ -20,9 +20,11 @@
 // fetch the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1, so the next
 // first pass finds its W in cache. `lemma bench --batch 32 -n 16` (qwen05b-shape, 2 threads,
 // alternating, 2026-12-05): Q8_0 395-521 -> 489-629 tok/s (7 of 7 rounds faster), Q4_0 437-537 ->
-// 431-588 (mean of 10 rounds 479 -> 525). Each pass fetching a contiguous range of blocks instead
-// (bursts of 72 lines) ran the matmuls at half speed; at M = 512 fetching in the first later passes
-// made pp512 slower (Q8_0 581-708 -> 417-602), so prefill keeps the plain walk.
+// 431-588 (mean of 10 rounds 479 -> 525). Two rewrites of the same fetch (a contiguous range of
+// blocks per pass; a counter in place of the division) ran these matmuls at about half speed even
+// from cache (matmul_bench Q8_0 M = 32: 0.44 -> 0.74-1.2 ms), cause not found; this form runs as fast
+// as no fetch from cache. At M = 512 fetching in the first later passes made pp512 slower (Q8_0
+// 581-708 -> 417-602), so prefill keeps the plain walk.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -12,6 +12,9 @@ function(lemma_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} lemma_test_support GTest::gtest GTest::gtest_main)
+  # Test sources are glue around the libraries (which keep -O3): at -O1 they compile about a third
+  # faster, and the build is most of the CI run.
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()

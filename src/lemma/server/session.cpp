@@ -147,6 +147,19 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       if (call.take_engine_cancel()) engine.cancel(call.id());
     }
   } detach{waker, call, ctx.engine};
+  // Counted before the engine sees the request, then the drain flag read again: stop() sets the flag
+  // before it reads the count (both sequentially consistent), so either it waits for this request
+  // or this request sees the drain and is refused. Counted after submit, a request could reach the
+  // engine unseen by a drain and be cancelled as if the grace time were over.
+  ctx.active_requests.fetch_add(1);
+  out.counted_active = true;  // run_session decrements after the response is written
+  if (ctx.draining) {
+    out.response.status = 503;
+    out.response.body = error_body(503, "the server is shutting down", "", std::string("shutting_down"));
+    out.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+    out.terminal = "rejected";
+    co_return out;
+  }
   if (!ctx.engine.submit(call.engine_request(), buffer)) {
     ctx.metrics.record_rejected();
     out.response.status = 429;
@@ -156,8 +169,6 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     co_return out;
   }
   detach.submitted = true;
-  out.counted_active = true;  // run_session decrements after the response is written
-  ctx.active_requests.fetch_add(1);
   auto watch = std::make_shared<DisconnectWatch>();
   watch_disconnect(stream, watch, waker);
   const auto deadline = arrival + ctx.config.request_timeout;

@@ -5,6 +5,7 @@ namespace lemma::server::testing {
 FakeEngine::~FakeEngine() { join_all(); }
 
 bool FakeEngine::submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) {
+  if (before_submit) before_submit();
   std::lock_guard lock(mu_);
   if (running_.load() >= capacity.load()) return false;
   auto live = std::make_shared<Live>();

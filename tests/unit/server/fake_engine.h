@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@ class FakeEngine final : public EngineClient {
   bool emit_logprobs = true;
   int64_t cached_tokens = 3;
   std::atomic<bool> fail_after_first_token{false};  // then end every choice with kError "boom"
+  std::function<void()> before_submit;               // runs first in submit(), on the caller's thread
 
   bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) override;
   void cancel(const std::string& request_id) override;

@@ -306,6 +306,26 @@ TEST_F(ServerTest, StopDrainsInFlightRequestsThenRefuses) {
   EXPECT_EQ(engine_.total_cancels(), 0);
 }
 
+// A stop that begins while a request is being handed to the engine waits for it like any other.
+TEST_F(ServerTest, StopWaitsForARequestBeingSubmitted) {
+  std::atomic<bool> submitting{false};
+  engine_.before_submit = [&] {
+    submitting = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // stop() starts meanwhile
+  };
+  start();
+  std::thread client([&] {
+    auto r = post_json(port_, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 5}});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "length");
+  });
+  ASSERT_TRUE(eventually([&] { return submitting.load(); }));
+  server_->stop(std::chrono::milliseconds(5000));
+  client.join();
+  EXPECT_EQ(engine_.total_cancels(), 0);
+  EXPECT_EQ(engine_.requests().size(), 1u);
+}
+
 TEST_F(ServerTest, StopAfterGraceCancelsWhatIsLeft) {
   engine_.token_delay = std::chrono::milliseconds(10);
   start();

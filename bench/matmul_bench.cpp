@@ -261,7 +261,7 @@ const bool kRegistered = [] {
       if (s.K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) continue;  // IQ4_XS at K = 896
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
       // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
-      b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({512, 0});
+      b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({32, 1})->Args({512, 0});
       b->UseRealTime()->Unit(benchmark::kMillisecond);
     }
   }

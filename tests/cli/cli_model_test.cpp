@@ -16,12 +16,6 @@ CommandResult lemma(const std::string& args, const std::string* stdin_text = nul
 
 std::string stories() { return shared_data("models/stories260K/stories260K.gguf").string(); }
 
-std::string join_ids(const std::vector<int>& ids) {
-  std::string s;
-  for (int id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
-
 TEST(CliGenerate, GreedyContinuationsMatchTheReference) {
   const auto golden_path = shared_data("golden/stories260K_greedy.json");
   LEMMA_REQUIRE_SHARED(golden_path);

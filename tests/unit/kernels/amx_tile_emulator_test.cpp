@@ -89,7 +89,7 @@ Tile emulate(Dot dot, const DotShape& s, const Tile& a, const Tile& b, const Til
   }
   for (int r = 0; r < 16; ++r) {
     for (int byte = 0; byte < 64; ++byte) {
-      if (r >= s.m || byte >= s.colsb) EXPECT_EQ(tiles.row_bytes(C, r)[byte], 0) << "row " << r << " byte " << byte;
+      if (r >= s.m || byte >= s.colsb) { EXPECT_EQ(tiles.row_bytes(C, r)[byte], 0) << "row " << r << " byte " << byte; }
     }
   }
   Tile out = c;

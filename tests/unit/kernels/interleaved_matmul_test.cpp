@@ -477,7 +477,7 @@ TEST(InterleavedMatmul, LayoutSizesNamesAndDefaults) {
     EXPECT_EQ(default_matmul_precision(type, Isa::kScalar), kInt8);
     const std::string name(dtype_name(type));
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kScalar, kInt8), "reference_" + name + "_int8");
-    if (detected_isa() >= Isa::kAvx2) EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx2, kInt8), "avx2_" + name + "_int8");
+    if (detected_isa() >= Isa::kAvx2) { EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx2, kInt8), "avx2_" + name + "_int8"); }
     if (detected_isa() >= Isa::kAvx512) {
       EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, kInt8), "avx512_vnni_" + name + "_int8");
     }

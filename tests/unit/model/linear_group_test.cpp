@@ -199,7 +199,7 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
     }
   }
   // bf16 weights read x as bf16 rows where the CPU has AVX512_BF16: the fused path ran.
-  if (kernels::cpu_features().avx512_bf16 && kernels::active_isa() >= kernels::Isa::kAvx512) EXPECT_TRUE(converted_by_rows);
+  if (kernels::cpu_features().avx512_bf16 && kernels::active_isa() >= kernels::Isa::kAvx512) { EXPECT_TRUE(converted_by_rows); }
 }
 
 // Outputs with input orders (GPTQ act-order matrices served with their inputs sorted by group):

@@ -56,7 +56,7 @@ std::vector<float> random_matrix(int64_t n, int64_t k, unsigned seed) {
 }
 
 TEST(Fp8Weight, PerTensorAndBlockScalesRoundTrip) {
-  for (const auto [n, k, block] : {std::tuple<int64_t, int64_t, int64_t>{64, 172, 0}, {200, 300, 128}, {5, 7, 128},
+  for (const auto& [n, k, block] : {std::tuple<int64_t, int64_t, int64_t>{64, 172, 0}, {200, 300, 128}, {5, 7, 128},
                                    {256, 128, 128}}) {
     SCOPED_TRACE(::testing::Message() << "[" << n << ", " << k << "] block " << block);
     auto x = random_matrix(n, k, static_cast<unsigned>(n * k));

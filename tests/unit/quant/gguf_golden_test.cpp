@@ -153,8 +153,8 @@ TEST(GgufQuantizePlan, OverridesAndErrors) {
       EXPECT_EQ(p.to, DType::kIQ4_NL) << p.name;
       EXPECT_NE(p.reason.find("256"), std::string::npos) << p.reason;
     }
-    if (p.name.find("ffn_down") != std::string::npos) EXPECT_EQ(p.to, DType::kF32) << p.name;
-    if (p.name == "output.weight") EXPECT_EQ(p.to, DType::kQ8_0);
+    if (p.name.find("ffn_down") != std::string::npos) { EXPECT_EQ(p.to, DType::kF32) << p.name; }
+    if (p.name == "output.weight") { EXPECT_EQ(p.to, DType::kQ8_0); }
   }
   EXPECT_EQ(parse_tensor_type_override("ffn=iq4_nl").type, DType::kIQ4_NL);
   options.type = DType::kQ4_K;

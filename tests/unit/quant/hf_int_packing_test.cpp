@@ -142,7 +142,7 @@ TEST(AwqPacking, LayoutMatchesTheFormat) {
 }
 
 TEST(AwqPacking, RoundTripsBitForBit) {
-  for (const auto [n, k, group] : {std::tuple<int64_t, int64_t, int64_t>{8, 32, 32}, {24, 96, 32}, {40, 128, 64},
+  for (const auto& [n, k, group] : {std::tuple<int64_t, int64_t, int64_t>{8, 32, 32}, {24, 96, 32}, {40, 128, 64},
                                    {16, 256, 128}}) {
     const auto x = random_matrix(n, k, static_cast<unsigned>(n + k));
     const auto w = quantize_grouped(x, n, k, 4, group, GroupRounding::kAwq);

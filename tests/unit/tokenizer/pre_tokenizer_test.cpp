@@ -160,7 +160,7 @@ TEST(PreTokenizers, LongRunsSplitCompletely) {
       for (const auto& p : pieces) total += p.size();
       EXPECT_EQ(total, text.size()) << family << " unit '" << unit << "'";
       // Splitting is local: the pieces of the long text repeat the pieces of a shorter one.
-      if (unit == " a" && std::string_view(family) != "superbpe") EXPECT_GE(pieces.size(), n) << family;
+      if (unit == " a" && std::string_view(family) != "superbpe") { EXPECT_GE(pieces.size(), n) << family; }
     }
   }
 }

@@ -99,6 +99,13 @@ net::awaitable<beast::error_code> write_response(beast::tcp_stream& stream, cons
   co_return ec;
 }
 
+// The answer to a generation request that meets a drain (Server::stop).
+HttpResponse shutting_down_response(const ServerContext& ctx) {
+  HttpResponse r = error_response(ApiError(503, "the server is shutting down", std::nullopt, "shutting_down"));
+  r.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+  return r;
+}
+
 struct Outcome {
   HttpResponse response;          // used when !streamed
   bool streamed = false;          // the response was already written (SSE)
@@ -154,9 +161,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   ctx.active_requests.fetch_add(1);
   out.counted_active = true;  // run_session decrements after the response is written
   if (ctx.draining) {
-    out.response.status = 503;
-    out.response.body = error_body(503, "the server is shutting down", "", std::string("shutting_down"));
-    out.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+    out.response = shutting_down_response(ctx);
     out.terminal = "rejected";
     co_return out;
   }
@@ -320,8 +325,9 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       } else if (route_needs_auth(route.route) && !is_authorized(request, ctx.config.api_key)) {
         throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key>)", std::nullopt,
                        "invalid_api_key");
+      } else if (generation && ctx.draining) {
+        outcome.response = shutting_down_response(ctx);
       } else if (generation) {
-        if (ctx.draining) throw ApiError(503, "the server is shutting down", std::nullopt, "shutting_down");
         std::string call_id = (route.route == Route::kChat ? "chatcmpl-" : "cmpl-") + request_id.substr(4);
         call = start_completion(route, request, ctx, call_id, arrival);
         rec.request_id = call_id;
@@ -330,7 +336,6 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       }
     } catch (const ApiError& e) {
       outcome.response = error_response(e);
-      if (e.status() == 503) outcome.response.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
     } catch (const std::exception& e) {
       outcome.response = error_response(ApiError(500, std::string("internal error: ") + e.what()));
     }

@@ -86,7 +86,7 @@ test('chat: streaming and non-streaming agree; logprobs are reported', async () 
 
 test('32 concurrent greedy requests return what they return one by one, in batched steps', async () => {
   const one = (prompt) =>
-    client.completions.create({ model: MODEL, prompt, max_tokens: 32, temperature: 0 }).then((r) => r.choices[0].text);
+    client.completions.create({ model: MODEL, prompt, max_tokens: 128, temperature: 0 }).then((r) => r.choices[0].text);
   const sequential = [];
   for (const p of prompts) sequential.push(await one(p));
   const before = await metricsText(server.url);

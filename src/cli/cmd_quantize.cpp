@@ -5,11 +5,13 @@
 // Progress goes to stderr, one line per tensor; the totals go to stdout.
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/gptq_calibration.h"
 #include "cli/quantize_calibration.h"
 #include "lemma/base/error.h"
 #include "lemma/io/file_write.h"
@@ -30,9 +32,10 @@ struct QuantizeCliOptions {
   int64_t group_size = -1;
   bool asym = false;
   bool all_matrices = false;
-  std::string calibrate;        // SmoothQuant calibration text (w8a8)
+  std::string calibrate;        // calibration text: SmoothQuant (w8a8) or GPTQ's Hessians (gptq types)
   float smooth_alpha = 0.5f;
   int64_t calibrate_tokens = 4096;
+  int64_t calibrate_memory_mib = 4096;  // GPTQ: Hessians held at once
   int threads = 2;
 };
 
@@ -124,12 +127,31 @@ std::vector<quant::NamedTensor> source_tensors(const QuantizeCliOptions& opts, c
   return tensors;
 }
 
+// The first --calibrate-tokens tokens of the --calibrate text.
+std::vector<int32_t> calibration_tokens(const QuantizeCliOptions& opts, const ModelSource& source) {
+  if (opts.calibrate_tokens <= 0) fail<InvalidArgument>("--calibrate-tokens {} must be positive", opts.calibrate_tokens);
+  auto tokens = load_tokenizer(source).encode(read_text_file(opts.calibrate), true, false);
+  tokens.resize(static_cast<size_t>(std::min<int64_t>(opts.calibrate_tokens, static_cast<int64_t>(tokens.size()))));
+  return tokens;
+}
+
 // GPTQ / AWQ / FP8: an HF directory (config.json quantization_config + model.safetensors) from an HF
 // directory, or (from a GGUF) a GGUF container keeping the source's metadata and tokenizer.
 int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& source, const quant::HfQuantConfig& config) {
   if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
-  if (!opts.calibrate.empty()) fail<InvalidArgument>("--calibrate (SmoothQuant) applies to --type w8a8, not {}", opts.type);
   const auto tensors = source_tensors(opts, source);
+  std::unique_ptr<GptqHessians> hessians;
+  quant::GptqCalibration calibration;
+  if (!opts.calibrate.empty()) {
+    if (config.method != quant::HfQuantMethod::kGptq)
+      fail<InvalidArgument>("--calibrate applies to --type w8a8 (SmoothQuant) and gptq types (GPTQ), not {}", opts.type);
+    if (opts.calibrate_memory_mib <= 0) fail<InvalidArgument>("--calibrate-memory {} MiB must be positive", opts.calibrate_memory_mib);
+    hessians = std::make_unique<GptqHessians>(source, calibration_tokens(opts, source), 128, opts.threads,
+                                              static_cast<uint64_t>(opts.calibrate_memory_mib) << 20);
+    calibration = {[&](const std::string& name) { return hessians->for_tensor(name); }, opts.threads};
+  } else if (config.method == quant::HfQuantMethod::kGptq) {
+    std::fprintf(stderr, "no --calibrate: GPTQ weights round to nearest (no error compensation)\n");
+  }
   const bool to_gguf = opts.out.ends_with(".gguf");
   if (to_gguf != static_cast<bool>(source.gguf)) {
     fail<InvalidArgument>("--out {}: --type {} writes an HF directory from an HF directory, or a .gguf from a .gguf",
@@ -141,7 +163,10 @@ int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& sou
     after += p.bytes_after;
     print_tensor_line(i, n, p.name, dtype_name(tensors[i].view.dtype), p.quantized ? config.to_string() : "kept",
                       p.bytes_before, p.bytes_after, p.reason);
-  });
+  }, calibration);
+  if (hessians)
+    std::fprintf(stderr, "GPTQ: %lld calibration tokens from %s, %d pass(es)\n", static_cast<long long>(hessians->tokens()),
+                 opts.calibrate.c_str(), hessians->passes());
   std::string out_file = opts.out;
   if (to_gguf) {
     GgufWriter writer;
@@ -170,11 +195,9 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
   auto tensors = source_tensors(opts, source);
   cli::SmoothedTensors smoothed;
   if (!opts.calibrate.empty()) {
-    if (!spec.int8_activations) fail<InvalidArgument>("--calibrate (SmoothQuant) applies to --type w8a8, not {}", opts.type);
-    const auto tokens_all = load_tokenizer(source).encode(read_text_file(opts.calibrate), true, false);
-    const std::vector<int32_t> tokens(tokens_all.begin(),
-                                      tokens_all.begin() + std::min<int64_t>(opts.calibrate_tokens, tokens_all.size()));
-    const auto ranges = calibrate_norm_outputs(source, tokens, 128, opts.threads);
+    if (!spec.int8_activations)
+      fail<InvalidArgument>("--calibrate applies to --type w8a8 (SmoothQuant) and gptq types (GPTQ), not {}", opts.type);
+    const auto ranges = calibrate_norm_outputs(source, calibration_tokens(opts, source), 128, opts.threads);
     smoothed = smooth_tensors(source, tensors, ranges, opts.smooth_alpha);
     tensors = smoothed.tensors;
     std::fprintf(stderr, "SmoothQuant: %lld calibration tokens from %s, alpha %.2f, factors %.4g .. %.4g\n",
@@ -233,10 +256,13 @@ void register_quantize(CLI::App& app) {
   sub->add_flag("--asym", opts->asym, "int8/int4 with a zero point per group");
   sub->add_flag("--all-matrices", opts->all_matrices, "int8/int4: quantize the embedding and output matrix too");
   sub->add_option("--calibrate", opts->calibrate,
-                  "w8a8: text FILE to record activation ranges on; folds SmoothQuant factors into the norms and q/k/v/gate/up");
+                  "text FILE to calibrate on: w8a8 records activation ranges and folds SmoothQuant factors into the norms "
+                  "and q/k/v/gate/up; gptq types gather each layer input's Hessian and run GPTQ's error compensation");
   sub->add_option("--smooth-alpha", opts->smooth_alpha, "SmoothQuant migration strength alpha in [0, 1] (default 0.5)");
   sub->add_option("--calibrate-tokens", opts->calibrate_tokens, "calibration tokens used, at most (default 4096)");
-  sub->add_option("--threads", opts->threads, "threads for the calibration forwards (default 2)");
+  sub->add_option("--calibrate-memory", opts->calibrate_memory_mib,
+                  "gptq: MiB of Hessians held at once; layers beyond it take more calibration passes (default 4096)");
+  sub->add_option("--threads", opts->threads, "threads for the calibration forwards and GPTQ (default 2)");
   sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, iq4_nl, iq4_xs, f16, bf16, f32) for GGUF outputs; repeatable");
   sub->add_option("--keep", opts->keep, "REGEX: leave matching tensors unquantized (GGUF: f32); repeatable");
   bind(sub, [opts] {

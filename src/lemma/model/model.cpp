@@ -95,10 +95,20 @@ struct StepState {
   int64_t num_tokens;
   DecodePlanCache::Step& plans;
 
+  // Shows a layer's matmul input to the workspace's observer, if any (the head's is not shown).
+  void observe(int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
+               std::span<const layers::LinearOutput> outputs) const {
+    if (!ws.observe_linear_input || layer >= config.num_layers) return;
+    const int64_t K = outputs[0].weight->shape[1];
+    static constexpr LinearInput kInputs[] = {LinearInput::kQkv, LinearInput::kO, LinearInput::kGateUp, LinearInput::kDown};
+    ws.observe_linear_input(layer, kInputs[slot], x.first(static_cast<size_t>(M * K)), M, K);
+  }
+
   // y = x . W^T for each output (layers::linear_group), with the captured plan when there is one.
   // The kernel range `name` covers the run only: planning is the framework's time.
   void linear(const char* name, int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
               std::span<const layers::LinearOutput> outputs) const {
+    observe(layer, slot, x, M, outputs);
     ThreadTeam* team = ws.team.get();
     layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team);
     trace::Scope t_run(name);
@@ -115,6 +125,7 @@ struct StepState {
     trace::Scope t_norm(norm.name);
     layers::write_linear_group_input(plan, team, [&](int64_t t0, int64_t t1) { norm.run(config, ws, t0, t1); });
     t_norm.end();
+    observe(layer, slot, ws.normed, num_tokens, outputs);
     trace::Scope t_run(name);
     layers::run_prepared_linear_group(plan, team);
   }

@@ -5,19 +5,34 @@
 
 namespace lemma {
 
-std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads,
-                                   KvDtype kv_dtype) {
+namespace {
+
+std::vector<float> run_sequence(const Model& model, std::span<const int32_t> tokens, int num_threads, KvDtype kv_dtype,
+                                LogitsRequest logits_rows, const LinearInputObserver& observer) {
   if (tokens.empty()) fail<InvalidArgument>("sequence_logits: give at least one token");
   constexpr int64_t kBlockSize = 16;
   const auto n = static_cast<int64_t>(tokens.size());
   KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype);
   ForwardWorkspace workspace(num_threads);
+  workspace.observe_linear_input = observer;
   const auto table = contiguous_block_table(n, kBlockSize);
   ForwardBatch batch;
-  batch.sequences.push_back({tokens, 0, table, LogitsRequest::kAll});
-  std::vector<float> logits(static_cast<size_t>(n * model.config().vocab_size));
+  batch.sequences.push_back({tokens, 0, table, logits_rows});
+  std::vector<float> logits(static_cast<size_t>(batch.num_logit_rows() * model.config().vocab_size));
   model.forward(batch, cache, workspace, logits);
   return logits;
+}
+
+}  // namespace
+
+std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads,
+                                   KvDtype kv_dtype) {
+  return run_sequence(model, tokens, num_threads, kv_dtype, LogitsRequest::kAll, {});
+}
+
+std::vector<float> observe_sequence(const Model& model, std::span<const int32_t> tokens, int num_threads,
+                                    const LinearInputObserver& observer) {
+  return run_sequence(model, tokens, num_threads, KvDtype::kF32, LogitsRequest::kLast, observer);
 }
 
 }  // namespace lemma

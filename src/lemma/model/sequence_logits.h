@@ -16,4 +16,9 @@ namespace lemma {
 std::vector<float> sequence_logits(const Model& model, std::span<const int32_t> tokens, int num_threads = 1,
                                    KvDtype kv_dtype = KvDtype::kF32);
 
+// The same forward (f32 cache, only the last row's logits, which it returns) with `observer` shown
+// every layer matmul group's input rows (calibration: quant/gptq.h's Hessians).
+std::vector<float> observe_sequence(const Model& model, std::span<const int32_t> tokens, int num_threads,
+                                    const LinearInputObserver& observer);
+
 }  // namespace lemma

@@ -16,12 +16,14 @@ namespace {
 
 constexpr int64_t kBlock = 32;
 
-struct Params {
-  float scale;
-  int zero;
-};
+}  // namespace
 
-Params choose(const std::vector<float>& x, int maxq, GroupRounding rounding) {
+int GroupParams::code(float x, int maxq) const {
+  if (scale == 0.0f) return zero;
+  return std::clamp(static_cast<int>(std::nearbyint(x / scale)) + zero, 0, maxq);
+}
+
+GroupParams choose_group_params(std::span<const float> x, int maxq, GroupRounding rounding) {
   float lo = 0.0f, hi = 0.0f, amax = 0.0f;
   if (rounding == GroupRounding::kAwq && !x.empty()) lo = hi = x[0];
   for (const float v : x) {
@@ -39,8 +41,6 @@ Params choose(const std::vector<float>& x, int maxq, GroupRounding rounding) {
   const int zero = scale == 0.0f ? 0 : std::clamp(static_cast<int>(std::nearbyint(-lo / scale)), 0, maxq);
   return {scale, zero};
 }
-
-}  // namespace
 
 float GroupedIntWeight::value(int64_t n, int64_t k) const {
   const auto g = static_cast<size_t>(g_idx[static_cast<size_t>(k)] * out_features + n);
@@ -88,13 +88,10 @@ GroupedIntWeight quantize_grouped(std::span<const float> values, int64_t N, int6
     for (int64_t n = 0; n < N; ++n) {
       x.clear();
       for (const int64_t k : ks) x.push_back(values[static_cast<size_t>(n * K + k)]);
-      const Params p = choose(x, maxq, rounding);
+      const GroupParams p = choose_group_params(x, maxq, rounding);
       w.scales[static_cast<size_t>(g * N + n)] = kernels::f32_to_f16(p.scale);
       w.zeros[static_cast<size_t>(g * N + n)] = static_cast<uint8_t>(p.zero);
-      for (size_t i = 0; i < ks.size(); ++i) {
-        const int q = p.scale == 0.0f ? p.zero : static_cast<int>(std::nearbyint(x[i] / p.scale)) + p.zero;
-        w.codes[static_cast<size_t>(n * K + ks[i])] = static_cast<uint8_t>(std::clamp(q, 0, maxq));
-      }
+      for (size_t i = 0; i < ks.size(); ++i) w.codes[static_cast<size_t>(n * K + ks[i])] = static_cast<uint8_t>(p.code(x[i], maxq));
     }
   }
   return w;

@@ -37,6 +37,16 @@ struct GroupedIntWeight {
 // with the rounded scale (round half to even). A group whose scale is 0 gets codes = zero.
 enum class GroupRounding { kGptqSym, kGptqAsym, kAwq };
 
+// One group's scale (already rounded through f16) and zero point under `rounding`, and a value's
+// code against them. Throws InvalidArgument when the scale overflows f16.
+struct GroupParams {
+  float scale = 0.0f;
+  int zero = 0;
+  int code(float x, int maxq) const;  // clamp(round_half_even(x / scale) + zero, 0, maxq); zero when scale is 0
+  float value(int code) const { return scale * static_cast<float>(code - zero); }
+};
+GroupParams choose_group_params(std::span<const float> x, int maxq, GroupRounding rounding);
+
 // Quantizes a row-major [N, K] f32 matrix. `g_idx` ([K]) names each input channel's group;
 // empty means k / group_size (group_size <= 0: one group). Throws InvalidArgument for bad shapes.
 GroupedIntWeight quantize_grouped(std::span<const float> values, int64_t out_features, int64_t in_features, int bits,

@@ -84,7 +84,8 @@ std::string input_key(const std::string& name) {
 using InputScores = std::map<std::string, std::vector<float>>;
 
 uint64_t pack_one(Out& out, const std::string& base, const std::vector<float>& w, int64_t N, int64_t K,
-                  const HfQuantConfig& c, const std::vector<float>& act_order_score) {
+                  const HfQuantConfig& c, const std::vector<float>& act_order_score, const InputHessian* hessian,
+                  int threads) {
   if (c.method == HfQuantMethod::kFp8) {
     const auto f = quantize_fp8(w, N, K, c.fp8_block);
     uint64_t bytes = out.add(base + ".weight", DType::kF8E4M3, Shape{N, K}, f.codes);
@@ -97,9 +98,11 @@ uint64_t pack_one(Out& out, const std::string& base, const std::vector<float>& w
            out.add(base + ".qzeros", DType::kI32, Shape{t.num_groups, N / 8}, t.qzeros) +
            out.add(base + ".scales", DType::kF16, Shape{t.num_groups, N}, t.scales);
   }
-  const auto g_idx = c.desc_act ? act_order_g_idx(act_order_score, c.group_size) : std::vector<int32_t>{};
   const auto rounding = c.sym ? GroupRounding::kGptqSym : GroupRounding::kGptqAsym;
-  const auto t = pack_gptq(quantize_grouped(w, N, K, c.bits, c.group_size, rounding, g_idx));
+  const auto t = pack_gptq(
+      hessian ? gptq_quantize(w, N, K, *hessian, {c.bits, c.group_size, c.sym, c.desc_act, 0.01, threads})
+              : quantize_grouped(w, N, K, c.bits, c.group_size, rounding,
+                                 c.desc_act ? act_order_g_idx(act_order_score, c.group_size) : std::vector<int32_t>{}));
   const int pack = 32 / c.bits;
   return out.add(base + ".qweight", DType::kI32, Shape{K / pack, N}, t.qweight) +
          out.add(base + ".qzeros", DType::kI32, Shape{t.num_groups, N / pack}, t.qzeros) +
@@ -111,7 +114,8 @@ uint64_t pack_one(Out& out, const std::string& base, const std::vector<float>& w
 
 HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors, const HfQuantConfig& config,
                                          const std::vector<std::string>& keep_patterns,
-                                         const WeightQuantizeProgress& progress) {
+                                         const WeightQuantizeProgress& progress,
+                                         const GptqCalibration& calibration) {
   std::vector<std::regex> keep;
   for (const auto& p : keep_patterns) {
     try {
@@ -144,8 +148,12 @@ HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors
       plan.quantized = true;
       plan.reason = config.to_string();
       const auto score = scores.find(input_key(t.name));
+      const InputHessian* hessian =
+          config.method == HfQuantMethod::kGptq && calibration.hessian ? calibration.hessian(t.name) : nullptr;
       plan.bytes_after = pack_one(out, quantized_base_name(t.name), tensor_to_f32(t.view), m.rows, m.cols, config,
-                                  score != scores.end() ? score->second : std::vector<float>{});
+                                  score != scores.end() ? score->second : std::vector<float>{}, hessian,
+                                  calibration.threads);
+      if (hessian) plan.reason += " (GPTQ, calibrated)";
     } else if (!dtype_to_safetensors(t.view.dtype).empty()) {
       plan.bytes_after = t.view.bytes();
       result.tensors.push_back({t.name, t.view});

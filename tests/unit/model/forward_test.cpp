@@ -1,11 +1,13 @@
 // Model::forward against the float64 reference forward, and the KV-cache contracts: prefill then
-// decode equals one full forward; a batch with scattered block tables equals separate runs.
+// decode equals one full forward; a batch with scattered block tables equals separate runs; the
+// calibration observer sees every layer input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "lemma/base/error.h"
+#include "lemma/model/sequence_logits.h"
 #include "lemma/model/weight_names.h"
 #include "random_model.h"
 
@@ -369,3 +371,55 @@ TEST(ThreadTeamTest, CoversTheRangeOnceAndRethrows) {
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma {
+namespace {
+
+// The calibration observer (ForwardWorkspace::observe_linear_input) sees each layer's four matmul
+// inputs in order with their shapes, layer 0's q/k/v input is attn_norm(embedding), and observing
+// changes nothing: the last row's logits are sequence_logits' bits.
+TEST(Forward, ObserverSeesEveryLayerInput) {
+  const testing::RandomModel rm = testing::make_random_model(testing::small_config(), 17);
+  const Model model = rm.build();
+  const ModelConfig& c = model.config();
+  const std::vector<int32_t> tokens = {3, 9, 27, 1, 14};
+  const auto T = static_cast<int64_t>(tokens.size());
+  struct Seen {
+    int64_t layer;
+    LinearInput input;
+    int64_t rows, cols;
+    std::vector<float> x;
+  };
+  std::vector<Seen> seen;
+  const auto last = observe_sequence(model, tokens, 2, [&](int64_t layer, LinearInput input, std::span<const float> x, int64_t rows, int64_t cols) {
+    seen.push_back({layer, input, rows, cols, std::vector<float>(x.begin(), x.end())});
+  });
+  ASSERT_EQ(seen.size(), static_cast<size_t>(4 * c.num_layers));
+  const LinearInput order[] = {LinearInput::kQkv, LinearInput::kO, LinearInput::kGateUp, LinearInput::kDown};
+  const int64_t cols[] = {c.hidden_size, c.q_dim(), c.hidden_size, c.intermediate_size};
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].layer, static_cast<int64_t>(i / 4));
+    EXPECT_EQ(seen[i].input, order[i % 4]);
+    EXPECT_EQ(seen[i].rows, T);
+    EXPECT_EQ(seen[i].cols, cols[i % 4]);
+    EXPECT_EQ(seen[i].x.size(), static_cast<size_t>(T * cols[i % 4]));
+  }
+  const auto& embedding = rm.at("model.embed_tokens.weight");
+  const auto& norm = rm.at("model.layers.0.input_layernorm.weight");
+  const int64_t H = c.hidden_size;
+  for (int64_t t = 0; t < T; ++t) {
+    const float* e = embedding.data() + tokens[static_cast<size_t>(t)] * H;
+    double ss = 0.0;
+    for (int64_t j = 0; j < H; ++j) ss += static_cast<double>(e[j]) * e[j];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(H) + c.rms_norm_eps);
+    for (int64_t j = 0; j < H; ++j)
+      EXPECT_NEAR(seen[0].x[static_cast<size_t>(t * H + j)], e[j] * inv * norm[static_cast<size_t>(j)], 1e-5);
+  }
+  const auto all = sequence_logits(model, tokens, 2);
+  ASSERT_EQ(last.size(), static_cast<size_t>(c.vocab_size));
+  for (int64_t v = 0; v < c.vocab_size; ++v)
+    EXPECT_EQ(last[static_cast<size_t>(v)], all[static_cast<size_t>((T - 1) * c.vocab_size + v)]);
+}
+
+}  // namespace
+}  // namespace lemma

@@ -32,12 +32,15 @@ struct QuantizeCliOptions {
   int64_t group_size = -1;
   bool asym = false;
   bool all_matrices = false;
-  std::string calibrate;        // calibration text: SmoothQuant (w8a8) or GPTQ's Hessians (gptq types)
+  std::string calibrate;        // calibration text: SmoothQuant (w8a8) or GPTQ's Hessians (int8/int4, gptq types)
   float smooth_alpha = 0.5f;
   int64_t calibrate_tokens = 4096;
   int64_t calibrate_memory_mib = 4096;  // GPTQ: Hessians held at once
   int threads = 2;
 };
+
+constexpr const char* kCalibrateTypes =
+    "--calibrate applies to --type w8a8 (SmoothQuant), int8/int4 and gptq types (GPTQ), not {}";
 
 void print_tensor_line(size_t i, size_t n, const std::string& name, std::string_view from, std::string_view to,
                        uint64_t before, uint64_t after, const std::string& reason) {
@@ -61,6 +64,7 @@ uint64_t source_bytes(const ModelSource& source) {
 
 int quantize_to_gguf(const QuantizeCliOptions& opts, const ModelSource& source, DType type) {
   if (!source.gguf) fail<Unsupported>("--type {} writes GGUF and needs a .gguf input (got {})", opts.type, opts.model);
+  if (!opts.calibrate.empty()) fail<InvalidArgument>(kCalibrateTypes, opts.type);
   quant::GgufQuantizeOptions options;
   options.type = type;
   for (const auto& k : opts.keep) options.overrides.push_back({k, DType::kF32});
@@ -135,23 +139,35 @@ std::vector<int32_t> calibration_tokens(const QuantizeCliOptions& opts, const Mo
   return tokens;
 }
 
+// With --calibrate, GPTQ's Hessians gathered on the text (cli/gptq_calibration.h), and the
+// calibration a quantizer reads them through; without, an empty calibration.
+struct GptqRun {
+  std::unique_ptr<GptqHessians> hessians;
+  quant::GptqCalibration calibration;
+
+  GptqRun(const QuantizeCliOptions& opts, const ModelSource& source) {
+    if (opts.calibrate.empty()) return;
+    if (opts.calibrate_memory_mib <= 0) fail<InvalidArgument>("--calibrate-memory {} MiB must be positive", opts.calibrate_memory_mib);
+    hessians = std::make_unique<GptqHessians>(source, calibration_tokens(opts, source), 128, opts.threads,
+                                              static_cast<uint64_t>(opts.calibrate_memory_mib) << 20);
+    calibration = {[h = hessians.get()](const std::string& name) { return h->for_tensor(name); }, opts.threads};
+  }
+  void report(const QuantizeCliOptions& opts) const {
+    if (hessians)
+      std::fprintf(stderr, "GPTQ: %lld calibration tokens from %s, %d pass(es)\n", static_cast<long long>(hessians->tokens()),
+                   opts.calibrate.c_str(), hessians->passes());
+  }
+};
+
 // GPTQ / AWQ / FP8: an HF directory (config.json quantization_config + model.safetensors) from an HF
 // directory, or (from a GGUF) a GGUF container keeping the source's metadata and tokenizer.
 int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& source, const quant::HfQuantConfig& config) {
   if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
   const auto tensors = source_tensors(opts, source);
-  std::unique_ptr<GptqHessians> hessians;
-  quant::GptqCalibration calibration;
-  if (!opts.calibrate.empty()) {
-    if (config.method != quant::HfQuantMethod::kGptq)
-      fail<InvalidArgument>("--calibrate applies to --type w8a8 (SmoothQuant) and gptq types (GPTQ), not {}", opts.type);
-    if (opts.calibrate_memory_mib <= 0) fail<InvalidArgument>("--calibrate-memory {} MiB must be positive", opts.calibrate_memory_mib);
-    hessians = std::make_unique<GptqHessians>(source, calibration_tokens(opts, source), 128, opts.threads,
-                                              static_cast<uint64_t>(opts.calibrate_memory_mib) << 20);
-    calibration = {[&](const std::string& name) { return hessians->for_tensor(name); }, opts.threads};
-  } else if (config.method == quant::HfQuantMethod::kGptq) {
+  if (!opts.calibrate.empty() && config.method != quant::HfQuantMethod::kGptq) fail<InvalidArgument>(kCalibrateTypes, opts.type);
+  if (opts.calibrate.empty() && config.method == quant::HfQuantMethod::kGptq)
     std::fprintf(stderr, "no --calibrate: GPTQ weights round to nearest (no error compensation)\n");
-  }
+  const GptqRun gptq(opts, source);
   const bool to_gguf = opts.out.ends_with(".gguf");
   if (to_gguf != static_cast<bool>(source.gguf)) {
     fail<InvalidArgument>("--out {}: --type {} writes an HF directory from an HF directory, or a .gguf from a .gguf",
@@ -163,10 +179,8 @@ int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& sou
     after += p.bytes_after;
     print_tensor_line(i, n, p.name, dtype_name(tensors[i].view.dtype), p.quantized ? config.to_string() : "kept",
                       p.bytes_before, p.bytes_after, p.reason);
-  }, calibration);
-  if (hessians)
-    std::fprintf(stderr, "GPTQ: %lld calibration tokens from %s, %d pass(es)\n", static_cast<long long>(hessians->tokens()),
-                 opts.calibrate.c_str(), hessians->passes());
+  }, gptq.calibration);
+  gptq.report(opts);
   std::string out_file = opts.out;
   if (to_gguf) {
     GgufWriter writer;
@@ -194,9 +208,7 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
   if (!opts.tensor_types.empty()) fail<InvalidArgument>("--tensor-type applies to GGUF types; use --keep with {}", opts.type);
   auto tensors = source_tensors(opts, source);
   cli::SmoothedTensors smoothed;
-  if (!opts.calibrate.empty()) {
-    if (!spec.int8_activations)
-      fail<InvalidArgument>("--calibrate applies to --type w8a8 (SmoothQuant) and gptq types (GPTQ), not {}", opts.type);
+  if (!opts.calibrate.empty() && spec.int8_activations) {
     const auto ranges = calibrate_norm_outputs(source, calibration_tokens(opts, source), 128, opts.threads);
     smoothed = smooth_tensors(source, tensors, ranges, opts.smooth_alpha);
     tensors = smoothed.tensors;
@@ -215,6 +227,8 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
         "--out {}: a directory output needs an HF directory input; name a .safetensors or .gguf file instead",
         opts.out);
   }
+  // int8/int4 with --calibrate: GPTQ (W8A8's calibration is SmoothQuant's, above).
+  const GptqRun gptq(spec.int8_activations ? QuantizeCliOptions{} : opts, source);
   uint64_t before = 0, after = 0;
   quant::WeightQuantizeOptions options{spec, opts.keep, opts.all_matrices};
   const auto result = quant::quantize_weights(tensors, options, [&](size_t i, size_t n, const quant::WeightTensorPlan& p) {
@@ -223,7 +237,8 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
     const auto from = dtype_name(tensors[i].view.dtype);
     print_tensor_line(i, n, p.name, from, p.quantized ? spec.to_string() : "kept", p.bytes_before, p.bytes_after,
                       p.reason);
-  });
+  }, gptq.calibration);
+  gptq.report(opts);
   std::string out_file = opts.out;
   if (!to_file) {
     out_file = (fs::path(opts.out) / "model.safetensors").string();
@@ -257,11 +272,12 @@ void register_quantize(CLI::App& app) {
   sub->add_flag("--all-matrices", opts->all_matrices, "int8/int4: quantize the embedding and output matrix too");
   sub->add_option("--calibrate", opts->calibrate,
                   "text FILE to calibrate on: w8a8 records activation ranges and folds SmoothQuant factors into the norms "
-                  "and q/k/v/gate/up; gptq types gather each layer input's Hessian and run GPTQ's error compensation");
+                  "and q/k/v/gate/up; int8/int4 and gptq types gather each layer input's Hessian and run GPTQ's error "
+                  "compensation");
   sub->add_option("--smooth-alpha", opts->smooth_alpha, "SmoothQuant migration strength alpha in [0, 1] (default 0.5)");
   sub->add_option("--calibrate-tokens", opts->calibrate_tokens, "calibration tokens used, at most (default 4096)");
   sub->add_option("--calibrate-memory", opts->calibrate_memory_mib,
-                  "gptq: MiB of Hessians held at once; layers beyond it take more calibration passes (default 4096)");
+                  "GPTQ: MiB of Hessians held at once; layers beyond it take more calibration passes (default 4096)");
   sub->add_option("--threads", opts->threads, "threads for the calibration forwards and GPTQ (default 2)");
   sub->add_option("--tensor-type", opts->tensor_types, "REGEX=TYPE (q8_0, q4_0, iq4_nl, iq4_xs, f16, bf16, f32) for GGUF outputs; repeatable");
   sub->add_option("--keep", opts->keep, "REGEX: leave matching tensors unquantized (GGUF: f32); repeatable");

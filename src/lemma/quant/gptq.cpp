@@ -109,18 +109,53 @@ void InputHessian::add(std::span<const float> x, int64_t rows) {
   rows_ += rows;
 }
 
-GroupedIntWeight gptq_quantize(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian,
-                               const GptqOptions& o) {
-  if (o.bits != 4 && o.bits != 8) fail<InvalidArgument>("GPTQ weights have 4 or 8 bits, not {}", o.bits);
+namespace {
+
+// The GPTQ walk: each row's channels in `perm` order, begin_group(n, g, values) at the start of
+// each group (g = i / group, `values` the group's current values in walk order), then
+// round(n, k, x) -> the value of the code it stored for channel k = perm[i]; the error goes to the
+// later channels. Rows are independent: split over `threads`.
+template <class BeginGroup, class Round>
+void gptq_walk(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian,
+               std::span<const int32_t> perm, int64_t group, double damp, int threads, BeginGroup begin_group,
+               Round round) {
+  const std::vector<float> u = inverse_hessian_factor(hessian, perm, damp);
+  const auto quantize_rows = [&](int64_t n0, int64_t n1) {
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t i = 0; i < K; ++i) row[static_cast<size_t>(i)] = values[static_cast<size_t>(n * K + perm[static_cast<size_t>(i)])];
+      for (int64_t i = 0; i < K; ++i) {
+        if (i % group == 0)
+          begin_group(n, i / group, std::span<const float>(row).subspan(static_cast<size_t>(i), static_cast<size_t>(std::min(group, K - i))));
+        const float* ui = u.data() + i * K;
+        const float err = (row[static_cast<size_t>(i)] - round(n, perm[static_cast<size_t>(i)], row[static_cast<size_t>(i)])) / ui[i];
+        for (int64_t j = i + 1; j < K; ++j) row[static_cast<size_t>(j)] -= err * ui[j];
+      }
+    }
+  };
+  const int t_count = static_cast<int>(std::clamp<int64_t>(threads, 1, N));
+  std::vector<std::jthread> pool;
+  for (int t = 1; t < t_count; ++t) pool.emplace_back(quantize_rows, N * t / t_count, N * (t + 1) / t_count);
+  quantize_rows(0, N / t_count);
+}
+
+void check_matrix(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian) {
   if (N <= 0 || K <= 0 || static_cast<int64_t>(values.size()) != N * K)
     fail<InvalidArgument>("{} values given for a [{}, {}] matrix", values.size(), N, K);
   if (hessian.dim() != K) fail<InvalidArgument>("GPTQ: a Hessian of dimension {} for {} inputs", hessian.dim(), K);
+}
+
+}  // namespace
+
+GroupedIntWeight gptq_quantize(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian,
+                               const GptqOptions& o) {
+  if (o.bits != 4 && o.bits != 8) fail<InvalidArgument>("GPTQ weights have 4 or 8 bits, not {}", o.bits);
+  check_matrix(values, N, K, hessian);
   const int64_t g = o.group_size <= 0 ? K : o.group_size;
   std::vector<int32_t> perm(static_cast<size_t>(K));
   std::iota(perm.begin(), perm.end(), 0);
   if (o.act_order)
     std::stable_sort(perm.begin(), perm.end(), [&](int32_t a, int32_t b) { return hessian.at(a, a) > hessian.at(b, b); });
-  const std::vector<float> u = inverse_hessian_factor(hessian, perm, o.damp);
 
   GroupedIntWeight w;
   w.bits = o.bits;
@@ -134,44 +169,54 @@ GroupedIntWeight gptq_quantize(std::span<const float> values, int64_t N, int64_t
   for (int64_t i = 0; i < K; ++i) w.g_idx[static_cast<size_t>(perm[static_cast<size_t>(i)])] = static_cast<int32_t>(i / g);
   const int maxq = w.max_code();
   const GroupRounding rounding = o.sym ? GroupRounding::kGptqSym : GroupRounding::kGptqAsym;
-
-  // Each output row is independent: its channels in perm order, each error spread over the rest.
-  const auto quantize_rows = [&](int64_t n0, int64_t n1) {
-    std::vector<float> row(static_cast<size_t>(K));
-    GroupParams p;
-    for (int64_t n = n0; n < n1; ++n) {
-      for (int64_t i = 0; i < K; ++i) row[static_cast<size_t>(i)] = values[static_cast<size_t>(n * K + perm[static_cast<size_t>(i)])];
-      for (int64_t i = 0; i < K; ++i) {
-        if (i % g == 0) {
-          p = choose_group_params(std::span(row).subspan(static_cast<size_t>(i), static_cast<size_t>(std::min(g, K - i))), maxq, rounding);
-          const auto at = static_cast<size_t>(i / g * N + n);
-          w.scales[at] = kernels::f32_to_f16(p.scale);
-          w.zeros[at] = static_cast<uint8_t>(p.zero);
-        }
-        const int q = p.code(row[static_cast<size_t>(i)], maxq);
-        w.codes[static_cast<size_t>(n * K + perm[static_cast<size_t>(i)])] = static_cast<uint8_t>(q);
-        const float* ui = u.data() + i * K;
-        const float err = (row[static_cast<size_t>(i)] - p.value(q)) / ui[i];
-        for (int64_t j = i + 1; j < K; ++j) row[static_cast<size_t>(j)] -= err * ui[j];
-      }
-    }
-  };
-  const int threads = static_cast<int>(std::clamp<int64_t>(o.threads, 1, N));
-  std::vector<std::jthread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(quantize_rows, N * t / threads, N * (t + 1) / threads);
-  quantize_rows(0, N / threads);
+  std::vector<GroupParams> current(static_cast<size_t>(N));  // each row's group being walked
+  gptq_walk(
+      values, N, K, hessian, perm, g, o.damp, o.threads,
+      [&](int64_t n, int64_t group, std::span<const float> x) {
+        const GroupParams p = choose_group_params(x, maxq, rounding);
+        current[static_cast<size_t>(n)] = p;
+        w.scales[static_cast<size_t>(group * N + n)] = kernels::f32_to_f16(p.scale);
+        w.zeros[static_cast<size_t>(group * N + n)] = static_cast<uint8_t>(p.zero);
+      },
+      [&](int64_t n, int64_t k, float x) {
+        const GroupParams& p = current[static_cast<size_t>(n)];
+        const int q = p.code(x, maxq);
+        w.codes[static_cast<size_t>(n * K + k)] = static_cast<uint8_t>(q);
+        return p.value(q);
+      });
   return w;
 }
 
-double gptq_output_error(std::span<const float> values, const GroupedIntWeight& q, const InputHessian& hessian) {
-  const int64_t N = q.out_features, K = q.in_features;
-  if (static_cast<int64_t>(values.size()) != N * K || hessian.dim() != K)
-    fail<InvalidArgument>("output error of a [{}, {}] weight against {} values and a Hessian of {}", N, K, values.size(),
-                          hessian.dim());
+QuantizedWeight gptq_quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
+                                     const WeightQuantSpec& spec, const InputHessian& hessian, int threads) {
+  QuantizedWeight w = empty_quantized_weight(rows, cols, spec);
+  check_matrix(values, rows, cols, hessian);
+  std::vector<int32_t> order(static_cast<size_t>(cols));
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<WeightGroupRounding> current(static_cast<size_t>(rows));
+  gptq_walk(
+      values, rows, cols, hessian, order, spec.group_for(cols), 0.01, threads,
+      [&](int64_t n, int64_t group, std::span<const float> x) {
+        current[static_cast<size_t>(n)] = weight_group_rounding(x, spec);
+        set_group(w, n, group, current[static_cast<size_t>(n)]);
+      },
+      [&](int64_t n, int64_t k, float x) {
+        const int q = current[static_cast<size_t>(n)].code(x, spec);
+        set_code(w, n, k, q);
+        return current[static_cast<size_t>(n)].value(q);
+      });
+  return w;
+}
+
+double gptq_output_error(std::span<const float> values, std::span<const float> quantized, const InputHessian& hessian) {
+  const int64_t K = hessian.dim();
+  if (values.size() != quantized.size() || values.size() % static_cast<size_t>(K) != 0)
+    fail<InvalidArgument>("output error of {} values against {} quantized ones and a Hessian of {}", values.size(),
+                          quantized.size(), K);
   double total = 0.0;
   std::vector<double> e(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t k = 0; k < K; ++k) e[static_cast<size_t>(k)] = static_cast<double>(values[static_cast<size_t>(n * K + k)]) - q.value(n, k);
+  for (size_t row = 0; row < values.size(); row += static_cast<size_t>(K)) {
+    for (int64_t k = 0; k < K; ++k) e[static_cast<size_t>(k)] = static_cast<double>(values[row + k]) - quantized[row + k];
     for (int64_t i = 0; i < K; ++i)
       for (int64_t j = 0; j < K; ++j) total += e[static_cast<size_t>(i)] * hessian.at(i, j) * e[static_cast<size_t>(j)];
   }

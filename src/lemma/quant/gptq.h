@@ -16,10 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "lemma/quant/grouped_int_weight.h"
+#include "lemma/quant/weight_format.h"
 
 namespace lemma::quant {
 
@@ -50,12 +53,26 @@ struct GptqOptions {
   int threads = 1;
 };
 
+// What a quantizer needs to run GPTQ: the input Hessian of a matrix by tensor name (null: none,
+// round to nearest instead), and the threads it may use.
+struct GptqCalibration {
+  std::function<const InputHessian*(const std::string& tensor_name)> hessian;
+  int threads = 1;
+};
+
 // Quantizes a row-major [N, K] f32 matrix against `hessian` (dim K). Throws InvalidArgument for bad
 // shapes or when H + damping is not positive definite even at 100x the dampening.
 GroupedIntWeight gptq_quantize(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian,
                                const GptqOptions& options);
 
-// The loss GPTQ minimises, sum_n (w_n - q_n)^T H (w_n - q_n), for `quantized`'s values.
-double gptq_output_error(std::span<const float> values, const GroupedIntWeight& quantized, const InputHessian& hessian);
+// The same walk for lemma's int8/int4 formats (weight_format.h): groups of spec's size in the stored
+// order (the format has no act-order), each group's scale and zero point by quantize_weight's rule
+// from its current values. Throws as quantize_weight, and as gptq_quantize for the Hessian.
+QuantizedWeight gptq_quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
+                                     const WeightQuantSpec& spec, const InputHessian& hessian, int threads = 1);
+
+// The loss GPTQ minimises, sum_n (w_n - q_n)^T H (w_n - q_n), for [N, K] weights and their
+// quantized values (dequantize_grouped, dequantize_weight).
+double gptq_output_error(std::span<const float> values, std::span<const float> quantized, const InputHessian& hessian);
 
 }  // namespace lemma::quant

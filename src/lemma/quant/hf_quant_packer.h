@@ -12,7 +12,6 @@
 // point into).
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,13 +29,6 @@ struct HfQuantizedCheckpoint {
   HfQuantizedCheckpoint() = default;
   HfQuantizedCheckpoint(HfQuantizedCheckpoint&&) = default;
   HfQuantizedCheckpoint& operator=(HfQuantizedCheckpoint&&) = default;
-};
-
-// GPTQ's calibration: the input Hessian of a matrix by tensor name (null: none, round to nearest),
-// and the threads gptq_quantize may use.
-struct GptqCalibration {
-  std::function<const InputHessian*(const std::string& tensor_name)> hessian;
-  int threads = 1;
 };
 
 HfQuantizedCheckpoint pack_hf_checkpoint(const std::vector<NamedTensor>& tensors, const HfQuantConfig& config,

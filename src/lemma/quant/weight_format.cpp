@@ -74,15 +74,8 @@ bool fits(const WeightQuantSpec& spec, int64_t cols) {
 
 namespace {
 
-// One group's quantization parameters (the int4 symmetric scale is negative when the group's
-// largest magnitude is positive: m / -8).
-struct GroupParams {
-  float scale;  // the f16-rounded scale, as f32
-  int zero;     // asymmetric zero point; 0 for symmetric
-};
-
 // Asymmetric scale and zero for the range [t lo, t hi]: scale rounded to f16, integer zero.
-GroupParams asymmetric_params(float lo, float hi, float t, int max_code) {
+WeightGroupRounding asymmetric_params(float lo, float hi, float t, int max_code) {
   const float raw_scale = (t * hi - t * lo) / static_cast<float>(max_code);
   const float scale = kernels::f16_to_f32(kernels::f32_to_f16(raw_scale));
   if (!std::isfinite(scale)) fail<InvalidArgument>("weight quantization scale {} does not fit in f16", raw_scale);
@@ -91,7 +84,7 @@ GroupParams asymmetric_params(float lo, float hi, float t, int max_code) {
 }
 
 // Sum over the group of (rms + |x|) * (x - dequantized x)^2.
-double weighted_squared_error(const float* x, int64_t n, const GroupParams& p, int max_code) {
+double weighted_squared_error(const float* x, int64_t n, const WeightGroupRounding& p, int max_code) {
   double sum_sq = 0.0;
   for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
   const double rms = n > 0 ? std::sqrt(sum_sq / static_cast<double>(n)) : 0.0;
@@ -111,12 +104,12 @@ double weighted_squared_error(const float* x, int64_t n, const GroupParams& p, i
 // llama.cpp's K-quant search weighs it (large weights matter more; a plain squared error made the
 // per-channel format worse, +6.6%, while helping the grouped ones). The first t with the smallest
 // error wins, so t = 1 on ties. Perplexity figures in quant/README.md.
-GroupParams search_asymmetric_params(const float* x, int64_t n, float lo, float hi, int max_code) {
-  GroupParams best = asymmetric_params(lo, hi, 1.0f, max_code);
+WeightGroupRounding search_asymmetric_params(const float* x, int64_t n, float lo, float hi, int max_code) {
+  WeightGroupRounding best = asymmetric_params(lo, hi, 1.0f, max_code);
   if (best.scale == 0.0f) return best;
   double best_error = weighted_squared_error(x, n, best, max_code);
   for (int i = 1; i < 16; ++i) {
-    const GroupParams p = asymmetric_params(lo, hi, 1.0f - 0.02f * static_cast<float>(i), max_code);
+    const WeightGroupRounding p = asymmetric_params(lo, hi, 1.0f - 0.02f * static_cast<float>(i), max_code);
     if (p.scale == 0.0f) break;
     const double e = weighted_squared_error(x, n, p, max_code);
     if (e < best_error) {
@@ -127,7 +120,11 @@ GroupParams search_asymmetric_params(const float* x, int64_t n, float lo, float 
   return best;
 }
 
-GroupParams choose_params(const float* x, int64_t n, const WeightQuantSpec& spec) {
+}  // namespace
+
+WeightGroupRounding weight_group_rounding(std::span<const float> group, const WeightQuantSpec& spec) {
+  const float* x = group.data();
+  const auto n = static_cast<int64_t>(group.size());
   float lo = 0.0f, hi = 0.0f, amax = 0.0f, signed_max = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     lo = std::min(lo, x[i]);
@@ -145,12 +142,14 @@ GroupParams choose_params(const float* x, int64_t n, const WeightQuantSpec& spec
   return {scale, 0};
 }
 
-int code_of(float x, const GroupParams& p, const WeightQuantSpec& spec) {
-  if (p.scale == 0.0f) return spec.symmetric ? 0 : p.zero;
-  const int q = static_cast<int>(std::nearbyint(x / p.scale));
+int WeightGroupRounding::code(float x, const WeightQuantSpec& spec) const {
+  if (scale == 0.0f) return spec.symmetric ? 0 : zero;
+  const int q = static_cast<int>(std::nearbyint(x / scale));
   if (spec.symmetric) return std::clamp(q, spec.min_code(), spec.max_code());
-  return std::clamp(q + p.zero, 0, spec.max_code());
+  return std::clamp(q + zero, 0, spec.max_code());
 }
+
+namespace {
 
 // The stored unsigned nibble/byte for code q.
 uint8_t stored_of(int q, const WeightQuantSpec& spec) {
@@ -165,6 +164,37 @@ int code_from_stored(uint8_t s, const WeightQuantSpec& spec) {
 
 }  // namespace
 
+QuantizedWeight empty_quantized_weight(int64_t rows, int64_t cols, const WeightQuantSpec& spec) {
+  validate(spec);
+  if (!fits(spec, cols)) fail<InvalidArgument>("row length {} does not fit {}", cols, spec.to_string());
+  QuantizedWeight w;
+  w.spec = spec;
+  w.rows = rows;
+  w.cols = cols;
+  const int64_t groups = w.groups_per_row();
+  w.qweight.assign(static_cast<size_t>(rows * w.qweight_row_bytes()), 0);
+  w.scales.resize(static_cast<size_t>(rows * groups));
+  if (!spec.symmetric) w.zeros.resize(static_cast<size_t>(rows * groups));
+  return w;
+}
+
+void set_group(QuantizedWeight& w, int64_t row, int64_t group, const WeightGroupRounding& p) {
+  const auto gi = static_cast<size_t>(row * w.groups_per_row() + group);
+  w.scales[gi] = kernels::f32_to_f16(p.scale);
+  if (!w.spec.symmetric) w.zeros[gi] = static_cast<uint8_t>(p.zero);
+}
+
+void set_code(QuantizedWeight& w, int64_t row, int64_t col, int code) {
+  uint8_t* qrow = w.qweight.data() + row * w.qweight_row_bytes();
+  const uint8_t s = stored_of(code, w.spec);
+  if (w.spec.bits == 8) {
+    qrow[col] = s;
+  } else {
+    uint8_t& byte = qrow[col / 2];
+    byte = static_cast<uint8_t>(col % 2 == 0 ? (byte & 0xF0) | s : (byte & 0x0F) | s << 4);
+  }
+}
+
 QuantizedWeight quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
                                 const WeightQuantSpec& spec) {
   validate(spec);
@@ -172,32 +202,15 @@ QuantizedWeight quantize_weight(std::span<const float> values, int64_t rows, int
   if (static_cast<int64_t>(values.size()) != rows * cols) {
     fail<InvalidArgument>("{} values given for a [{}, {}] matrix", values.size(), rows, cols);
   }
-  QuantizedWeight w;
-  w.spec = spec;
-  w.rows = rows;
-  w.cols = cols;
+  QuantizedWeight w = empty_quantized_weight(rows, cols, spec);
   const int64_t group = spec.group_for(cols);
   const int64_t groups = cols / group;
-  w.qweight.assign(static_cast<size_t>(rows * w.qweight_row_bytes()), 0);
-  w.scales.resize(static_cast<size_t>(rows * groups));
-  if (!spec.symmetric) w.zeros.resize(static_cast<size_t>(rows * groups));
   for (int64_t r = 0; r < rows; ++r) {
-    uint8_t* qrow = w.qweight.data() + r * w.qweight_row_bytes();
     for (int64_t g = 0; g < groups; ++g) {
       const float* x = values.data() + r * cols + g * group;
-      const GroupParams p = choose_params(x, group, spec);
-      const size_t gi = static_cast<size_t>(r * groups + g);
-      w.scales[gi] = kernels::f32_to_f16(p.scale);
-      if (!spec.symmetric) w.zeros[gi] = static_cast<uint8_t>(p.zero);
-      for (int64_t i = 0; i < group; ++i) {
-        const int64_t c = g * group + i;
-        const uint8_t s = stored_of(code_of(x[i], p, spec), spec);
-        if (spec.bits == 8) {
-          qrow[c] = s;
-        } else {
-          qrow[c / 2] |= static_cast<uint8_t>((c % 2 == 0) ? s : s << 4);
-        }
-      }
+      const WeightGroupRounding p = weight_group_rounding({x, static_cast<size_t>(group)}, spec);
+      set_group(w, r, g, p);
+      for (int64_t i = 0; i < group; ++i) set_code(w, r, g * group + i, p.code(x[i], spec));
     }
   }
   return w;

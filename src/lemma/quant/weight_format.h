@@ -67,6 +67,23 @@ struct QuantizedWeight {
 // !fits(spec, cols) or a scale overflows f16.
 QuantizedWeight quantize_weight(std::span<const float> values, int64_t rows, int64_t cols,
                                 const WeightQuantSpec& spec);
+// quantize_weight's rule one group and one value at a time, for quantizers that choose codes in
+// their own order (GPTQ, gptq.h): a group's scale (f16-rounded; the int4 symmetric one is negative
+// when the group's largest magnitude is positive: m / -8) and zero point (0 when symmetric) from its
+// values; a value's code under them and the code's value.
+struct WeightGroupRounding {
+  float scale = 0.0f;
+  int zero = 0;
+  int code(float x, const WeightQuantSpec& spec) const;
+  float value(int code) const { return scale * static_cast<float>(code - zero); }
+};
+WeightGroupRounding weight_group_rounding(std::span<const float> group, const WeightQuantSpec& spec);
+// A [rows, cols] weight with zero codes and scales (throws as quantize_weight for a spec or row
+// length that does not fit), and writers of one group's parameters and one code.
+QuantizedWeight empty_quantized_weight(int64_t rows, int64_t cols, const WeightQuantSpec& spec);
+void set_group(QuantizedWeight& weight, int64_t row, int64_t group, const WeightGroupRounding& rounding);
+void set_code(QuantizedWeight& weight, int64_t row, int64_t col, int code);
+
 // The reference dequantizer: row `row` into `out` ([cols]).
 void dequantize_weight_row(const QuantizedWeight& weight, int64_t row, float* out);
 std::vector<float> dequantize_weight(const QuantizedWeight& weight);

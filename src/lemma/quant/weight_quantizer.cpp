@@ -34,7 +34,7 @@ bool is_embedding_or_output(std::string_view name) {
 }
 
 QuantizedCheckpoint quantize_weights(const std::vector<NamedTensor>& tensors, const WeightQuantizeOptions& options,
-                                     const WeightQuantizeProgress& progress) {
+                                     const WeightQuantizeProgress& progress, const GptqCalibration& calibration) {
   validate(options.spec);
   std::vector<std::regex> keep;
   for (const auto& p : options.keep_patterns) {
@@ -53,7 +53,15 @@ QuantizedCheckpoint quantize_weights(const std::vector<NamedTensor>& tensors, co
       const auto m = matrix_shape(t.view.shape);
       plan.quantized = true;
       plan.reason = options.spec.to_string();
-      out.quantized.push_back(quantize_weight(tensor_to_f32(t.view), m.rows, m.cols, options.spec));
+      const InputHessian* hessian =
+          calibration.hessian && !options.spec.int8_activations ? calibration.hessian(t.name) : nullptr;
+      if (hessian) {
+        out.quantized.push_back(gptq_quantize_weight(tensor_to_f32(t.view), m.rows, m.cols, options.spec, *hessian,
+                                                     calibration.threads));
+        plan.reason += " (GPTQ, calibrated)";
+      } else {
+        out.quantized.push_back(quantize_weight(tensor_to_f32(t.view), m.rows, m.cols, options.spec));
+      }
       for (auto& entry : quantized_tensors(quantized_base_name(t.name), out.quantized.back())) {
         plan.bytes_after += entry.view.bytes();
         out.tensors.push_back(std::move(entry));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lemma/io/safetensors.h"
+#include "lemma/quant/gptq.h"
 #include "lemma/quant/weight_format.h"
 
 namespace lemma::quant {
@@ -54,7 +55,10 @@ struct QuantizedCheckpoint {
 
 using WeightQuantizeProgress = std::function<void(size_t, size_t, const WeightTensorPlan&)>;
 
+// Matrices whose input Hessian `calibration` gives are quantized by GPTQ (gptq_quantize_weight;
+// not for W8A8), the others round to nearest (quantize_weight).
 QuantizedCheckpoint quantize_weights(const std::vector<NamedTensor>& tensors, const WeightQuantizeOptions& options,
-                                     const WeightQuantizeProgress& progress = {});
+                                     const WeightQuantizeProgress& progress = {},
+                                     const GptqCalibration& calibration = {});
 
 }  // namespace lemma::quant

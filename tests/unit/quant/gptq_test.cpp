@@ -81,7 +81,7 @@ TEST(Gptq, CorrelatedInputsLowerTheOutputError) {
     const auto rounding = c.sym ? GroupRounding::kGptqSym : GroupRounding::kGptqAsym;
     const auto gptq = gptq_quantize(w, N, K, h, {c.bits, c.group, c.sym, c.act_order});
     const auto rtn = quantize_grouped(w, N, K, c.bits, c.group, rounding, gptq.g_idx);  // the same groups
-    const double e_gptq = gptq_output_error(w, gptq, h), e_rtn = gptq_output_error(w, rtn, h);
+    const double e_gptq = gptq_output_error(w, dequantize_grouped(gptq), h), e_rtn = gptq_output_error(w, dequantize_grouped(rtn), h);
     std::printf("  %d bits, group %lld%s%s: output error GPTQ %.4g, round to nearest %.4g (%.2fx)\n", c.bits,
                 static_cast<long long>(c.group), c.sym ? " sym" : " asym", c.act_order ? " act" : "", e_gptq, e_rtn,
                 e_rtn / e_gptq);
@@ -95,6 +95,31 @@ TEST(Gptq, CorrelatedInputsLowerTheOutputError) {
         }
       }
     }
+  }
+}
+
+// lemma's int8/int4 formats: round to nearest under H = I, bit for bit; lower output error on
+// correlated inputs.
+TEST(Gptq, LemmaFormatsTakeTheSameWalk) {
+  const int64_t N = 9, K = 128;
+  InputHessian unit(K);
+  std::vector<float> eye(static_cast<size_t>(K * K), 0.0f);
+  for (int64_t k = 0; k < K; ++k) eye[static_cast<size_t>(k * K + k)] = 1.0f;
+  unit.add(eye, K);
+  const auto h = correlated_hessian(K, 500, 41);
+  const auto w = random_values(N * K, 42);
+  for (const char* name : {"int4-g32-sym", "int4-g64-asym", "int4-channel-sym", "int8-channel-sym", "int8-g128-asym"}) {
+    SCOPED_TRACE(name);
+    const auto spec = *parse_weight_quant_spec(name);
+    const auto rtn = quantize_weight(w, N, K, spec);
+    const auto same = gptq_quantize_weight(w, N, K, spec, unit, 2);
+    EXPECT_EQ(same.qweight, rtn.qweight);
+    EXPECT_EQ(same.scales, rtn.scales);
+    EXPECT_EQ(same.zeros, rtn.zeros);
+    const auto gptq = gptq_quantize_weight(w, N, K, spec, h, 2);
+    const double e_gptq = gptq_output_error(w, dequantize_weight(gptq), h), e_rtn = gptq_output_error(w, dequantize_weight(rtn), h);
+    std::printf("  %s: output error GPTQ %.4g, round to nearest %.4g (%.2fx)\n", name, e_gptq, e_rtn, e_rtn / e_gptq);
+    EXPECT_LT(e_gptq, 0.8 * e_rtn);
   }
 }
 

@@ -40,11 +40,33 @@ void subtract_panel(Matrix& a, const Matrix& panel_rows, int64_t K, int64_t r0, 
   }
 }
 
+// fn(ra, rb) over ranges of rows [r0, r1) on up to `threads` threads, cut so that each range has
+// about the same number of columns >= its rows (row r of a K-wide triangle has K - r). Rows are
+// updated independently, so the result does not depend on the cut.
+template <class Fn>
+void for_row_ranges(int64_t r0, int64_t r1, int64_t K, int threads, Fn fn) {
+  const int64_t n = r1 - r0;
+  const int t_count = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n / 8)));
+  if (t_count == 1) return fn(r0, r1);
+  double total = 0.0;
+  for (int64_t r = r0; r < r1; ++r) total += static_cast<double>(K - r);
+  std::vector<int64_t> cuts = {r0};
+  double seen = 0.0;
+  for (int64_t r = r0; r < r1 && static_cast<int>(cuts.size()) < t_count; ++r) {
+    seen += static_cast<double>(K - r);
+    if (seen >= total * static_cast<double>(cuts.size()) / t_count) cuts.push_back(r + 1);
+  }
+  cuts.push_back(r1);
+  std::vector<std::jthread> pool;
+  for (size_t i = 1; i + 1 < cuts.size(); ++i) pool.emplace_back(fn, cuts[i], cuts[i + 1]);
+  fn(cuts[0], cuts[1]);
+}
+
 // In place: the upper Cholesky factor U of a (a = U^T U) in the upper triangle (the lower one is
 // left as it was). Per panel: its rows factored among themselves, then every later row updated
 // by the panel (contiguous axpys: vectorised without reassociating sums). False when a is not
 // positive definite.
-bool cholesky_upper(Matrix& a, int64_t K) {
+bool cholesky_upper(Matrix& a, int64_t K, int threads) {
   for (int64_t j0 = 0; j0 < K; j0 += kPanel) {
     const int64_t j1 = std::min(K, j0 + kPanel);
     for (int64_t j = j0; j < j1; ++j) {
@@ -59,7 +81,9 @@ bool cholesky_upper(Matrix& a, int64_t K) {
         for (int64_t k = i; k < K; ++k) row_i[k] -= f * row_j[k];
       }
     }
-    subtract_panel(a, a, K, j1, K, j0, j1, [&](int64_t r, int64_t p) { return a[static_cast<size_t>(p * K + r)]; });
+    for_row_ranges(j1, K, K, threads, [&](int64_t ra, int64_t rb) {
+      subtract_panel(a, a, K, ra, rb, j0, j1, [&](int64_t r, int64_t p) { return a[static_cast<size_t>(p * K + r)]; });
+    });
   }
   return true;
 }
@@ -67,13 +91,15 @@ bool cholesky_upper(Matrix& a, int64_t K) {
 // The inverse of the upper triangular u (upper triangle of `u`), bottom panel first: row i of the
 // inverse is (e_i - sum over k > i of u_ik * row k) / u_ii; a panel takes the rows below it first
 // (blocked), then its own.
-Matrix upper_inverse(const Matrix& u, int64_t K) {
+Matrix upper_inverse(const Matrix& u, int64_t K, int threads) {
   Matrix inv(static_cast<size_t>(K * K), 0.0);
   for (int64_t i = 0; i < K; ++i) inv[static_cast<size_t>(i * K + i)] = 1.0;
   for (int64_t i1 = K; i1 > 0; i1 -= kPanel) {
     const int64_t i0 = std::max<int64_t>(0, i1 - kPanel);
-    for (int64_t k0 = i1; k0 < K; k0 += kPanel)
-      subtract_panel(inv, inv, K, i0, i1, k0, std::min(K, k0 + kPanel), [&](int64_t r, int64_t k) { return u[static_cast<size_t>(r * K + k)]; });
+    for_row_ranges(i0, i1, K, threads, [&](int64_t ra, int64_t rb) {
+      for (int64_t k0 = i1; k0 < K; k0 += kPanel)
+        subtract_panel(inv, inv, K, ra, rb, k0, std::min(K, k0 + kPanel), [&](int64_t r, int64_t k) { return u[static_cast<size_t>(r * K + k)]; });
+    });
     for (int64_t i = i1 - 1; i >= i0; --i) {
       double* row = inv.data() + i * K;
       const double* u_i = u.data() + i * K;
@@ -92,7 +118,8 @@ Matrix upper_inverse(const Matrix& u, int64_t K) {
 // gives channel i's update of the later channels, U_ii its error's scale. With J the reversal of
 // the channels: J H J = Uc^T Uc (Cholesky), so H = Lh^T Lh with Lh = J Uc J lower, H^-1 =
 // Lh^-1 Lh^-T, and U = Lh^-T = J Uc^-T J: one factorisation and one triangular inverse.
-std::vector<float> inverse_hessian_factor(const InputHessian& hessian, std::span<const int32_t> perm, double damp) {
+std::vector<float> inverse_hessian_factor(const InputHessian& hessian, std::span<const int32_t> perm, double damp,
+                                          int threads) {
   const int64_t K = hessian.dim();
   double mean_diag = 0.0;
   for (int64_t k = 0; k < K; ++k) mean_diag += hessian.at(k, k) > 0.0 ? hessian.at(k, k) : 1.0;
@@ -107,8 +134,8 @@ std::vector<float> inverse_hessian_factor(const InputHessian& hessian, std::span
       if (d <= 0.0) d = 1.0;  // an input calibration never saw
       d += factor * damp * mean_diag;
     }
-    if (!cholesky_upper(m, K)) continue;
-    const Matrix inv = upper_inverse(m, K);
+    if (!cholesky_upper(m, K, threads)) continue;
+    const Matrix inv = upper_inverse(m, K, threads);
     std::vector<float> u(static_cast<size_t>(K * K), 0.0f);
     for (int64_t i = 0; i < K; ++i)
       for (int64_t j = i; j < K; ++j) u[static_cast<size_t>(i * K + j)] = static_cast<float>(inv[static_cast<size_t>((K - 1 - j) * K + (K - 1 - i))]);
@@ -148,7 +175,7 @@ template <class BeginGroup, class Round>
 void gptq_walk(std::span<const float> values, int64_t N, int64_t K, const InputHessian& hessian,
                std::span<const int32_t> perm, int64_t group, double damp, int threads, BeginGroup begin_group,
                Round round) {
-  const std::vector<float> u = inverse_hessian_factor(hessian, perm, damp);
+  const std::vector<float> u = inverse_hessian_factor(hessian, perm, damp, threads);
   const auto quantize_rows = [&](int64_t n0, int64_t n1) {
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = n0; n < n1; ++n) {

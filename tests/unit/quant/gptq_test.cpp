@@ -145,8 +145,9 @@ TEST(Gptq, TwoInputsFollowTheClosedForm) {
 }
 
 TEST(Gptq, AnyThreadCountGivesTheSameCodes) {
-  const int64_t N = 37, K = 64;
-  const auto h = correlated_hessian(K, 200, 21);
+  // K over three 64-row panels of the factorisation, whose row updates are split too.
+  const int64_t N = 37, K = 200;
+  const auto h = correlated_hessian(K, 300, 21);
   const auto w = random_values(N * K, 22);
   GptqOptions o{4, 32, false, true};
   const auto one = gptq_quantize(w, N, K, h, o);

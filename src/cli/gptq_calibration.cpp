@@ -6,7 +6,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/model/sequence_logits.h"
-#include "lemma/model/weight_names.h"
+#include "lemma/model/linear_inputs.h"
 
 namespace lemma::cli {
 
@@ -17,18 +17,17 @@ GptqHessians::GptqHessians(const ModelSource& source, std::vector<int32_t> token
   if (tokens_.empty()) fail<InvalidArgument>("--calibrate: the calibration text has no tokens");
   if (context_ <= 0) fail<InvalidArgument>("--calibrate: context {} must be positive", context_);
   const WeightFormat fmt = source.format == ModelFormat::kGguf ? WeightFormat::kGguf : WeightFormat::kHf;
-  const std::pair<WeightRole, LinearInput> roles[] = {
-      {WeightRole::kQ, LinearInput::kQkv},       {WeightRole::kK, LinearInput::kQkv},  {WeightRole::kV, LinearInput::kQkv},
-      {WeightRole::kO, LinearInput::kO},         {WeightRole::kGate, LinearInput::kGateUp},
-      {WeightRole::kUp, LinearInput::kGateUp},   {WeightRole::kDown, LinearInput::kDown}};
   for (int64_t l = 0; l < model_.config().num_layers; ++l)
-    for (const auto& [role, input] : roles) inputs_[weight_name(fmt, role, l)] = {l, input};
+    for (const WeightRole role : kLayerMatrixRoles) inputs_[weight_name(fmt, role, l)] = {l, *linear_input_of(role)};
 }
 
 uint64_t GptqHessians::layer_bytes() const {
-  const ModelConfig& c = model_.config();
-  const auto sq = [](int64_t n) { return static_cast<uint64_t>(n * n); };
-  return sizeof(double) * (2 * sq(c.hidden_size) + sq(c.q_dim()) + sq(c.intermediate_size));
+  uint64_t elements = 0;
+  for (const LinearInput input : kLinearInputs) {
+    const auto width = static_cast<uint64_t>(linear_input_width(model_.config(), input));
+    elements += width * width;
+  }
+  return sizeof(double) * elements;
 }
 
 const quant::InputHessian* GptqHessians::for_tensor(const std::string& name) {
@@ -47,9 +46,8 @@ void GptqHessians::gather(int64_t first_layer) {
   first_ = first_layer;
   last_ = first_layer + count;
   for (int64_t l = first_; l < last_; ++l) {
-    for (const auto& [input, dim] : {std::pair{LinearInput::kQkv, c.hidden_size}, {LinearInput::kO, c.q_dim()},
-                                     {LinearInput::kGateUp, c.hidden_size}, {LinearInput::kDown, c.intermediate_size}})
-      held_[{l, input}] = std::make_unique<quant::InputHessian>(dim);
+    for (const LinearInput input : kLinearInputs)
+      held_[{l, input}] = std::make_unique<quant::InputHessian>(linear_input_width(c, input));
   }
   ++passes_;
   std::fprintf(stderr, "GPTQ calibration pass %d: layers %lld..%lld of %lld, %lld tokens, %.1f MiB of Hessians\n", passes_,

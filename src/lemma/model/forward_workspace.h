@@ -5,25 +5,17 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "lemma/model/decode_plans.h"
 #include "lemma/model/layers/paged_attention.h"
+#include "lemma/model/linear_inputs.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/rope_scaling.h"
 #include "lemma/model/thread_team.h"
 
 namespace lemma {
-
-// The inputs of a layer's matmul groups (q/k/v and gate/up each read one input).
-enum class LinearInput { kQkv, kO, kGateUp, kDown };
-
-// Sees each layer matmul group's input rows x ([rows, cols], f32) just before the group runs:
-// calibration (GPTQ's Hessians, quant/gptq.h). Not called for the LM head.
-using LinearInputObserver = std::function<void(int64_t layer, LinearInput input, std::span<const float> x, int64_t rows, int64_t cols)>;
 
 struct ForwardWorkspace {
   // `num_threads` threads (the caller included) work on each forward; 0 means one per CPU.
@@ -50,9 +42,9 @@ struct ForwardWorkspace {
   std::vector<layers::AttentionSequence> slices;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   std::unique_ptr<ThreadTeam> team;
-  DecodePlanCache decode_plans;
-  // Empty in serving (one branch per matmul group); set by calibration tools.
-  LinearInputObserver observe_linear_input;  // matmul plans per batch row count, replayed by decode steps (G15)
+  DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
+  // Empty in serving (one branch per matmul group); set by calibration tools (linear_inputs.h).
+  LinearInputObserver observe_linear_input;
 };
 
 }  // namespace lemma

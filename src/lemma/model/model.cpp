@@ -100,8 +100,7 @@ struct StepState {
                std::span<const layers::LinearOutput> outputs) const {
     if (!ws.observe_linear_input || layer >= config.num_layers) return;
     const int64_t K = outputs[0].weight->shape[1];
-    static constexpr LinearInput kInputs[] = {LinearInput::kQkv, LinearInput::kO, LinearInput::kGateUp, LinearInput::kDown};
-    ws.observe_linear_input(layer, kInputs[slot], x.first(static_cast<size_t>(M * K)), M, K);
+    ws.observe_linear_input(layer, kLinearInputs[slot], x.first(static_cast<size_t>(M * K)), M, K);
   }
 
   // y = x . W^T for each output (layers::linear_group), with the captured plan when there is one.

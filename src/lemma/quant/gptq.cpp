@@ -21,11 +21,11 @@ using Matrix = std::vector<double>;  // square, row-major
 // streamed the whole trailing triangle once per row: 53 s for K = 4864 on this VM.
 constexpr int64_t kPanel = 64, kChunk = 512;
 
-// rows [r0, r1) (columns >= their own index, or >= `from` when given) -= sum over panel rows p in
-// [p0, p1) of coef(r, p) * row p. Every row sees the panel rows in order, whatever the blocking.
+// Rows [r0, r1) of a (columns >= their own index) -= sum over the panel rows p in [p0, p1) of a
+// (disjoint from [r0, r1)) of coef(r, p) * row p. Every row sees the panel rows in order, whatever
+// the blocking.
 template <class Coef>
-void subtract_panel(Matrix& a, const Matrix& panel_rows, int64_t K, int64_t r0, int64_t r1, int64_t p0, int64_t p1,
-                    Coef coef) {
+void subtract_panel(Matrix& a, int64_t K, int64_t r0, int64_t r1, int64_t p0, int64_t p1, Coef coef) {
   for (int64_t c0 = r0; c0 < K; c0 += kChunk) {
     const int64_t c1 = std::min(K, c0 + kChunk);
     for (int64_t r = r0; r < std::min(r1, c1); ++r) {
@@ -33,7 +33,7 @@ void subtract_panel(Matrix& a, const Matrix& panel_rows, int64_t K, int64_t r0, 
       const int64_t from = std::max(r, c0);
       for (int64_t p = p0; p < p1; ++p) {
         const double f = coef(r, p);
-        const double* src = panel_rows.data() + p * K;
+        const double* src = a.data() + p * K;
         for (int64_t c = from; c < c1; ++c) row[c] -= f * src[c];
       }
     }
@@ -82,7 +82,7 @@ bool cholesky_upper(Matrix& a, int64_t K, int threads) {
       }
     }
     for_row_ranges(j1, K, K, threads, [&](int64_t ra, int64_t rb) {
-      subtract_panel(a, a, K, ra, rb, j0, j1, [&](int64_t r, int64_t p) { return a[static_cast<size_t>(p * K + r)]; });
+      subtract_panel(a, K, ra, rb, j0, j1, [&](int64_t r, int64_t p) { return a[static_cast<size_t>(p * K + r)]; });
     });
   }
   return true;
@@ -98,7 +98,7 @@ Matrix upper_inverse(const Matrix& u, int64_t K, int threads) {
     const int64_t i0 = std::max<int64_t>(0, i1 - kPanel);
     for_row_ranges(i0, i1, K, threads, [&](int64_t ra, int64_t rb) {
       for (int64_t k0 = i1; k0 < K; k0 += kPanel)
-        subtract_panel(inv, inv, K, ra, rb, k0, std::min(K, k0 + kPanel), [&](int64_t r, int64_t k) { return u[static_cast<size_t>(r * K + k)]; });
+        subtract_panel(inv, K, ra, rb, k0, std::min(K, k0 + kPanel), [&](int64_t r, int64_t k) { return u[static_cast<size_t>(r * K + k)]; });
     });
     for (int64_t i = i1 - 1; i >= i0; --i) {
       double* row = inv.data() + i * K;

@@ -17,7 +17,7 @@
 #include "lemma/io/gguf_writer.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
-#include "lemma/model/weight_names.h"
+#include "lemma/model/linear_inputs.h"
 #include "lemma/quant/gptq.h"
 #include "lemma/quant/gguf_quantizer.h"
 #include "lemma/quant/weight_quantizer.h"
@@ -68,15 +68,11 @@ TinyHessians tiny_hessians(const std::string& path) {
   const Model model = Model::open(path);
   const ModelConfig& c = model.config();
   TinyHessians h;
-  const std::pair<WeightRole, LinearInput> roles[] = {
-      {WeightRole::kQ, LinearInput::kQkv}, {WeightRole::kK, LinearInput::kQkv},       {WeightRole::kV, LinearInput::kQkv},
-      {WeightRole::kO, LinearInput::kO},   {WeightRole::kGate, LinearInput::kGateUp}, {WeightRole::kUp, LinearInput::kGateUp},
-      {WeightRole::kDown, LinearInput::kDown}};
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    for (const auto& [role, input] : roles) {
-      const int64_t dim = input == LinearInput::kO ? c.q_dim() : input == LinearInput::kDown ? c.intermediate_size : c.hidden_size;
+    for (const WeightRole role : kLayerMatrixRoles) {
+      const LinearInput input = *linear_input_of(role);
       auto& slot = h.by_input[{l, input}];
-      if (!slot) slot = std::make_unique<InputHessian>(dim);
+      if (!slot) slot = std::make_unique<InputHessian>(linear_input_width(c, input));
       h.by_name[weight_name(WeightFormat::kGguf, role, l)] = slot.get();
     }
   }

@@ -216,6 +216,7 @@ TEST(FlashAttention, EachIsaRunsTheBestKernelTheCpuHas) {
   const int64_t ps = flash_partial_stride(s.head_dim);
   for (const FlashSplitKernel& kernel : kernels) {
     if (std::string(kernel.name) == (has_bf16 ? "avx512" : "avx512_bf16")) continue;  // not what isa runs
+    if (std::string(kernel.name) == "amx_emulated") continue;                          // tests only
     std::vector<float> want(static_cast<size_t>(s.num_rows * s.group * ps)), got(want.size());
     kernel.run(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, want.data()));
     flash_attention_split(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, got.data()), kernel.isa);

@@ -12,11 +12,23 @@ namespace lemma::kernels {
 namespace {
 using SplitFn = void (*)(const FlashSplitArgs&);
 
-// AVX-512 (and AMX, which has no attention kernel of its own): the AVX512_BF16 build where the
-// CPU has it (it differs only for bf16 caches).
+// AVX-512: the AVX512_BF16 build where the CPU has it (it differs only for bf16 caches).
 SplitFn avx512_kernel() {
   static const SplitFn fn = cpu_features().avx512_bf16 ? x86::flash_split_avx512_bf16 : x86::flash_split_avx512;
   return fn;
+}
+
+// AMX: the tile kernel `Tiles` for a bf16 cache with heads of at most kAmxMaxHeadDim, the AVX-512
+// kernel for everything else (per model and cache dtype the choice never changes, so neither do
+// the bits).
+constexpr int64_t kAmxMaxHeadDim = 256;
+template <SplitFn Tiles>
+void amx_or_avx512(const FlashSplitArgs& args) {
+  if (args.kv_dtype == KvDtype::kBf16 && args.head_dim <= kAmxMaxHeadDim) {
+    Tiles(args);
+  } else {
+    avx512_kernel()(args);
+  }
 }
 }  // namespace
 
@@ -24,8 +36,8 @@ void flash_attention_split(const FlashSplitArgs& args, Isa isa) {
   switch (isa) {
     case Isa::kScalar: flash_split_reference(args); return;
     case Isa::kAvx2: x86::flash_split_avx2(args); return;
-    case Isa::kAvx512:
-    case Isa::kAmx: avx512_kernel()(args); return;
+    case Isa::kAvx512: avx512_kernel()(args); return;
+    case Isa::kAmx: amx_or_avx512<x86::flash_split_amx_bf16>(args); return;
   }
 }
 
@@ -36,6 +48,10 @@ std::vector<FlashSplitKernel> flash_split_kernels() {
   if (top >= Isa::kAvx512) kernels.push_back({"avx512", Isa::kAvx512, x86::flash_split_avx512});
   if (top >= Isa::kAvx512 && cpu_features().avx512_bf16)
     kernels.push_back({"avx512_bf16", Isa::kAvx512, x86::flash_split_avx512_bf16});
+  // The AMX kernel's logic on the tile emulator, on every AVX-512 machine (never what an ISA runs).
+  if (top >= Isa::kAvx512)
+    kernels.push_back({"amx_emulated", Isa::kAvx512, amx_or_avx512<x86::flash_split_amx_bf16_emulated>});
+  if (top >= Isa::kAmx) kernels.push_back({"amx", Isa::kAmx, amx_or_avx512<x86::flash_split_amx_bf16>});
   return kernels;
 }
 void flash_attention_split(const FlashSplitArgs& args) { flash_attention_split(args, active_isa()); }

@@ -33,9 +33,12 @@ void flash_attention_split(const FlashSplitArgs& args, Isa isa);
 void flash_attention_split(const FlashSplitArgs& args);  // active_isa()
 
 // One split kernel this machine can run: the one flash_attention_split(args, isa) uses, or (name
-// "avx512" on a CPU with AVX512_BF16) the plain AVX-512 kernel that CPUs without it get.
+// "avx512" on a CPU with AVX512_BF16) the plain AVX-512 kernel that CPUs without it get, or
+// ("amx_emulated", any AVX-512 CPU) the AMX kernel on the tile emulator, for tests.
+// The AMX kernel (Isa::kAmx) takes bf16 caches with head_dim <= 256 on AMX-BF16 tiles
+// (x86/amx/flash_split_amx_kernel.h) and gives everything else to the AVX-512 kernel.
 struct FlashSplitKernel {
-  const char* name;  // "scalar", "avx2", "avx512", "avx512_bf16"
+  const char* name;  // "scalar", "avx2", "avx512", "avx512_bf16", "amx_emulated", "amx"
   Isa isa;           // the ISA it needs
   void (*run)(const FlashSplitArgs&);
 };

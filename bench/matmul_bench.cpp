@@ -26,6 +26,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/model/thread_team.h"
 
 namespace {
@@ -41,6 +42,10 @@ struct Variant {
   DType dtype;
   Isa isa;
   MatmulPrecision precision;
+  // A kernel matmul() never picks (the AMX-INT8 ones, see registry.cpp), run in place of the
+  // registry's choice for `isa` (which prepares the same activations); needs AMX.
+  lemma::kernels::MatmulFn amx_fn = nullptr;
+  const char* amx_name = nullptr;
 };
 
 // Random weights in `dtype`, kept for the whole run (the lm_head alone is 272 MB in bf16), in
@@ -129,9 +134,9 @@ ColdRing cold_ring(const TensorView& w, size_t bytes, int64_t copies) {
 void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   const int64_t M = state.range(0);
   const bool cold = state.range(1) != 0;
-  if (v.isa > lemma::kernels::detected_isa() ||
+  if (v.isa > lemma::kernels::detected_isa() || (v.amx_fn != nullptr && !lemma::kernels::cpu_features().amx) ||
       (v.precision == MatmulPrecision::kBf16Activations && !lemma::kernels::cpu_features().avx512_bf16)) {
-    state.SkipWithError(v.isa == Isa::kAmx ? "needs AMX (this CPU has none)" : "this machine cannot run the variant");
+    state.SkipWithError(v.isa == Isa::kAmx || v.amx_fn != nullptr ? "needs AMX (this CPU has none)" : "this machine cannot run the variant");
     return;
   }
   if (K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) {
@@ -160,6 +165,7 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     lemma::kernels::MatmulPlan plan =
         lemma::kernels::plan_matmul(x.data(), K, M, ring[next], y.data(), N, nullptr, {v.isa, v.precision});
     next = (next + 1) % ring.size();
+    if (v.amx_fn != nullptr) plan.fn = v.amx_fn;
     lemma::kernels::prepare_activations(std::span(&plan, 1));
     threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile));
@@ -170,7 +176,8 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   const double flops = 2.0 * static_cast<double>(M * N * K);
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GB/s"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(lemma::kernels::kernel_name_for(v.dtype, K, v.isa, v.precision)));
+  state.SetLabel(v.amx_name != nullptr ? std::string(v.amx_name)
+                                        : std::string(lemma::kernels::kernel_name_for(v.dtype, K, v.isa, v.precision)));
 }
 
 const Variant kVariants[] = {
@@ -189,9 +196,12 @@ const Variant kVariants[] = {
     {"q5_0_int8_avx512", DType::kQ5_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_0x16_int8_avx512", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // AMX tiles (x86/amx/); skipped on machines without AMX.
-    {"q8_0x16_int8_amx", DType::kQ8_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
-    {"q4_0x16_int8_amx", DType::kQ4_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
-    {"q5_0x16_int8_amx", DType::kQ5_0x16, Isa::kAmx, MatmulPrecision::kInt8Activations},
+    {"q8_0x16_int8_amx", DType::kQ8_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+     lemma::kernels::x86::matmul_q8_0x16_int8_amx, "amx_q8_0x16_int8"},
+    {"q4_0x16_int8_amx", DType::kQ4_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+     lemma::kernels::x86::matmul_q4_0x16_int8_amx, "amx_q4_0x16_int8"},
+    {"q5_0x16_int8_amx", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+     lemma::kernels::x86::matmul_q5_0x16_int8_amx, "amx_q5_0x16_int8"},
     {"bf16x16_amx", DType::kBF16x16, Isa::kAmx, MatmulPrecision::kBf16Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},

@@ -130,14 +130,15 @@ int run_roofline(const MachineFlags& flags) {
   return 0;
 }
 
-// The probe whose peak is the compute ceiling of the model's matmuls: the bf16 dot where bf16 weights
-// run with bf16 activations (kernels/matmul_precision.h), the VNNI int8 dot where int8 activations
+// The probe whose peak is the compute ceiling of the model's matmuls: AMX's TDPBF16PS where bf16
+// weights run with bf16 activations under Isa::kAmx, the AVX512_BF16 dot where they run on vectors
+// (kernels/matmul_precision.h), the VNNI int8 dot where int8 activations
 // run on AVX512_VNNI, else the active ISA's f32 FMA (the f32 and dequantising kernels use it; the
 // AVX2 int8 kernels' fraction is of it too).
 std::string matmul_peak_probe(DType weights) {
   const auto isa = kernels::active_isa();
   if (kernels::default_matmul_precision(weights, isa) == kernels::MatmulPrecision::kBf16Activations)
-    return "bf16_dot_avx512bf16";
+    return isa == kernels::Isa::kAmx && weights == DType::kBF16x16 ? "bf16_tile_amx" : "bf16_dot_avx512bf16";  // amx_bf16x16
   if (kernels::default_matmul_precision(weights, isa) == kernels::MatmulPrecision::kInt8Activations &&
       isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni)
     return "int8_dot_avx512vnni";  // the int8 kernels' vpdpbusd

@@ -44,6 +44,7 @@ std::vector<FlopsProbe> measure_peak_flops(const PeakFlopsOptions& options) {
   if (cpu.avx512 && cpu.avx512_vnni) {
     probes.push_back({"int8_dot_avx512vnni", best_gflops(options, x86::dot_int8_avx512vnni, x86::kDotInt8OpsPerIteration)});
   }
+  if (cpu.amx) probes.push_back({"bf16_tile_amx", best_gflops(options, x86::dot_bf16_amx, x86::kDotBf16AmxFlopsPerIteration)});
   return probes;
 }
 

@@ -1,7 +1,8 @@
 // Peak arithmetic throughput in registers: every thread (pinned) runs independent FMA chains that
 // never touch memory; the best of a few passes is reported per instruction family the CPU has:
 // f32 FMA with AVX2 and AVX-512, the AVX512_BF16 dot product (vdpbf16ps) and the AVX512_VNNI int8 dot
-// product (vpdpbusd; its integer multiply-adds counted as 2 ops, like FLOPs). AMX is not probed here.
+// product (vpdpbusd; its integer multiply-adds counted as 2 ops, like FLOPs), and AMX-BF16's
+// TDPBF16PS on four C tiles (where the CPU has AMX and Linux granted the tile state).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 namespace lemma::bench {
 
 struct FlopsProbe {
-  std::string name;     // "f32_fma_avx2", "f32_fma_avx512", "bf16_dot_avx512bf16", "int8_dot_avx512vnni"
+  std::string name;     // "f32_fma_avx2", "f32_fma_avx512", "bf16_dot_avx512bf16", "int8_dot_avx512vnni", "bf16_tile_amx"
   double gflops = 0.0;  // 1 GFLOP = 1e9 floating-point operations (a multiply-add counts two)
 };
 

@@ -68,7 +68,7 @@ TEST(Probes, PeakFlopsListsEveryFamilyTheCpuHas) {
   const auto probes = measure_peak_flops({1, 1, 1 << 12});
   const auto& cpu = kernels::cpu_features();
   const size_t expected = (cpu.avx2 ? 1 : 0) + (cpu.avx512 ? 1 : 0) + (cpu.avx512 && cpu.avx512_bf16 ? 1 : 0) +
-                          (cpu.avx512 && cpu.avx512_vnni ? 1 : 0);
+                          (cpu.avx512 && cpu.avx512_vnni ? 1 : 0) + (cpu.amx ? 1 : 0);
   ASSERT_EQ(probes.size(), expected);
   for (const auto& p : probes) {
     EXPECT_TRUE(std::isfinite(p.gflops)) << p.name;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,7 +52,10 @@ struct PagedCache {
   std::vector<float> key_scales, value_scales;  // [num_blocks, block_size, num_kv_heads]
   std::vector<int32_t> table;
 
-  PagedCache(const Shape& s, uint32_t seed, KvDtype dtype_ = KvDtype::kF32, float key_gain = 1.0f) : dtype(dtype_) {
+  // `fixed_table`: the block table to use (values below blocks needed + 3) instead of a shuffled one.
+  PagedCache(const Shape& s, uint32_t seed, KvDtype dtype_ = KvDtype::kF32, float key_gain = 1.0f,
+             const std::vector<int32_t>& fixed_table = {})
+      : dtype(dtype_) {
     const int64_t hd = s.head_dim, stride = s.num_kv_heads * hd, esize = kv_element_bytes(dtype);
     dense_k = random_values(static_cast<size_t>(s.context * stride), seed, key_gain);
     dense_v = random_values(static_cast<size_t>(s.context * stride), seed + 1);
@@ -62,6 +66,7 @@ struct PagedCache {
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), std::mt19937(seed + 2));
     table.assign(ids.begin(), ids.begin() + needed);
+    if (!fixed_table.empty()) table = fixed_table;
     // Unused slots read as NaN (f32/bf16 NaN bits, int8/fp8 NaN scales): reading a key outside the
     // context would poison the result.
     const size_t rows = static_cast<size_t>(num_blocks * s.block_size * s.num_kv_heads);
@@ -265,6 +270,28 @@ TEST(FlashAttention, RowsAreBitwiseIndependentOfTheirNeighbours) {
         ASSERT_EQ(0, std::memcmp(together.data(), alone.data(), together.size() * sizeof(float)))
             << describe(s, kernel, dtype);
       }
+    }
+  }
+}
+
+TEST(FlashAttention, KeysOfATileInPermutedSlotsAreReadInTheirOrder) {
+  // One-token blocks whose slots run 0, 2, 1, 3, ..., 15 for the first 16 keys: the tile's first
+  // and last slots are 15 apart, yet its rows are not one contiguous run (a kernel reading 16 rows
+  // in place from the first slot would swap keys 1 and 2).
+  const Shape s{64, 2, 1, 40, 40, 1, 0};
+  std::vector<int32_t> table(40);
+  std::iota(table.begin(), table.end(), 0);
+  std::swap(table[1], table[2]);
+  std::swap(table[17], table[18]);
+  for (KvDtype dtype : kDtypes) {
+    const PagedCache c(s, 41, dtype, 1.0f, table);
+    const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 42);
+    const auto want = dense_attention(s, c, q, 0.125f);
+    for (const FlashSplitKernel& kernel : flash_split_kernels()) {
+      std::vector<float> got(q.size());
+      flash_rows(s, c, q, 0.125f, kernel, 0, s.num_rows, got);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
     }
   }
 }

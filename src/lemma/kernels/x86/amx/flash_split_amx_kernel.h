@@ -129,7 +129,7 @@ int64_t key_slot(const FlashSplitArgs& a, int64_t j) {
 }
 
 // The chunk [c0, c0 + 256), readable keys [g0, c1): where each key tile's A is (in place when its
-// 16 rows are readable, consecutive slots and whole 32-dim steps; else staged with zeros for keys
+// 16 rows are readable, lie in one block and are whole 32-dim steps; else staged with zeros for keys
 // outside [g0, c1) and dims past head_dim), and V^T for every key step.
 void prepare_chunk(const FlashSplitArgs& a, int64_t c0, int64_t g0, int64_t c1, int64_t dim_steps, FlashScratch& s) {
   const int64_t hd = a.head_dim, row_bytes = a.token_stride * 2;
@@ -139,8 +139,9 @@ void prepare_chunk(const FlashSplitArgs& a, int64_t c0, int64_t g0, int64_t c1, 
   const int64_t t_lo = (g0 - c0) / kKeyTile, t_hi = (c1 - c0 + kKeyTile - 1) / kKeyTile;
   for (int64_t t = t_lo; t < t_hi; ++t) {
     const int64_t k0 = c0 + t * kKeyTile;
-    if (k0 >= g0 && k0 + kKeyTile <= c1 && hd % kDimStep == 0 &&
-        key_slot(a, k0 + kKeyTile - 1) - key_slot(a, k0) == kKeyTile - 1) {
+    // In place when the tile's 16 keys are consecutive slots of one block (a first and last slot
+    // 15 apart would not prove it: small blocks of a shuffled table can hold them in another order).
+    if (k0 >= g0 && k0 + kKeyTile <= c1 && hd % kDimStep == 0 && k0 % a.block_size + kKeyTile <= a.block_size) {
       s.k_tile[t] = keys + key_slot(a, k0) * row_bytes;
       s.k_step[t] = kDimStep * 2;
       s.k_stride[t] = row_bytes;

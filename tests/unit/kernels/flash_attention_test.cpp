@@ -176,6 +176,18 @@ void flash_rows(const Shape& s, const PagedCache& c, const std::vector<float>& q
   }
 }
 
+// Every split kernel this machine has, folded over the splits, against `want` within
+// tolerance * (1 + |want|) per element.
+void expect_every_kernel_matches(const Shape& s, const PagedCache& c, const std::vector<float>& q, float scale,
+                                 const std::vector<double>& want, double tolerance) {
+  for (const FlashSplitKernel& kernel : flash_split_kernels()) {
+    std::vector<float> got(q.size(), -1.0f);
+    flash_rows(s, c, q, scale, kernel, 0, s.num_rows, got);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tolerance + tolerance * std::fabs(want[i])) << describe(s, kernel, c.dtype) << " element " << i;
+  }
+}
+
 const Shape kShapes[] = {
     {16, 1, 1, 1, 1, 1, 0},     {32, 2, 2, 17, 17, 16, 0},   {64, 4, 2, 300, 5, 32, 0},
     {80, 7, 1, 257, 1, 16, 0},  {128, 1, 2, 513, 3, 32, 0},  {64, 2, 1, 600, 40, 1, 0},
@@ -194,13 +206,7 @@ TEST(FlashAttention, EveryIsaMatchesDenseSoftmaxAttentionForEveryKvDtype) {
       const PagedCache c(s, seed += 7, dtype);
       const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), seed + 3);
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-      const auto want = dense_attention(s, c, q, scale);
-      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
-        std::vector<float> got(q.size(), -1.0f);
-        flash_rows(s, c, q, scale, kernel, 0, s.num_rows, got);
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
-      }
+      expect_every_kernel_matches(s, c, q, scale, dense_attention(s, c, q, scale), 2e-5);
     }
   }
 }
@@ -286,13 +292,7 @@ TEST(FlashAttention, KeysOfATileInPermutedSlotsAreReadInTheirOrder) {
   for (KvDtype dtype : kDtypes) {
     const PagedCache c(s, 41, dtype, 1.0f, table);
     const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 42);
-    const auto want = dense_attention(s, c, q, 0.125f);
-    for (const FlashSplitKernel& kernel : flash_split_kernels()) {
-      std::vector<float> got(q.size());
-      flash_rows(s, c, q, 0.125f, kernel, 0, s.num_rows, got);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
-    }
+    expect_every_kernel_matches(s, c, q, 0.125f, dense_attention(s, c, q, 0.125f), 2e-5);
   }
 }
 
@@ -305,13 +305,7 @@ TEST(FlashAttention, BlocksBeforeTheWindowAreNeverRead) {
       const int64_t first_seen = s.context - s.num_rows - s.window + 1;
       for (int64_t b = 0; (b + 1) * s.block_size <= first_seen; ++b) c.table[static_cast<size_t>(b)] = 1 << 28;
       const auto q = random_values(static_cast<size_t>(s.num_rows * s.num_kv_heads * s.group * s.head_dim), 22);
-      const auto want = dense_attention(s, c, q, 0.25f);
-      for (const FlashSplitKernel& kernel : flash_split_kernels()) {
-        std::vector<float> got(q.size());
-        flash_rows(s, c, q, 0.25f, kernel, 0, s.num_rows, got);
-        for (size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5 + 2e-5 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
-      }
+      expect_every_kernel_matches(s, c, q, 0.25f, dense_attention(s, c, q, 0.25f), 2e-5);
     }
 }
 
@@ -321,13 +315,7 @@ TEST(FlashAttention, LargeScoresDoNotOverflow) {
   for (KvDtype dtype : kDtypes) {
     const PagedCache c(s, 9, dtype, /*key_gain=*/40.0f);
     const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 11, 3.0f);
-    const auto want = dense_attention(s, c, q, 1.0f);
-    for (const FlashSplitKernel& kernel : flash_split_kernels()) {
-      std::vector<float> got(q.size());
-      flash_rows(s, c, q, 1.0f, kernel, 0, s.num_rows, got);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::fabs(want[i])) << describe(s, kernel, dtype) << " element " << i;
-    }
+    expect_every_kernel_matches(s, c, q, 1.0f, dense_attention(s, c, q, 1.0f), 1e-4);
   }
 }
 

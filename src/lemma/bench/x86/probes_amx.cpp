@@ -5,17 +5,9 @@
 #include <cstdint>
 
 #include "lemma/bench/x86/probes.h"
+#include "lemma/kernels/x86/amx/tile_config.h"
 
 namespace lemma::bench::x86 {
-
-namespace {
-// LDTILECFG's block (palette 1): every tile 16 rows x 64 bytes.
-struct alignas(64) FullTiles {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-}  // namespace
 
 float dot_bf16_amx(int64_t iterations) {
   // A and B: bf16 1e-3 (0x3A83) everywhere, so each TDPBF16PS adds 32 x 1e-6 per C element.
@@ -23,7 +15,7 @@ float dot_bf16_amx(int64_t iterations) {
   for (auto& row : ones)
     for (uint16_t& v : row) v = 0x3A83;
   alignas(64) float c[16][16] = {};
-  const FullTiles config;
+  const kernels::x86::amx::TileConfig config = kernels::x86::amx::full_tile_config();
   _tile_loadconfig(&config);
   _tile_loadd(4, ones, 64);
   _tile_loadd(5, ones, 64);

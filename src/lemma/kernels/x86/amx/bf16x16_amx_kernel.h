@@ -32,12 +32,6 @@ constexpr int64_t kStepValues = 32;       // k values per TDPBF16PS: 16 pairs
 constexpr int64_t kBTileBytes = 16 * 64;  // one step of one group: 16 chunks
 constexpr int64_t kWBlockBytes = int64_t{512} << 10;
 
-inline TileConfig bf16_tile_config() {
-  TileConfig config;
-  for (int t = 0; t < kMaxTiles; ++t) config.rows[t] = 16, config.colsb[t] = 64;
-  return config;
-}
-
 // f.template operator()<I>() for I = 0 .. N - 1: tile numbers must be compile-time constants.
 template <int N, class F>
 inline void for_each_index(F&& f) {
@@ -110,7 +104,7 @@ template <class Tiles>
 void matmul_bf16x16(const MatmulArgs& a) {
   if (a.M == 0 || a.N == 0) return;
   Tiles tiles;
-  tiles.configure(bf16_tile_config());
+  tiles.configure(full_tile_config());
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
   const int64_t x_tiles = (a.M + 15) / 16;
   // A multiple of 6 groups, so that both 2- and 3-group steps fill a block.

@@ -346,12 +346,6 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
   for (int64_t i = 0; i < n; ++i) part[(i0 + i) * ps] = m_out[i], part[(i0 + i) * ps + 1] = sum_out[i];
 }
 
-inline TileConfig flash_tile_config() {
-  TileConfig config;
-  for (int t = 0; t < kMaxTiles; ++t) config.rows[t] = 16, config.colsb[t] = 64;
-  return config;
-}
-
 // The split for a bf16 cache with head_dim <= kFlashMaxHeadDim.
 template <class Tiles>
 void flash_split_bf16(const FlashSplitArgs& a) {
@@ -368,7 +362,7 @@ void flash_split_bf16(const FlashSplitArgs& a) {
       a.key_begin, a.sliding_window > 0 ? a.first_position - a.sliding_window + 1 : int64_t{0});
   const int64_t dim_steps = (a.head_dim + kDimStep - 1) / kDimStep;
   Tiles tiles;
-  tiles.configure(flash_tile_config());
+  tiles.configure(full_tile_config());
   for (int64_t c0 = a.key_begin + (first_key - a.key_begin) / kFlashChunk * kFlashChunk; c0 < a.key_end;
        c0 += kFlashChunk) {
     const int64_t g0 = std::max(c0, first_key), c1 = std::min(c0 + kFlashChunk, a.key_end);

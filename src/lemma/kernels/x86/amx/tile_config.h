@@ -22,4 +22,11 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// Every tile of palette 1 at its largest, 16 rows x 64 bytes (bf16 pairs or f32).
+inline TileConfig full_tile_config() {
+  TileConfig config;
+  for (int t = 0; t < kMaxTiles; ++t) config.rows[t] = kMaxRows, config.colsb[t] = kMaxColsb;
+  return config;
+}
+
 }  // namespace lemma::kernels::x86::amx

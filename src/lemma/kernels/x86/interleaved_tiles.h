@@ -45,6 +45,18 @@ static inline void prefetch_stream(const void* reading, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
 }
 
+// The int8 decode kernels' one stream per thread (Q8_0x16 / Q4_0x16 / ... GEMV, matmul_interleaved_vnni.cpp):
+// into L2 (T1), 4 KiB ahead. On the Sapphire-Rapids-class VM (2 threads, matmul_bench from DRAM,
+// alternating rounds 2026-12-06): LM head Q8_0x16 23.7-24.7 -> 26.5-26.8 GB/s, Q4_0x16 23.3 -> 25.4-26.7,
+// gate 4864x896 Q4_0x16 21.1-21.8 -> 24.3-25.1; T0 at 4-8 KiB was slower than no prefetch for Q4_0x16
+// (15.8-19.3) and T1 at 16-64 KiB or T2 no better. (On the Zen 5 of earlier sessions T0 at 8 KiB
+// was slower than no prefetch; T1 was not tried there.)
+constexpr int64_t kDecodeStreamPrefetchBytes = 4096;
+static inline void prefetch_decode_stream(const void* reading, int64_t bytes) {
+  const char* ahead = static_cast<const char*>(reading) + kDecodeStreamPrefetchBytes;
+  for (int64_t line = 0; line < bytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T1);
+}
+
 // The same prefetch spread over a superblock's work: part `step` of `Steps` of its lines, so the
 // core never issues more prefetches at once than its miss buffers take. The K-quant superblocks
 // are 36 (Q4_Kx16) and 53 (Q6_Kx16) lines; issued in one burst, the core stalled until most had

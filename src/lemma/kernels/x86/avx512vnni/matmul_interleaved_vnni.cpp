@@ -9,12 +9,11 @@
 // after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
 // reached about 60% of what the same kernel does from L2 plus memory time, as if the two never
 // overlapped. The blocks' int32 sums are exact and independent, so one group per tile still keeps
-// several vpdpbusd chains in flight. That one plain stream is left to the hardware prefetchers: a
-// software prefetch 8 KiB ahead (interleaved_tiles.h) made the 151936-row LM head from DRAM slower
-// on one thread (matmul_bench, this Zen 5, alternating: Q8_0x16 24-25 -> 28-32 GB/s without it,
-// Q5_0x16 22-24 -> 26-29, Q4_0x16 28.5 -> 29-31), since each prefetch holds a miss buffer the
-// hardware stream would not. (The K-quant kernels read each superblock in several places and keep
-// theirs: without it Q5_Kx16 / Q6_Kx16 fell to 8-10 GB/s.)
+// several vpdpbusd chains in flight. That stream is prefetched into L2 4 KiB ahead
+// (prefetch_decode_stream, interleaved_tiles.h: +8-15% from DRAM on Sapphire Rapids). Into L1 8 KiB
+// ahead it had made the LM head slower on a Zen 5 (Q8_0x16 28-32 -> 24-25 GB/s), since each such
+// prefetch holds a miss buffer the hardware stream would not. (The K-quant kernels read each
+// superblock in several places and keep their L1 prefetch: without it Q5_Kx16 / Q6_Kx16 fell to 8-10 GB/s.)
 // Batches of up to kFetchNextMaxRows rows (32-sequence decode) read each tile of groups from memory
 // in their first pass over it and from L1 in the others, while memory idles: the later passes
 // fetch the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1, so the next
@@ -175,7 +174,8 @@ struct I4Zx16 {
 };
 
 // parts > 0: also fetch block b of the next tile (its G groups follow these) when b % parts == part.
-template <class W, int R, int G>
+// kDecode: the M <= 2 walk, one stream per thread (prefetch_decode_stream).
+template <class W, int R, int G, bool kDecode = false>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t parts = 0) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
@@ -208,6 +208,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t
           const char* next = reinterpret_cast<const char*>(group[g] + G * (blocks / sub_blocks<W>()) * W::kSuperBytes + b * kBlockBytes);
           for (int64_t line = 0; line < kBlockBytes; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
         }
+      } else if constexpr (kDecode) {
+        prefetch_decode_stream(group[g] + b * kBlockBytes, kBlockBytes);
       } else if constexpr (G > 1) {
         prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
       }
@@ -235,7 +237,7 @@ void run(const MatmulArgs& a) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
   const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G>(a, m0, g0); };
   if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, t);
+    for_each_tile<2, 1>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G, true>(a, m0, g0); });
   } else if (a.M <= kFetchNextMaxRows) {
     const int64_t later = std::min<int64_t>((a.M + 3) / 4 - 1, a.K / kBlock);  // passes that fetch
     for_each_tile<4, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) {

@@ -3,7 +3,8 @@
 // with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
 // of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
 // give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
-// outputs. Register tile: up to R rows of x by G groups (4 x 2 for prefill, Q5_0x16 4 x 1; 2 x 1 for decode).
+// outputs. Register tile: up to R rows of x by G groups (6 x 2 for prefill, 4 x 2 for batched decode,
+// Q5_0x16 one group; 2 x 1 for decode).
 // Every output runs the same instructions whatever tile it lands in: rows never depend on M.
 // Decode reads one group at a time so that a thread's rows are one forward stream (groups lie one
 // after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
@@ -19,11 +20,12 @@
 // fetch the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1, so the next
 // first pass finds its W in cache. `lemma bench --batch 32 -n 16` (qwen05b-shape, 2 threads,
 // alternating, 2026-12-05): Q8_0 395-521 -> 489-629 tok/s (7 of 7 rounds faster), Q4_0 437-537 ->
-// 431-588 (mean of 10 rounds 479 -> 525). Two rewrites of the same fetch (a contiguous range of
-// blocks per pass; a counter in place of the division) ran these matmuls at about half speed even
-// from cache (matmul_bench Q8_0 M = 32: 0.44 -> 0.74-1.2 ms), cause not found; this form runs as fast
-// as no fetch from cache. At M = 512 fetching in the first later passes made pp512 slower (Q8_0
-// 581-708 -> 417-602), so prefill keeps the plain walk.
+// 431-588 (mean of 10 rounds 479 -> 525). Two earlier rewrites of the same fetch (a contiguous range
+// of blocks per pass; a counter in place of the division) ran at about half speed even from cache;
+// that was likely the spills for_each_quad describes: with them gone the counter (no idiv per
+// block) runs as fast. At M = 512 fetching in the first later passes made pp512 slower (Q8_0
+// 581-708 -> 417-602; with 6-row tiles, fetching in pass 1 only: 668-743 against 676-740, even), so
+// prefill keeps the plain walk.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -52,10 +54,17 @@ struct Q8x16 {
   static constexpr int64_t kSuperBytes = 16 * 34, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 7;  // codes are q + 128
-  // f(j, u): the unsigned codes of values 4j..4j+3 of the 16 rows, j = 0..7.
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) {
-    for (int j = 0; j < 8; ++j) f(j, _mm512_loadu_si512(codes + 64 * j));
+  // f(j, u): u[g] = the unsigned codes of values 4j..4j+3 of group g's 16 rows, j = 0..7, for the
+  // G groups of a register tile in step, so that each broadcast of x meets every group at once.
+  // (With the groups one after the other the compiler kept all 32 broadcasts of a 4 x 2 tile live
+  // and spilled the accumulators: Q8_0x16 M = 32 gate 527 -> 606 GFLOP/s, 2 threads.)
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) {
+    for (int j = 0; j < 8; ++j) {
+      __m512i u[G];
+      for (int g = 0; g < G; ++g) u[g] = _mm512_loadu_si512(codes[g] + 64 * j);
+      f(j, u);
+    }
   }
 };
 
@@ -64,13 +73,16 @@ struct Q4x16 {
   static constexpr int64_t kSuperBytes = 16 * 18, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 3;  // codes are q + 8
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) {
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int p = 0; p < 4; ++p) {
-      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
-      f(p, _mm512_and_si512(v, low));
-      f(p + 4, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+      __m512i v[G], u[G];
+      for (int g = 0; g < G; ++g) v[g] = _mm512_loadu_si512(codes[g] + 64 * p);
+      for (int g = 0; g < G; ++g) u[g] = _mm512_and_si512(v[g], low);
+      f(p, u);
+      for (int g = 0; g < G; ++g) u[g] = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low);
+      f(p + 4, u);
     }
   }
 };
@@ -82,15 +94,22 @@ struct Q5x16 {
   static constexpr int64_t kSuperBytes = 16 * 22, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 4;  // codes are q + 16
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) {
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) {
     const __m512i low = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
-    const uint8_t* masks = codes + 4 * 64;
     for (int p = 0; p < 4; ++p) {
-      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
-      const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-      f(p, _mm512_mask_add_epi8(lo, mask_at(masks + 8 * p), lo, sixteen));
-      f(p + 4, _mm512_mask_add_epi8(hi, mask_at(masks + 8 * (p + 4)), hi, sixteen));
+      __m512i v[G], u[G];
+      for (int g = 0; g < G; ++g) v[g] = _mm512_loadu_si512(codes[g] + 64 * p);
+      for (int g = 0; g < G; ++g) {
+        const __m512i lo = _mm512_and_si512(v[g], low);
+        u[g] = _mm512_mask_add_epi8(lo, mask_at(codes[g] + 4 * 64 + 8 * p), lo, sixteen);
+      }
+      f(p, u);
+      for (int g = 0; g < G; ++g) {
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low);
+        u[g] = _mm512_mask_add_epi8(hi, mask_at(codes[g] + 4 * 64 + 8 * (p + 4)), hi, sixteen);
+      }
+      f(p + 4, u);
     }
   }
 };
@@ -112,14 +131,17 @@ struct Iq4NLx16 {
   static constexpr int64_t kSuperBytes = 16 * 18, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 7;  // codes are table value + 128
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) {
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) {
     const __m512i low = _mm512_set1_epi8(0x0F);
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4UnsignedCodes.data())));
     for (int p = 0; p < 4; ++p) {
-      const __m512i v = _mm512_loadu_si512(codes + 64 * p);
-      f(p, _mm512_shuffle_epi8(table, _mm512_and_si512(v, low)));
-      f(p + 4, _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low)));
+      __m512i v[G], u[G];
+      for (int g = 0; g < G; ++g) v[g] = _mm512_loadu_si512(codes[g] + 64 * p);
+      for (int g = 0; g < G; ++g) u[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v[g], low));
+      f(p, u);
+      for (int g = 0; g < G; ++g) u[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low));
+      f(p + 4, u);
     }
   }
 };
@@ -160,8 +182,8 @@ struct I8Zx16 {
   static constexpr int64_t kSuperBytes = 16 * 35, kCodesAt = IntZx16Layout::kCodesAt;
   static constexpr bool kZeros = true;
   static constexpr int kBiasShift = 0;
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) { Q8x16::for_each_quad(codes, f); }
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) { Q8x16::for_each_quad<G>(codes, f); }
 };
 
 struct I4Zx16 {
@@ -169,14 +191,20 @@ struct I4Zx16 {
   static constexpr int64_t kSuperBytes = 16 * 19, kCodesAt = IntZx16Layout::kCodesAt;
   static constexpr bool kZeros = true;
   static constexpr int kBiasShift = 0;
-  template <class F>
-  static void for_each_quad(const uint8_t* codes, F&& f) { Q4x16::for_each_quad(codes, f); }
+  template <int G, class F>
+  static void for_each_quad(const uint8_t* const* codes, F&& f) { Q4x16::for_each_quad<G>(codes, f); }
 };
 
-// parts > 0: also fetch block b of the next tile (its G groups follow these) when b % parts == part.
+// What a register tile prefetches besides its own reads: block b of the next tile's groups when
+// b % parts == part (parts > 0), else its own groups ahead of its reads.
+struct Fetch {
+  int64_t parts = 0;
+  int64_t part = 0;
+};
+
 // kDecode: the M <= 2 walk, one stream per thread (prefetch_decode_stream).
 template <class W, int R, int G, bool kDecode = false>
-void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t parts = 0) {
+void tile(const MatmulArgs& a, int64_t m0, int64_t g0, Fetch fetch = {}) {
   const int64_t blocks = a.K / kBlock;
   const uint8_t* group[G];
   group_starts<G>(a, g0, blocks / sub_blocks<W>(), W::kSuperBytes, group);
@@ -185,6 +213,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t
   __m512 acc[R][G];
   for (int r = 0; r < R; ++r)
     for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  int64_t phase = 0;  // b % fetch.parts, counted
   for (int64_t b = 0; b < blocks; ++b) {
     __m512i s[R][G];
     if constexpr (W::kZeros) {
@@ -200,24 +229,33 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t
         for (int g = 0; g < G; ++g) s[r][g] = start;
       }
     }
-    for (int g = 0; g < G; ++g) {
-      // Each group's stream advances by kSuperBytes / sub-blocks per block.
-      constexpr int64_t kBlockBytes = W::kSuperBytes / sub_blocks<W>();
-      if (parts > 0) {
-        if (b % parts == part) {
+    // Each group's stream advances by kSuperBytes / sub-blocks per block.
+    constexpr int64_t kBlockBytes = W::kSuperBytes / sub_blocks<W>();
+    if (fetch.parts > 0) {
+      if (phase == fetch.part) {
+        for (int g = 0; g < G; ++g) {
           const char* next = reinterpret_cast<const char*>(group[g] + G * (blocks / sub_blocks<W>()) * W::kSuperBytes + b * kBlockBytes);
           for (int64_t line = 0; line < kBlockBytes; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
         }
-      } else if constexpr (kDecode) {
-        prefetch_decode_stream(group[g] + b * kBlockBytes, kBlockBytes);
-      } else if constexpr (G > 1) {
-        prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
       }
-      W::for_each_quad(block_codes<W>(group[g], b), [&](int j, __m512i u) {
-        for (int r = 0; r < R; ++r)
-          s[r][g] = _mm512_dpbusd_epi32(s[r][g], u, _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j)));
-      });
+      if (++phase == fetch.parts) phase = 0;
+    } else {
+      for (int g = 0; g < G; ++g) {
+        if constexpr (kDecode) {
+          prefetch_decode_stream(group[g] + b * kBlockBytes, kBlockBytes);
+        } else if constexpr (G > 1) {
+          prefetch_stream<G>(group[g] + b * kBlockBytes, kBlockBytes);
+        }
+      }
     }
+    const uint8_t* codes[G];
+    for (int g = 0; g < G; ++g) codes[g] = block_codes<W>(group[g], b);
+    W::template for_each_quad<G>(codes, [&](int j, const __m512i* u) {
+      for (int r = 0; r < R; ++r) {
+        const __m512i xj = _mm512_set1_epi32(load_i32(x[r].codes + b * kBlock + 4 * j));
+        for (int g = 0; g < G; ++g) s[r][g] = _mm512_dpbusd_epi32(s[r][g], u[g], xj);
+      }
+    });
     for (int g = 0; g < G; ++g) {
       const __m512 dw = block_scales<W>(group[g], b);
       for (int r = 0; r < R; ++r)
@@ -232,24 +270,28 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t part = 0, int64_t
   store_tile<R, G>(a, m0, g0, acc);
 }
 
+// Rows of x per register tile: 4 for batched decode (the passes that fetch the next tile), 6 for
+// prefill. At M = 512, 6 rows of the Q8_0x16 gate ran at 727 against 591 GFLOP/s for 4 (Q4_0x16
+// 643 / 590, down 484 / 455; matmul_bench, 2 threads); at M = 32, 6 were no faster.
+constexpr int kBatchRows = 4, kPrefillRows = 6;
+
 template <class W>
 void run(const MatmulArgs& a) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G>(a, m0, g0); };
   if (a.M <= 2) {
     for_each_tile<2, 1>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G, true>(a, m0, g0); });
   } else if (a.M <= kFetchNextMaxRows) {
-    const int64_t later = std::min<int64_t>((a.M + 3) / 4 - 1, a.K / kBlock);  // passes that fetch
-    for_each_tile<4, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) {
-      const int64_t pass = m0 / 4;
+    const int64_t later = std::min<int64_t>((a.M + kBatchRows - 1) / kBatchRows - 1, a.K / kBlock);  // passes that fetch
+    for_each_tile<kBatchRows, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) {
+      const int64_t pass = m0 / kBatchRows;
       if (pass == 0 || pass > later) {
         tile<W, R, G>(a, m0, g0);
       } else {
-        tile<W, R, G>(a, m0, g0, pass - 1, later);
+        tile<W, R, G>(a, m0, g0, Fetch{.parts = later, .part = pass - 1});
       }
     });
   } else {
-    for_each_tile<4, W::kPrefillGroups>(a.M, groups, t);
+    for_each_tile<kPrefillRows, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G>(a, m0, g0); });
   }
 }
 

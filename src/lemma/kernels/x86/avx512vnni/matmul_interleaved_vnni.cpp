@@ -6,7 +6,7 @@
 // outputs. Register tile: up to R rows of x by G groups (6 x 2 for prefill, 4 x 2 for batched decode,
 // Q5_0x16 one group; 2 x 1 for decode).
 // Every output runs the same instructions whatever tile it lands in: rows never depend on M.
-// Decode reads one group at a time so that a thread's rows are one forward stream (groups lie one
+// Decode reads one group at a time (Q8_0x16: four, see Q8x16) so that a thread's rows are one forward stream (groups lie one
 // after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
 // reached about 60% of what the same kernel does from L2 plus memory time, as if the two never
 // overlapped. The blocks' int32 sums are exact and independent, so one group per tile still keeps
@@ -51,6 +51,11 @@ constexpr int64_t kFetchNextMaxRows = 64;
 // zero points z at IntZx16Layout::kZerosAt: S starts at -z * x's block sum, per row lane).
 struct Q8x16 {
   static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
+  // For M <= 2: four streams, each 4 KiB ahead into L2, read Q8_0x16 faster than one on Sapphire
+  // Rapids (qwen05b-shape tg64, 2 threads, alternating: 84.4-85.4% -> 89.5-91.3% of the roofline;
+  // matmul_bench LM head 26.0-26.5 -> 27.9-28.5 GB/s); Q4_0x16 read slower so (LM head 26.3-26.7 ->
+  // 24.4-26.0, gate 26.0 -> 23-24) and keeps one.
+  static constexpr int kDecodeGroups = 4;
   static constexpr int64_t kSuperBytes = 16 * 34, kCodesAt = 32;
   static constexpr bool kZeros = false;
   static constexpr int kBiasShift = 7;  // codes are q + 128
@@ -195,6 +200,13 @@ struct I4Zx16 {
   static void for_each_quad(const uint8_t* const* codes, F&& f) { Q4x16::for_each_quad<G>(codes, f); }
 };
 
+// 16-row groups per register tile for M <= 2 (W::kDecodeGroups, else one: a thread's rows one stream).
+template <class W>
+constexpr int decode_groups() {
+  if constexpr (requires { W::kDecodeGroups; }) return W::kDecodeGroups;
+  return 1;
+}
+
 // What a register tile prefetches besides its own reads: block b of the next tile's groups when
 // b % parts == part (parts > 0), else its own groups ahead of its reads.
 struct Fetch {
@@ -202,7 +214,7 @@ struct Fetch {
   int64_t part = 0;
 };
 
-// kDecode: the M <= 2 walk, one stream per thread (prefetch_decode_stream).
+// kDecode: the M <= 2 walk, one stream per group (prefetch_decode_stream).
 template <class W, int R, int G, bool kDecode = false>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0, Fetch fetch = {}) {
   const int64_t blocks = a.K / kBlock;
@@ -279,7 +291,7 @@ template <class W>
 void run(const MatmulArgs& a) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
   if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G, true>(a, m0, g0); });
+    for_each_tile<2, decode_groups<W>()>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<W, R, G, true>(a, m0, g0); });
   } else if (a.M <= kFetchNextMaxRows) {
     const int64_t later = std::min<int64_t>((a.M + kBatchRows - 1) / kBatchRows - 1, a.K / kBlock);  // passes that fetch
     for_each_tile<kBatchRows, W::kPrefillGroups>(a.M, groups, [&]<int R, int G>(int64_t m0, int64_t g0) {

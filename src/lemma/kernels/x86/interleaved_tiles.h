@@ -35,7 +35,7 @@ static inline void group_starts(const MatmulArgs& a, int64_t g0, int64_t blocks,
 // and Q8_0's from 57-60 to 68-73 (matmul_bench; 4, 12, 16 and 24 KiB were lower). Past a group's end
 // the prefetch reaches into the next group, which the next tile reads. (Measured later against no
 // software prefetch at all, Q8_0x16 / Q4_0x16 / Q5_0x16 decode read faster without one and dropped
-// it, see matmul_interleaved_vnni.cpp; the K-quants' spread prefetch below still uses this distance.)
+// it, see matmul_interleaved_vnni.cpp; the int8 GEMVs now prefetch into L2, see below.)
 constexpr int64_t kStreamPrefetchBytes = 1024;
 constexpr int64_t kOneStreamPrefetchBytes = 8192;
 template <int Streams>
@@ -63,12 +63,24 @@ static inline void prefetch_decode_stream(const void* reading, int64_t bytes) {
 // arrived and compute stopped overlapping memory. llama1b-shape Q4_K_M decode, 2 threads, alternating:
 // 25.1-32.0 -> 34.4-38.4 tok/s; matmul_bench Q6_Kx16 LM head from DRAM 17.6-23.3 -> 24.1-30.7 GB/s.
 // Q8_0x16 / Q4_0x16 (9 and 5 lines per superblock) showed no difference.
+// One stream (the K-quant decode GEMVs) goes into L2 (T1) 4 KiB ahead like prefetch_decode_stream:
+// on the Sapphire-Rapids-class VM (matmul_bench M=1 from DRAM, 2 threads, 2026-12-06) against T0
+// 8 KiB ahead: Q4_Kx16 LM head 20.4-20.9 -> 25.8-27.9 GB/s, llama1b down 23.1-25.5 -> 26.6-27.5,
+// Q5_Kx16 LM head 17.6-19.2 -> 25.9-26.1, Q6_Kx16 LM head 17.4-17.7 -> 24.2-24.8, qwen down
+// 18.4-19.1 -> 22.9-23.4; T1 8 KiB ahead was in between. Several streams keep T0 1 KiB ahead.
 template <int Streams, int Steps>
 static inline void prefetch_stream_part(const void* reading, int64_t bytes, int step) {
-  constexpr int64_t kAhead = Streams == 1 ? kOneStreamPrefetchBytes : kStreamPrefetchBytes;
+  constexpr bool kOneStream = Streams == 1;
+  constexpr int64_t kAhead = kOneStream ? kDecodeStreamPrefetchBytes : kStreamPrefetchBytes;
   const char* ahead = static_cast<const char*>(reading) + kAhead;
   const int64_t lines = (bytes + 63) / 64;
-  for (int64_t line = lines * step / Steps; line < lines * (step + 1) / Steps; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+  for (int64_t line = lines * step / Steps; line < lines * (step + 1) / Steps; ++line) {
+    if constexpr (kOneStream) {
+      _mm_prefetch(ahead + 64 * line, _MM_HINT_T1);
+    } else {
+      _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+    }
+  }
 }
 
 // A little-endian 64-bit mask stored at p (the Q5_0x16 / Q5_Kx16 / Q3_Kx16 high bits).

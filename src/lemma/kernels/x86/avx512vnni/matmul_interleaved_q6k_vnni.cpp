@@ -5,8 +5,8 @@
 // -32 s_j (x's 16-value code sum), so it ends as sum (u - 32) q_x with no extra instruction; it is
 // weighted by the rows' int8 scales with vpmulld. Then one conversion and one FMA for 16 outputs.
 // All integer sums are exact, so the bits equal the oracle's whatever the instruction order.
-// Register tile: one group (decode: each thread's rows are one forward stream, prefetched far
-// ahead; prefill: the code vectors, the costly part, serve up to 4 rows of x). Rows never depend on M.
+// Register tile: one group (decode: each thread's rows are one forward stream, prefetched into
+// L2 4 KiB ahead; prefill: the code vectors, the costly part, serve up to 4 rows of x). Rows never depend on M.
 #include <immintrin.h>
 
 #include <cstring>

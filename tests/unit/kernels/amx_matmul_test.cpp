@@ -116,7 +116,8 @@ void expect_reference_bits(Backend backend) {
   const struct {
     int64_t M, N, K;
   } shapes[] = {{1, 1, 32},   {1, 16, 64},   {2, 17, 96},    {3, 31, 160},   {16, 48, 256}, {17, 33, 544},
-                {33, 100, 896}, {5, 40, 1056}, {40, 65, 4864}, {1, 100, 4864}, {15, 7, 512}, {32, 80, 128}};
+                {33, 100, 896}, {5, 40, 1056}, {40, 65, 4864}, {1, 100, 4864}, {15, 7, 512}, {32, 80, 128},
+                {19, 260, 640}};
   for (DType type : kTypes) {
     const Kernels k = backend(type);
     for (const auto& s : shapes) {

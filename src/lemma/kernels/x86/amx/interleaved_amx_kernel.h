@@ -1,19 +1,24 @@
 // The AMX-INT8 kernel for interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 /
-// IQ4_XSx16 weights x signed int8 activations
-// (interleaved_blocks.h), written once over a tile backend: HardwareTiles (tiles_hardware.h) or
-// TileEmulator (tile_emulator.h). Per 16 rows of x, group of 16 W rows and 32-value block b:
-//   A = x's codes of the block (16 rows x 32 bytes, read in place from the activation buffer),
-//   B = the block's 8 chunks (8 rows x 64 bytes: row j = values 4j..4j+3 of the 16 W rows; the
-//       superblock's Q8_0 bytes as they are, Q4_0/Q5_0 nibbles (+ fifth bit) unpacked into a stage),
-//   C = A x B with TDPBSUD (x signed, codes unsigned u = q + 2^shift): C = S_b + 2^shift * sum(x_b),
-//   so S_b = C - 2^shift * (x's block code sum) exactly, then, per output, the oracle's step
-//   acc = fma(d_w * d_x, float(S_b), acc), blocks in order (Q4_1 / Q5_1: u as it is, S_b = C, then
-//   acc = fma(m_w * d_x, float(x's block code sum), acc); IQ4: B holds table value + 128). S_b is exact, so every output has
-//   the reference's bits whatever M is and wherever its row or group falls (batch invariant).
-// Two groups per step (two C tiles in flight, one A). M % 16 rows run on tiles configured with that
-// many rows, so x is never copied or padded. K runs in chunks of kChunkBlocks: each chunk's B
-// stages and scales are prepared once and reused by every 16-row tile of x; between chunks an
-// output's f32 sum waits (exactly) in y. Allocates nothing (about 24 KiB of stack).
+// IQ4_XSx16 weights x signed int8 activations (interleaved_blocks.h), written once over a tile
+// backend (HardwareTiles, tiles_hardware.h, or TileEmulator, tile_emulator.h) and an f32 backend
+// for the scale step (Avx512Lanes, lanes_avx512.h, or ScalarLanes, lanes_scalar.h). Per 16 rows of
+// x, group of 16 W rows and 32-value block b:
+//   A = x's codes of the block (16 rows x 32 bytes, read in place; the last M % 16 rows copied into
+//       a zero-padded tile),
+//   B = the block's 8 chunks (8 rows x 64 bytes: row j = values 4j..4j+3 of the 16 W rows) staged
+//       as signed codes q = u - 2^shift (Q8_0: the bytes ^ 0x80; Q4_0/Q5_0 nibbles (+ fifth bit)
+//       unpacked; IQ4: table values; Q4_1/Q5_1: u as it is),
+//   C = A x B with TDPBSSD = S_b exactly, then, per output, the oracle's step
+//   acc = fma(d_w * d_x, float(S_b), acc), blocks in order (Q4_1 / Q5_1 then
+//   acc = fma(m_w * d_x, float(x's block code sum), acc)). S_b is exact, so every output has the
+//   reference's bits (and the VNNI kernels') whatever M is and wherever its row or group falls
+//   (batch invariant).
+// What bounds it on Sapphire Rapids (README.md): per block and 16 x 16 outputs one TILESTORED (which
+// competes with the f32 step for the vector ports) and 16 x (convert, multiply, FMA). So the f32
+// sums of a row tile live in 16 registers for a whole chunk, C tiles rotate four deep so that a
+// product is never stored right after it was issued, and the staged B is signed so that the step
+// needs no offset subtraction. Allocates once per thread (the staged panel, 320 KiB), then nothing;
+// about 40 KiB of stack.
 // Internal linkage: included by the hardware and the emulated kernel's sources only.
 #pragma once
 
@@ -21,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
@@ -31,21 +37,24 @@
 namespace lemma::kernels::x86::amx {
 namespace {
 
-constexpr int64_t kBlock = 32;        // values per block of W and x
-constexpr int64_t kChunkBlocks = 16;  // blocks of K staged at once (16 KiB of B stages for 2 groups)
-constexpr int64_t kBBytes = 8 * 64;   // one block's B tile
+constexpr int64_t kBlock = 32;         // values per block of W and x
+// A panel of W (kPanelGroups groups x kChunkBlocks blocks: 256 KiB of B tiles) is staged once and
+// stays in L2 while every 16-row tile of x passes; larger panels and chunks amortise a row tile's
+// preparation and the f32 sums' trips through y (matmul_bench, one thread, M = 512: panels of 2, 4,
+// 8 and 16 groups x 16 blocks 19.2, 16.1, ~12 and 11.4 ms for qwen05b-shape's gate; 16 x 32 9.6 ms,
+// 32 x 32 9.5, 16 x 64 10.2).
+constexpr int64_t kChunkBlocks = 32;   // blocks of K staged at once
+constexpr int64_t kPanelGroups = 16;   // groups of W staged at once
+constexpr int64_t kBBytes = 8 * 64;    // one block's B tile
 
-// Tiles: full 16-row tiles of x, and tiles for the last M % 16 rows.
-constexpr int kC0 = 0, kC1 = 1, kA = 2, kB0 = 3, kB1 = 4, kTailC0 = 5, kTailC1 = 6, kTailA = 7;
+// Tiles 0..3: C of blocks b % 4; A and B of even / odd blocks.
+constexpr int kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7;
 
-inline TileConfig kernel_tile_config(int64_t tail_rows) {
+inline TileConfig kernel_tile_config() {
   TileConfig config;
-  const auto set = [&](int t, int64_t rows, int colsb) {
-    config.rows[t] = static_cast<uint8_t>(rows);
-    config.colsb[t] = static_cast<uint16_t>(rows != 0 ? colsb : 0);
-  };
-  set(kC0, 16, 64), set(kC1, 16, 64), set(kA, 16, 32), set(kB0, 8, 64), set(kB1, 8, 64);
-  set(kTailC0, tail_rows, 64), set(kTailC1, tail_rows, 64), set(kTailA, tail_rows, 32);
+  for (int t = 0; t < 4; ++t) config.rows[t] = 16, config.colsb[t] = 64;
+  config.rows[kA0] = config.rows[kA1] = 16, config.colsb[kA0] = config.colsb[kA1] = 32;
+  config.rows[kB0] = config.rows[kB1] = 8, config.colsb[kB0] = config.colsb[kB1] = 64;
   return config;
 }
 
@@ -87,6 +96,10 @@ struct OneBlock {
   }
   static float scale(const uint8_t* group, int64_t b, int j) { return f16_at(group + b * SuperBytes + 2 * j); }
   static float min(const uint8_t* group, int64_t b, int j) { return f16_at(group + b * SuperBytes + 32 + 2 * j); }
+  // The block's 16 scales (and mins) as 16 f16 in a row: staged with Lanes::f16x16.
+  static constexpr bool kF16Row = true;
+  static const uint8_t* scales_at(const uint8_t* group, int64_t b) { return group + b * SuperBytes; }
+  static const uint8_t* mins_at(const uint8_t* group, int64_t b) { return group + b * SuperBytes + 32; }
 };
 
 // The weight formats: where a block's codes and scales are, code offset u = q + 2^kShift (none with
@@ -117,6 +130,7 @@ struct Iq4NLCodes : OneBlock<16 * 18, 32> {
 // IQ4_XS: IQ4_NL's codes, 8 blocks per superblock, scale f32(d) * (ls - 32) per block.
 struct Iq4XSCodes : Iq4NLCodes {
   using L = Iq4XsX16Layout;
+  static constexpr bool kF16Row = false;
   static constexpr int64_t kBlockBytes = L::kSuperBytes / 8;
   static const uint8_t* codes(const uint8_t* group, int64_t b) {
     return group + b / 8 * L::kSuperBytes + L::kCodesAt + L::kSubBlockBytes * (b % 8);
@@ -148,110 +162,170 @@ struct FifthBitCodes : OneBlock<SuperBytes, CodesAt, Mins> {
 using Q5Codes = FifthBitCodes<16 * 22, 32, false>;
 using Q51Codes = FifthBitCodes<16 * 24, 64, true>;
 
-// One chunk of K for G (1 or 2) groups: where each block's B tile is, and its 16 scales in f32.
-template <int G>
-struct Chunk {
-  alignas(64) uint8_t stage[G][kChunkBlocks][kBBytes];
-  alignas(64) float dw[G][kChunkBlocks][16];
-  alignas(64) float mw[G][kChunkBlocks][16];  // Q4_1 / Q5_1's mins
-  const uint8_t* b[G][kChunkBlocks];
+// A panel of up to kPanelGroups groups x one chunk of up to kChunkBlocks blocks of K, staged once
+// and reused by every 16-row tile of x: each block's B tile as signed codes (u - 2^shift, or u as it
+// is for the formats with mins), and its 16 scales (and mins) in f32.
+struct Panel {
+  alignas(64) int8_t b[kPanelGroups][kChunkBlocks][kBBytes];
+  alignas(64) float dw[kPanelGroups][kChunkBlocks][16];
+  alignas(64) float mw[kPanelGroups][kChunkBlocks][16];  // Q4_1 / Q5_1's mins
+  int64_t g0 = 0, groups = 0;    // groups [g0, g0 + groups) of the call
   int64_t first = 0, count = 0;  // blocks [first, first + count)
 };
 
-template <class W, int G>
-void stage_chunk(const MatmulArgs& a, int64_t g0, int64_t first, Chunk<G>& chunk) {
+template <class Lanes, class W>
+void stage_panel(const MatmulArgs& a, int64_t g0, int64_t groups, int64_t first, Panel& panel) {
   const int64_t blocks = a.K / kBlock;
-  chunk.first = first;
-  chunk.count = std::min(kChunkBlocks, blocks - first);
-  for (int g = 0; g < G; ++g) {
+  panel.g0 = g0, panel.groups = groups, panel.first = first;
+  panel.count = std::min(kChunkBlocks, blocks - first);
+  constexpr uint8_t kOffset = W::kMins ? 0 : uint8_t{1} << W::kShift;
+  alignas(64) uint8_t unpacked[kBBytes];
+  for (int64_t g = 0; g < groups; ++g) {
     const auto* group = static_cast<const uint8_t*>(a.w) + (g0 + g) * blocks * W::kBlockBytes;
-    for (int64_t b = 0; b < chunk.count; ++b) {
-      chunk.b[g][b] = W::b_rows(W::codes(group, first + b), chunk.stage[g][b]);
-      for (int j = 0; j < 16; ++j) {
-        chunk.dw[g][b][j] = W::scale(group, first + b, j);
-        if constexpr (W::kMins) chunk.mw[g][b][j] = W::min(group, first + b, j);
+    for (int64_t b = 0; b < panel.count; ++b) {
+      const uint8_t* u = W::b_rows(W::codes(group, first + b), unpacked);
+      for (int64_t i = 0; i < kBBytes; ++i) panel.b[g][b][i] = static_cast<int8_t>(static_cast<uint8_t>(u[i] - kOffset));
+      if constexpr (W::kF16Row) {
+        Lanes::f16x16(W::scales_at(group, first + b), panel.dw[g][b]);
+        if constexpr (W::kMins) Lanes::f16x16(W::mins_at(group, first + b), panel.mw[g][b]);
+      } else {
+        for (int j = 0; j < 16; ++j) panel.dw[g][b][j] = W::scale(group, first + b, j);
       }
     }
   }
 }
 
-// Rows m0 .. m0 + R - 1 of x (R = 16 on tiles kC*/kA, fewer on the tail tiles) x one chunk x G groups.
-template <class Tiles, class W, int G, bool Tail>
-void run_chunk(const MatmulArgs& a, Tiles& tiles, int64_t g0, int64_t m0, int64_t R, const Chunk<G>& chunk) {
-  constexpr int TC0 = Tail ? kTailC0 : kC0, TC1 = Tail ? kTailC1 : kC1, TA = Tail ? kTailA : kA;
-  const int64_t blocks = a.K / kBlock;
-  const bool first = chunk.first == 0, last = chunk.first + chunk.count == blocks;
-  // acc[g][r][j]: output (m0 + r, 16 (g0 + g) + j); between chunks it waits in y.
-  alignas(64) float acc[G][16][16];
-  for (int g = 0; g < G; ++g) {
-    const int64_t n0 = (g0 + g) * kInterleaveRows;
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t j = 0; j < 16; ++j)
-        acc[g][r][j] = !first && n0 + j < a.N ? a.y[(m0 + r) * a.y_stride + n0 + j] : 0.0f;
+// 16 rows of x (m0 ..; the last M % 16 rows copied into `padded`, zeros after them) over one chunk:
+// where A's rows are, and where each row's block scales (and code sums) start (rows past M: zeros).
+struct RowTile {
+  alignas(64) int8_t padded[16][kChunkBlocks * kBlock];
+  const float* dx[16];
+  const int32_t* xsum[16];  // Q4_1 / Q5_1
+  const int8_t* a = nullptr;
+  int64_t a_stride = 0, m0 = 0, rows = 0;
+};
+
+constexpr float kZeroScales[kChunkBlocks] = {};
+constexpr int32_t kZeroSums[kChunkBlocks] = {};
+
+inline void prepare_row_tile(const MatmulArgs& a, int64_t m0, const Panel& panel, RowTile& tile) {
+  tile.m0 = m0;
+  tile.rows = std::min<int64_t>(16, a.M - m0);
+  const int8_t* codes = int8_signed_codes(a.xq, a.K, m0) + panel.first * kBlock;
+  if (tile.rows == 16) {
+    tile.a = codes, tile.a_stride = int8_signed_row_bytes(a.K);
+  } else {
+    std::memset(tile.padded, 0, sizeof(tile.padded));
+    for (int64_t r = 0; r < tile.rows; ++r)
+      std::memcpy(tile.padded[r], codes + r * int8_signed_row_bytes(a.K), static_cast<size_t>(panel.count * kBlock));
+    tile.a = &tile.padded[0][0], tile.a_stride = kChunkBlocks * kBlock;
   }
-  const int64_t codes_stride = int8_signed_row_bytes(a.K);  // x's rows, one after the other
-  const int8_t* x = int8_signed_codes(a.xq, a.K, m0);
-  alignas(64) int32_t c[G][16][16];
-  for (int64_t b = 0; b < chunk.count; ++b) {
-    const int64_t block = chunk.first + b;
-    tiles.template load<TA>(x + block * kBlock, codes_stride);
-    tiles.template load<kB0>(chunk.b[0][b], 64);
-    tiles.template zero<TC0>();
-    tiles.template dpbsud<TC0, TA, kB0>();
-    if constexpr (G == 2) {
-      tiles.template load<kB1>(chunk.b[1][b], 64);
-      tiles.template zero<TC1>();
-      tiles.template dpbsud<TC1, TA, kB1>();
-    }
-    tiles.template store<TC0>(c[0], 64);
-    if constexpr (G == 2) tiles.template store<TC1>(c[1], 64);
-    for (int64_t r = 0; r < R; ++r) {
-      const float dx = int8_signed_scales(a.xq, a.K, m0 + r)[block];
-      const int32_t xsum = int8_block_sums(a.xq, a.K, m0 + r)[block];
-      const int32_t offset = W::kMins ? 0 : xsum * (1 << W::kShift);
-      for (int g = 0; g < G; ++g)
-        for (int j = 0; j < 16; ++j) {
-          acc[g][r][j] = std::fma(chunk.dw[g][b][j] * dx, static_cast<float>(c[g][r][j] - offset), acc[g][r][j]);
-          if constexpr (W::kMins) acc[g][r][j] = std::fma(chunk.mw[g][b][j] * dx, static_cast<float>(xsum), acc[g][r][j]);
-        }
-    }
-  }
-  for (int g = 0; g < G; ++g) {
-    const int64_t n0 = (g0 + g) * kInterleaveRows;
-    const int64_t valid = std::min<int64_t>(kInterleaveRows, a.N - n0);
-    for (int64_t r = 0; r < R; ++r) {
-      float* y = a.y + (m0 + r) * a.y_stride + n0;
-      for (int64_t j = 0; j < valid; ++j) y[j] = last && a.bias != nullptr ? acc[g][r][j] + a.bias[n0 + j] : acc[g][r][j];
-    }
+  for (int64_t r = 0; r < 16; ++r) {
+    const bool row = r < tile.rows;
+    tile.dx[r] = row ? int8_signed_scales(a.xq, a.K, m0 + r) + panel.first : kZeroScales;
+    tile.xsum[r] = row ? int8_block_sums(a.xq, a.K, m0 + r) + panel.first : kZeroSums;
   }
 }
 
-template <class Tiles, class W, int G>
-void run_groups(const MatmulArgs& a, Tiles& tiles, int64_t g0) {
-  Chunk<G> chunk;
-  const int64_t full_rows = a.M / 16 * 16;
-  int64_t first = 0;
-  do {  // at least once: K = 0 still writes y = 0 (+ bias)
-    stage_chunk<W, G>(a, g0, first, chunk);
-    for (int64_t m0 = 0; m0 < full_rows; m0 += 16) run_chunk<Tiles, W, G, false>(a, tiles, g0, m0, 16, chunk);
-    if (full_rows < a.M) run_chunk<Tiles, W, G, true>(a, tiles, g0, full_rows, a.M - full_rows, chunk);
-    first += kChunkBlocks;
-  } while (first < a.K / kBlock);
+// A position in the panel x chunk: group g, block b (blocks of a group in order, then the next group).
+struct Cursor {
+  int64_t g = 0, b = 0;
+  void next(int64_t count) {
+    if (++b == count) b = 0, ++g;
+  }
+};
+
+// Item i's tile work (i = g * count + b, in tile C[i % 4], A and B [i % 2]): A = x's codes of block
+// b, B = the staged block of group g, C = A x B (TDPBSSD, exact); then the store of item i - 1's C.
+// The store comes after the next product: a store right after its own product waits for it, and
+// the tile unit waits with it (measured).
+template <int C, int A, int B, int Prev, class Tiles>
+[[gnu::always_inline]] inline void tile_item(Tiles& tiles, const RowTile& tile, const Panel& panel, Cursor& at, int64_t i,
+                                             int64_t items, int32_t (*c)[16][16]) {
+  if (i < items) {
+    tiles.template load<A>(tile.a + at.b * kBlock, tile.a_stride);
+    tiles.template load<B>(panel.b[at.g][at.b], 64);
+    tiles.template zero<C>();
+    tiles.template dpbssd<C, A, B>();
+    at.next(panel.count);
+  }
+  if (i >= 2 && i - 2 < items) tiles.template store<Prev>(c[Prev], 64);
 }
 
-// y = x . W^T (+ bias) for interleaved W in format W, on the tiles of `Tiles`.
-template <class Tiles, class W>
+// Item i's f32 step, per output in block order: acc = fma(d_w * d_x, float(S_b), acc) (Q4_1 / Q5_1
+// then acc = fma(m_w * d_x, float(sum x_b), acc)). A group's sums start at its first block (0, or
+// what the previous chunk left in y) and go to y after its last (+ bias after the last chunk).
+template <class Lanes, class W>
+[[gnu::always_inline]] inline void scale_item(const MatmulArgs& a, typename Lanes::Acc& acc, const int32_t (*c)[16], const Panel& panel,
+                                              const RowTile& tile, Cursor& at, int64_t i, int64_t items) {
+  if (i < 0 || i >= items) return;
+  const int64_t n0 = (panel.g0 + at.g) * kInterleaveRows;
+  const int64_t cols = std::min<int64_t>(kInterleaveRows, a.N - n0);
+  float* y = a.y + tile.m0 * a.y_stride + n0;
+  if (at.b == 0) {
+    if (panel.first == 0) {
+      Lanes::zero(acc);
+    } else {
+      Lanes::load(acc, y, a.y_stride, tile.rows, cols);
+    }
+  }
+  if constexpr (W::kMins) {
+    Lanes::template step<true>(acc, c, panel.dw[at.g][at.b], tile.dx, panel.mw[at.g][at.b], tile.xsum, at.b);
+  } else {
+    Lanes::template step<false>(acc, c, panel.dw[at.g][at.b], tile.dx, nullptr, tile.xsum, at.b);
+  }
+  if (at.b == panel.count - 1) {
+    const bool last = panel.first + panel.count == a.K / kBlock;
+    Lanes::store(acc, y, a.y_stride, tile.rows, cols, last && a.bias != nullptr ? a.bias + n0 : nullptr);
+  }
+  at.next(panel.count);
+}
+
+// One row tile x the panel's groups x the chunk, as one stream of items (group by group, blocks in
+// order): item i's product is issued, then item i - 1's C stored, then item i - 2's f32 step, so
+// the tile unit and the vector unit both have work across group boundaries.
+template <class Tiles, class Lanes, class W>
+void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const RowTile& tile) {
+  const int64_t items = panel.groups * panel.count;
+  typename Lanes::Acc acc;
+  alignas(64) int32_t c[4][16][16];
+  Cursor tiled, scaled;
+  for (int64_t i = 0; i < items + 3; i += 4) {
+    tile_item<0, kA0, kB0, 2>(tiles, tile, panel, tiled, i, items, c);
+    scale_item<Lanes, W>(a, acc, c[1], panel, tile, scaled, i - 3, items);
+    tile_item<1, kA1, kB1, 3>(tiles, tile, panel, tiled, i + 1, items, c);
+    scale_item<Lanes, W>(a, acc, c[2], panel, tile, scaled, i - 2, items);
+    tile_item<2, kA0, kB0, 0>(tiles, tile, panel, tiled, i + 2, items, c);
+    scale_item<Lanes, W>(a, acc, c[3], panel, tile, scaled, i - 1, items);
+    tile_item<3, kA1, kB1, 1>(tiles, tile, panel, tiled, i + 3, items, c);
+    scale_item<Lanes, W>(a, acc, c[0], panel, tile, scaled, i, items);
+  }
+}
+
+// y = x . W^T (+ bias) for interleaved W in format W, on the tiles of `Tiles` with the f32 step on
+// `Lanes`. Panels of groups outer, chunks of K next, then 16-row tiles of x, then the panel's groups:
+// the panel's staged B stays in L2 and a row tile's A in L1 while the groups pass.
+template <class Tiles, class Lanes, class W>
 void matmul_interleaved(const MatmulArgs& a) {
   if (a.M == 0 || a.N == 0) return;
+  static thread_local std::unique_ptr<Panel> staged;  // 320 KiB, once per thread, on first use
+  if (!staged) staged = std::make_unique<Panel>();
+  Panel& panel = *staged;
   Tiles tiles;
-  tiles.configure(kernel_tile_config(a.M % 16));
+  tiles.configure(kernel_tile_config());
+  RowTile tile;
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  for (int64_t g0 = 0; g0 < groups; g0 += 2) {
-    if (groups - g0 >= 2) {
-      run_groups<Tiles, W, 2>(a, tiles, g0);
-    } else {
-      run_groups<Tiles, W, 1>(a, tiles, g0);
-    }
+  for (int64_t g0 = 0; g0 < groups; g0 += kPanelGroups) {
+    const int64_t panel_groups = std::min(kPanelGroups, groups - g0);
+    int64_t first = 0;
+    do {  // at least once: K = 0 still writes y = 0 (+ bias)
+      stage_panel<Lanes, W>(a, g0, panel_groups, first, panel);
+      for (int64_t m0 = 0; m0 < a.M; m0 += 16) {
+        prepare_row_tile(a, m0, panel, tile);
+        run_row_tile<Tiles, Lanes, W>(a, tiles, panel, tile);
+      }
+      first += kChunkBlocks;
+    } while (first < a.K / kBlock);
   }
   tiles.release();
 }

@@ -45,9 +45,12 @@ constexpr int64_t kBlock = 32;         // values per block of W and x
 // 32 x 32 9.5, 16 x 64 10.2).
 constexpr int64_t kChunkBlocks = 32;   // blocks of K staged at once
 constexpr int64_t kPanelGroups = 16;   // groups of W staged at once
-constexpr int64_t kBBytes = 8 * 64;    // one block's B tile
+constexpr int64_t kBBytes = 8 * 64;      // one block's B tile
+// B tiles come from the panel in L2; prefetching the one 4 items ahead into L1 keeps the tile unit
+// from waiting on them (matmul_bench, one thread, M = 512: gate 8.5 -> 8.2 ms, down 11.7 -> 10.0).
+constexpr int64_t kPrefetchItems = 4;
 
-// Tiles 0..3: C of blocks b % 4; A and B of even / odd blocks.
+// Tiles 0..3: C of items i % 4; A and B of even / odd items.
 constexpr int kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7;
 
 inline TileConfig kernel_tile_config() {
@@ -245,6 +248,7 @@ template <int C, int A, int B, int Prev, class Tiles>
   if (i < items) {
     tiles.template load<A>(tile.a + at.b * kBlock, tile.a_stride);
     tiles.template load<B>(panel.b[at.g][at.b], 64);
+    for (int line = 0; line < 8; ++line) __builtin_prefetch(panel.b[at.g][at.b] + kPrefetchItems * kBBytes + 64 * line, 0, 3);
     tiles.template zero<C>();
     tiles.template dpbssd<C, A, B>();
     at.next(panel.count);

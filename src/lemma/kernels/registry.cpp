@@ -14,6 +14,7 @@
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/reference/reference_kernels.h"
 #include "lemma/kernels/x86/amx/amx_bf16.h"
+#include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
@@ -56,6 +57,20 @@ void int8_avx512(const MatmulArgs& args) {
     Vnni(args);
   } else {
     Avx2(args);
+  }
+}
+
+// Int8 activations on AMX: the AMX-INT8 kernel from kAmxInt8MinRows rows of x, the VNNI kernel below
+// (the same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
+// 2 threads: at M = 16 the tiles lose 15-25% (a panel staged for one row tile), at M = 32 they gain
+// 2-12%, at M = 512 14-40%.
+constexpr int64_t kAmxInt8MinRows = 32;
+template <MatmulFn Amx, MatmulFn Vnni>
+void int8_amx(const MatmulArgs& args) {
+  if (args.M >= kAmxInt8MinRows) {
+    Amx(args);
+  } else {
+    Vnni(args);
   }
 }
 
@@ -216,10 +231,22 @@ constexpr MatmulKernel kKernels[] = {
      int8_avx512<x86::matmul_q5_kx16_int8_avx512vnni, x86::matmul_q5_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     {"avx512_vnni_q6_kx16_int8", DType::kQ6_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q6_kx16_int8_avx512vnni, x86::matmul_q6_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
-    // No AMX-INT8 rows: the interleaved int8 kernels on AMX tiles (x86/amx/amx_int8.h, the oracle's
-    // bits) ran slower than the VNNI rows above at every M on Sapphire Rapids (one f32 scale step
-    // per 32-value block and per output after every TDPBSUD: qwen05b-shape Q8_0 gate_up 3x slower
-    // at M = 1, 1.8x at M = 32, 0.9x at M = 512), so Isa::kAmx keeps the VNNI kernels (same bits).
+    // On AMX tiles (x86/amx/amx_int8.h): TDPBSSD per 32-value block and the oracle's f32 step, so the
+    // VNNI rows' bits; from kAmxInt8MinRows rows of x (below, the VNNI kernel: faster there, same bits).
+    {"amx_q8_0x16_int8", DType::kQ8_0x16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_q8_0x16_int8_amx, x86::matmul_q8_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q4_0x16_int8", DType::kQ4_0x16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_q4_0x16_int8_amx, x86::matmul_q4_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q5_0x16_int8", DType::kQ5_0x16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_q5_0x16_int8_amx, x86::matmul_q5_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q4_1x16_int8", DType::kQ4_1x16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_q4_1x16_int8_amx, x86::matmul_q4_1x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_q5_1x16_int8", DType::kQ5_1x16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_q5_1x16_int8_amx, x86::matmul_q5_1x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_iq4_nlx16_int8_amx, x86::matmul_iq4_nlx16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+    {"amx_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kAmx, kInt8, false,
+     int8_amx<x86::matmul_iq4_xsx16_int8_amx, x86::matmul_iq4_xsx16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K with x quantised to int8 per 256-value block plus 16-value code sums
     // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
     {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},

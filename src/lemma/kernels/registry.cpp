@@ -62,9 +62,10 @@ void int8_avx512(const MatmulArgs& args) {
 
 // Int8 activations on AMX: the AMX-INT8 kernel from kAmxInt8MinRows rows of x, the VNNI kernel below
 // (the same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
-// 2 threads: at M = 16 the tiles lose 15-25% (a panel staged for one row tile), at M = 32 they gain
-// 2-12%, at M = 512 14-40%.
-constexpr int64_t kAmxInt8MinRows = 32;
+// 2 threads, W from DRAM (cold:1): at M = 32 the tiles win on down (+30%) but lose on gate and the
+// attention matrices (4-5%), and batched decode of 32 sequences runs 3-4% slower on them; at M = 64
+// they gain 9-10% on gate and down and lose 10% on 896 x 896; at 128 and over they gain 5-35%.
+constexpr int64_t kAmxInt8MinRows = 64;
 template <MatmulFn Amx, MatmulFn Vnni>
 void int8_amx(const MatmulArgs& args) {
   if (args.M >= kAmxInt8MinRows) {

@@ -230,6 +230,36 @@ inline void prepare_row_tile(const MatmulArgs& a, int64_t m0, const Panel& panel
   }
 }
 
+// The W bytes the next stage_panel will read (the next chunk of this panel's groups, else the next
+// panel's first chunk), fetched into L2 a few lines per step while this panel computes, so that the
+// staging, which otherwise reads W from DRAM with the tile unit idle, finds them there. At M = 32
+// (batched decode) the compute of one panel and the DRAM time of the next are about equal.
+struct Upcoming {
+  const uint8_t* group = nullptr;  // the current group's first byte of the region
+  int64_t group_stride = 0, group_bytes = 0, groups_left = 0, offset = 0, lines_per_step = 0;
+
+  template <class W>
+  void start(const MatmulArgs& a, int64_t g0, int64_t first, int64_t steps) {
+    const int64_t blocks = a.K / kBlock, all_groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
+    int64_t next_g0 = g0, next_first = first + kChunkBlocks;
+    if (next_first >= blocks) next_g0 = g0 + kPanelGroups, next_first = 0;
+    groups_left = next_g0 < all_groups ? std::min(kPanelGroups, all_groups - next_g0) : 0;
+    group_stride = blocks * W::kBlockBytes;
+    group = static_cast<const uint8_t*>(a.w) + next_g0 * group_stride + next_first * W::kBlockBytes;
+    group_bytes = std::min(kChunkBlocks, blocks - next_first) * W::kBlockBytes;
+    offset = 0;
+    const int64_t lines = groups_left * ((group_bytes + 63) / 64);
+    lines_per_step = steps > 0 ? (lines + steps - 1) / steps : 0;
+  }
+  void step() {
+    for (int64_t n = 0; n < lines_per_step && groups_left > 0; ++n) {
+      __builtin_prefetch(group + offset, 0, 2);
+      offset += 64;
+      if (offset >= group_bytes) offset = 0, group += group_stride, --groups_left;
+    }
+  }
+};
+
 // A position in the panel x chunk: group g, block b (blocks of a group in order, then the next group).
 struct Cursor {
   int64_t g = 0, b = 0;
@@ -289,7 +319,7 @@ template <class Lanes, class W>
 // order): item i's product is issued, then item i - 1's C stored, then item i - 2's f32 step, so
 // the tile unit and the vector unit both have work across group boundaries.
 template <class Tiles, class Lanes, class W>
-void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const RowTile& tile) {
+void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const RowTile& tile, Upcoming& upcoming) {
   const int64_t items = panel.groups * panel.count;
   typename Lanes::Acc acc;
   alignas(64) int32_t c[4][16][16];
@@ -303,6 +333,7 @@ void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const R
     scale_item<Lanes, W>(a, acc, c[3], panel, tile, scaled, i - 1, items);
     tile_item<3, kA1, kB1, 1>(tiles, tile, panel, tiled, i + 3, items, c);
     scale_item<Lanes, W>(a, acc, c[0], panel, tile, scaled, i, items);
+    upcoming.step();
   }
 }
 
@@ -318,15 +349,18 @@ void matmul_interleaved(const MatmulArgs& a) {
   Tiles tiles;
   tiles.configure(kernel_tile_config());
   RowTile tile;
+  Upcoming upcoming;
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
   for (int64_t g0 = 0; g0 < groups; g0 += kPanelGroups) {
     const int64_t panel_groups = std::min(kPanelGroups, groups - g0);
     int64_t first = 0;
     do {  // at least once: K = 0 still writes y = 0 (+ bias)
       stage_panel<Lanes, W>(a, g0, panel_groups, first, panel);
+      const int64_t steps = (a.M + 15) / 16 * ((panel.groups * panel.count + 3) / 4 + 1);
+      upcoming.template start<W>(a, g0, first, steps);
       for (int64_t m0 = 0; m0 < a.M; m0 += 16) {
         prepare_row_tile(a, m0, panel, tile);
-        run_row_tile<Tiles, Lanes, W>(a, tiles, panel, tile);
+        run_row_tile<Tiles, Lanes, W>(a, tiles, panel, tile, upcoming);
       }
       first += kChunkBlocks;
     } while (first < a.K / kBlock);

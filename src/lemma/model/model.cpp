@@ -114,19 +114,24 @@ struct StepState {
     layers::run_linear_group(plan, team);
   }
 
-  // The same over x = ws.normed, whose rows `norm` writes first (fused with x's conversion for the
-  // kernels where they read it row by row: layers::write_linear_group_input).
-  void normed_linear(const NormStep& norm, const char* name, int64_t layer, MatmulSlot slot,
-                     std::span<const layers::LinearOutput> outputs) const {
+  // The same over x, whose rows `write_x` writes first, on the team, each range of rows then
+  // converted for the kernels while it is in cache (layers::write_linear_group_input, G20).
+  void written_linear(const char* write_name, RangeFnRef write_x, const char* name, int64_t layer, MatmulSlot slot,
+                      std::span<const float> x, std::span<const layers::LinearOutput> outputs) const {
     ThreadTeam* team = ws.team.get();
-    layers::LinearGroupPlan& plan =
-        plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, ws.normed, num_tokens, outputs, team);
-    trace::Scope t_norm(norm.name);
-    layers::write_linear_group_input(plan, team, [&](int64_t t0, int64_t t1) { norm.run(config, ws, t0, t1); });
-    t_norm.end();
-    observe(layer, slot, ws.normed, num_tokens, outputs);
+    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, num_tokens, outputs, team);
+    trace::Scope t_write(write_name);
+    layers::write_linear_group_input(plan, team, write_x);
+    t_write.end();
+    observe(layer, slot, x, num_tokens, outputs);
     trace::Scope t_run(name);
     layers::run_prepared_linear_group(plan, team);
+  }
+
+  // x = ws.normed, written by `norm` (fused with the residual add before it when it has one).
+  void normed_linear(const NormStep& norm, const char* name, int64_t layer, MatmulSlot slot,
+                     std::span<const layers::LinearOutput> outputs) const {
+    written_linear(norm.name, [&](int64_t t0, int64_t t1) { norm.run(config, ws, t0, t1); }, name, layer, slot, ws.normed, outputs);
   }
 };
 
@@ -185,17 +190,16 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
 void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const ModelConfig& c = st.config;
   ForwardWorkspace& ws = st.ws;
-  const int64_t T = st.num_tokens, I = c.intermediate_size;
+  const int64_t I = c.intermediate_size;
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate, w.gate_order}, {&w.up, {}, ws.up, w.up_order}};
   st.normed_linear({"add_ffn_norm", w.ffn_norm, true}, "gate_up", layer, kGateUp, gate_up);
-  trace::Scope t_silu("silu_mul");
-  parallel_rows(ws.team.get(), T, I, [&](int64_t t0, int64_t t1) {
+  // down's input silu(gate) * up, row by row, each range converted for down's kernel while in cache.
+  const layers::LinearOutput down{&w.down, {}, ws.normed, w.down_order};
+  const auto silu_mul_rows = [&](int64_t t0, int64_t t1) {
     const auto rows = std::span(ws.gate).subspan(static_cast<size_t>(t0 * I), static_cast<size_t>((t1 - t0) * I));
     kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows);
-  });
-  t_silu.end();
-  const layers::LinearOutput down{&w.down, {}, ws.normed, w.down_order};
-  st.linear("down", layer, kDown, ws.gate, T, std::span(&down, 1));
+  };
+  st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
 }
 
 }  // namespace

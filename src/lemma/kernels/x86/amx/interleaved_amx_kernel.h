@@ -317,7 +317,8 @@ template <class Lanes, class W>
 
 // One row tile x the panel's groups x the chunk, as one stream of items (group by group, blocks in
 // order): item i's product is issued, then item i - 1's C stored, then item i - 2's f32 step, so
-// the tile unit and the vector unit both have work across group boundaries.
+// the tile unit and the vector unit both have work across group boundaries. The four slots are
+// written out: the same schedule generated through a generic lambda ran 1.5x slower (README.md).
 template <class Tiles, class Lanes, class W>
 void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const RowTile& tile, Upcoming& upcoming) {
   const int64_t items = panel.groups * panel.count;

@@ -62,10 +62,11 @@ void int8_avx512(const MatmulArgs& args) {
 
 // Int8 activations on AMX: the AMX-INT8 kernel from kAmxInt8MinRows rows of x, the VNNI kernel below
 // (the same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
-// 2 threads, W from DRAM (cold:1): at M = 32 the tiles win on down (+30%) but lose on gate and the
-// attention matrices (4-5%), and batched decode of 32 sequences runs 3-4% slower on them; at M = 64
-// they gain 9-10% on gate and down and lose 10% on 896 x 896; at 128 and over they gain 5-35%.
-constexpr int64_t kAmxInt8MinRows = 64;
+// 2 threads, W from DRAM (cold:1): at M = 16 the tiles lose 15-25%; at M = 32 (one-group panels,
+// interleaved_amx_kernel.h) gate is even, down 10-20% faster, 896 x 896 even to 10% slower, and
+// batched decode of 32 sequences ran 1-10% faster end to end in six alternating rounds (389-426 vs
+// 372-397 tok/s, a loaded hour); at 128 rows and over the tiles gain 5-35%.
+constexpr int64_t kAmxInt8MinRows = 32;
 template <MatmulFn Amx, MatmulFn Vnni>
 void int8_amx(const MatmulArgs& args) {
   if (args.M >= kAmxInt8MinRows) {

@@ -45,6 +45,13 @@ constexpr int64_t kBlock = 32;         // values per block of W and x
 // 32 x 32 9.5, 16 x 64 10.2).
 constexpr int64_t kChunkBlocks = 32;   // blocks of K staged at once
 constexpr int64_t kPanelGroups = 16;   // groups of W staged at once
+// With one or two row tiles (batched decode) there is little compute to hide a panel's staging
+// behind, and W comes from DRAM: one group per panel, so the next group's W is fetched into L2 while
+// this one computes (matmul_bench, 2 threads, M = 32 from DRAM, three alternating rounds: gate
+// 0.66-0.77 -> 0.55-0.66 ms, down 0.73-0.87 -> 0.63-0.70, 896 x 896 0.16-0.20 -> 0.13-0.15; at M =
+// 64 and 128 one-group panels were slower).
+constexpr int64_t kSmallBatchRows = 32;
+constexpr int64_t panel_groups_for(int64_t M) { return M <= kSmallBatchRows ? 1 : kPanelGroups; }
 constexpr int64_t kBBytes = 8 * 64;      // one block's B tile
 // B tiles come from the panel in L2; prefetching the one 4 items ahead into L1 keeps the tile unit
 // from waiting on them (matmul_bench, one thread, M = 512: gate 8.5 -> 8.2 ms, down 11.7 -> 10.0).
@@ -239,11 +246,11 @@ struct Upcoming {
   int64_t group_stride = 0, group_bytes = 0, groups_left = 0, offset = 0, lines_per_step = 0;
 
   template <class W>
-  void start(const MatmulArgs& a, int64_t g0, int64_t first, int64_t steps) {
+  void start(const MatmulArgs& a, int64_t g0, int64_t first, int64_t steps, int64_t panel_groups) {
     const int64_t blocks = a.K / kBlock, all_groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
     int64_t next_g0 = g0, next_first = first + kChunkBlocks;
-    if (next_first >= blocks) next_g0 = g0 + kPanelGroups, next_first = 0;
-    groups_left = next_g0 < all_groups ? std::min(kPanelGroups, all_groups - next_g0) : 0;
+    if (next_first >= blocks) next_g0 = g0 + panel_groups, next_first = 0;
+    groups_left = next_g0 < all_groups ? std::min(panel_groups, all_groups - next_g0) : 0;
     group_stride = blocks * W::kBlockBytes;
     group = static_cast<const uint8_t*>(a.w) + next_g0 * group_stride + next_first * W::kBlockBytes;
     group_bytes = std::min(kChunkBlocks, blocks - next_first) * W::kBlockBytes;
@@ -352,13 +359,14 @@ void matmul_interleaved(const MatmulArgs& a) {
   RowTile tile;
   Upcoming upcoming;
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  for (int64_t g0 = 0; g0 < groups; g0 += kPanelGroups) {
-    const int64_t panel_groups = std::min(kPanelGroups, groups - g0);
+  const int64_t step_groups = panel_groups_for(a.M);
+  for (int64_t g0 = 0; g0 < groups; g0 += step_groups) {
+    const int64_t panel_groups = std::min(step_groups, groups - g0);
     int64_t first = 0;
     do {  // at least once: K = 0 still writes y = 0 (+ bias)
       stage_panel<Lanes, W>(a, g0, panel_groups, first, panel);
       const int64_t steps = (a.M + 15) / 16 * ((panel.groups * panel.count + 3) / 4 + 1);
-      upcoming.template start<W>(a, g0, first, steps);
+      upcoming.template start<W>(a, g0, first, steps, step_groups);
       for (int64_t m0 = 0; m0 < a.M; m0 += 16) {
         prepare_row_tile(a, m0, panel, tile);
         run_row_tile<Tiles, Lanes, W>(a, tiles, panel, tile, upcoming);

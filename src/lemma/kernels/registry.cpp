@@ -60,16 +60,19 @@ void int8_avx512(const MatmulArgs& args) {
   }
 }
 
-// Int8 activations on AMX: the AMX-INT8 kernel from kAmxInt8MinRows rows of x, the VNNI kernel below
-// (the same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
-// 2 threads, W from DRAM (cold:1): at M = 16 the tiles lose 15-25%; at M = 32 (one-group panels,
-// interleaved_amx_kernel.h) gate is even, down 10-20% faster, 896 x 896 even to 10% slower, and
-// batched decode of 32 sequences ran 1-10% faster end to end in six alternating rounds (389-426 vs
-// 372-397 tok/s, a loaded hour); at 128 rows and over the tiles gain 5-35%.
-constexpr int64_t kAmxInt8MinRows = 32;
-template <MatmulFn Amx, MatmulFn Vnni>
+// Int8 activations on AMX: the AMX-INT8 kernel from MinRows rows of x, the VNNI kernel below (the
+// same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
+// 2 threads, W from DRAM (cold:1). Q8_0x16: at M = 16 the tiles lose 15-25%; at M = 32 (one-group
+// panels, interleaved_amx_kernel.h) gate is even, down 10-20% faster, 896 x 896 even to 10% slower,
+// and batched decode of 32 sequences ran 1-10% faster end to end in six alternating rounds (389-426
+// vs 372-397 tok/s, a loaded hour); from 128 rows the tiles gain 5-35%. The nibble forms unpack
+// their codes while staging, which a few rows of x do not repay: Q4_0x16 lost 5-30% at M = 32 and
+// 64 (32-sequence decode 406-411 vs 415-444 tok/s) and was even to 15% faster at 128.
+constexpr int64_t kAmxQ8MinRows = 32;
+constexpr int64_t kAmxNibbleMinRows = 128;
+template <MatmulFn Amx, MatmulFn Vnni, int64_t MinRows>
 void int8_amx(const MatmulArgs& args) {
-  if (args.M >= kAmxInt8MinRows) {
+  if (args.M >= MinRows) {
     Amx(args);
   } else {
     Vnni(args);
@@ -234,21 +237,22 @@ constexpr MatmulKernel kKernels[] = {
     {"avx512_vnni_q6_kx16_int8", DType::kQ6_Kx16, Isa::kAvx512, kInt8, false,
      int8_avx512<x86::matmul_q6_kx16_int8_avx512vnni, x86::matmul_q6_kx16_int8_avx2>, x86::quantize_q8k_activations_avx512, q8k_activation_bytes},
     // On AMX tiles (x86/amx/amx_int8.h): TDPBSSD per 32-value block and the oracle's f32 step, so the
-    // VNNI rows' bits; from kAmxInt8MinRows rows of x (below, the VNNI kernel: faster there, same bits).
+    // VNNI rows' bits; from kAmxQ8MinRows / kAmxNibbleMinRows rows of x (below, the VNNI kernel: faster
+    // there, same bits).
     {"amx_q8_0x16_int8", DType::kQ8_0x16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_q8_0x16_int8_amx, x86::matmul_q8_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_q8_0x16_int8_amx, x86::matmul_q8_0x16_int8_avx512vnni, kAmxQ8MinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q4_0x16_int8", DType::kQ4_0x16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_q4_0x16_int8_amx, x86::matmul_q4_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_q4_0x16_int8_amx, x86::matmul_q4_0x16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q5_0x16_int8", DType::kQ5_0x16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_q5_0x16_int8_amx, x86::matmul_q5_0x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_q5_0x16_int8_amx, x86::matmul_q5_0x16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q4_1x16_int8", DType::kQ4_1x16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_q4_1x16_int8_amx, x86::matmul_q4_1x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_q4_1x16_int8_amx, x86::matmul_q4_1x16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_q5_1x16_int8", DType::kQ5_1x16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_q5_1x16_int8_amx, x86::matmul_q5_1x16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_q5_1x16_int8_amx, x86::matmul_q5_1x16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_iq4_nlx16_int8", DType::kIQ4_NLx16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_iq4_nlx16_int8_amx, x86::matmul_iq4_nlx16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_iq4_nlx16_int8_amx, x86::matmul_iq4_nlx16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     {"amx_iq4_xsx16_int8", DType::kIQ4_XSx16, Isa::kAmx, kInt8, false,
-     int8_amx<x86::matmul_iq4_xsx16_int8_amx, x86::matmul_iq4_xsx16_int8_avx512vnni>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
+     int8_amx<x86::matmul_iq4_xsx16_int8_amx, x86::matmul_iq4_xsx16_int8_avx512vnni, kAmxNibbleMinRows>, x86::quantize_signed_activations_avx512, int8_signed_activation_bytes},
     // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K with x quantised to int8 per 256-value block plus 16-value code sums
     // (llama.cpp's Q8_K dot; q8k_activations.h); the default from AVX2 up (matmul_precision.h).
     {"reference_q4_k_int8", DType::kQ4_K, Isa::kScalar, kInt8, false, matmul_q4_k_int8_reference, quantize_q8k_activations_reference, q8k_activation_bytes},

@@ -208,7 +208,7 @@ TEST(AmxMatmul, RegistryChoosesTheAmxKernelsUnderAmxOnly) {
     std::vector<uint8_t> bytes(interleaved_bytes(type, N, K));
     interleave_rows(type, w.bytes.data(), N, K, bytes.data());
     const TensorView view{bytes.data(), interleaved_dtype(type), Shape{N, K}};
-    for (const int64_t M : {21, 31, 32, 33, 64, 70}) {
+    for (const int64_t M : {21, 31, 32, 33, 127, 128, 130}) {
       const auto x = random_floats(static_cast<size_t>(M * K), rng);
       const auto want = testing::run_matmul(x, K, M, view, nullptr, {Isa::kScalar, MatmulPrecision::kInt8Activations});
       EXPECT_TRUE(same_bits(testing::run_matmul(x, K, M, view, nullptr, {Isa::kAmx, MatmulPrecision::kInt8Activations}), want))

@@ -273,7 +273,8 @@ const bool kRegistered = [] {
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
       // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
       b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({32, 1})->Args({512, 0});
-      // Interleaved Q*_0 int8: where the AMX-INT8 kernel overtakes VNNI (registry.cpp, kAmxInt8MinRows).
+      // Interleaved Q*_0 int8: where the AMX-INT8 kernel overtakes VNNI (registry.cpp, kAmxQ8MinRows and
+      // kAmxNibbleMinRows).
       if (std::string_view(v.name).find("_0x16_int8") != std::string_view::npos) b->Args({64, 1})->Args({128, 1})->Args({256, 1});
       b->UseRealTime()->Unit(benchmark::kMillisecond);
     }

@@ -151,10 +151,15 @@ void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef w
   const int64_t M = g.count != 0 ? g.plans[0].args.M : 0, K = g.count != 0 ? g.plans[0].args.K : 0;
   const bool ordered = bind_ordered_inputs(g);
   const bool needs_x = kernels::reserve_activations(plans);
+  // Each range in pieces of about 16K values, so the rows written are still in L1 when converted.
+  const int64_t piece = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(K, 1));
   parallel_rows(team, M, K, [&](int64_t m0, int64_t m1) {
-    write_x(m0, m1);
-    if (ordered) gather_ordered_inputs(g, m0, m1);
-    if (needs_x) kernels::prepare_activation_rows(plans, m0, m1);
+    for (int64_t p0 = m0; p0 < m1; p0 += piece) {
+      const int64_t p1 = std::min(m1, p0 + piece);
+      write_x(p0, p1);
+      if (ordered) gather_ordered_inputs(g, p0, p1);
+      if (needs_x) kernels::prepare_activation_rows(plans, p0, p1);
+    }
   });
 }
 

@@ -190,8 +190,9 @@ TEST(AmxMatmul, HardwareKernelsGiveTheReferenceBits) {
   expect_batch_and_split_invariance(hardware);
 }
 
-// Through matmul(): Isa::kAmx keeps the VNNI kernels for these formats (the AMX-INT8 kernels, same
-// bits, measured slower at every M; registry.cpp), and gives the reference's bits.
+// Through matmul(): Isa::kAmx lists the AMX-INT8 kernels for these formats (run from 32 rows of x
+// for Q8_0x16 and from 128 for the nibble forms, the VNNI kernels below that; registry.cpp), and
+// gives the reference's bits on either side of the switch.
 TEST(AmxMatmul, RegistryChoosesTheAmxKernelsUnderAmxOnly) {
   for (DType type : {DType::kQ8_0x16, DType::kQ4_0x16, DType::kQ5_0x16, DType::kQ4_1x16, DType::kQ5_1x16, DType::kIQ4_NLx16, DType::kIQ4_XSx16}) {
     const std::string name(dtype_name(type));

@@ -31,6 +31,13 @@ namespace {
 constexpr int64_t kStepValues = 32;       // k values per TDPBF16PS: 16 pairs
 constexpr int64_t kBTileBytes = 16 * 64;  // one step of one group: 16 chunks
 constexpr int64_t kWBlockBytes = int64_t{512} << 10;
+// With one x tile (decode), each step first demand-loads the B bytes from half a tile ahead
+// (Tiles::touch): TILELOADD from DRAM-streamed W otherwise waits line by line. matmul_bench M = 1
+// from DRAM, 2 threads, three alternating rounds: gate 25.9-26.1 -> 26.6-27.2 GB/s, down 24.2-24.8
+// -> 26.5-28.2, LM head 24.4-25.9 -> 26.9-27.3 (the AVX512_BF16 GEMV: 27.6-29.3); 1 KiB ahead was
+// close, 2-4 KiB ahead slower, and prefetches into L1 (1-4 KiB ahead) or L2 (4-16 KiB) no better
+// than none.
+constexpr int64_t kTouchAheadBytes = 512;
 
 // f.template operator()<I>() for I = 0 .. N - 1: tile numbers must be compile-time constants.
 template <int N, class F>
@@ -90,6 +97,12 @@ void run_tiles(const MatmulArgs& a, Tiles& tiles, int64_t m0, int64_t g0) {
   for (int64_t k = 0; k < a.K; k += kStepValues) {
     for_each_index<MT>([&]<int I>() { tiles.template load<T::a(I)>(x[I].tile(k), x[I].stride_bytes()); });
     for_each_index<NT>([&]<int J>() { tiles.template load<T::b(J)>(w + J * group_bytes + k / kStepValues * kBTileBytes, 64); });
+    if constexpr (MT == 1) {  // decode: W streams from DRAM, one x tile to hide it behind
+      for_each_index<NT>([&]<int J>() {
+        const int64_t at = k / kStepValues * kBTileBytes + kTouchAheadBytes;
+        if (at < group_bytes) tiles.touch(w + J * group_bytes + at, std::min(kBTileBytes, group_bytes - at));
+      });
+    }
     for_each_index<MT>([&]<int I>() {
       for_each_index<NT>([&]<int J>() { tiles.template dpbf16ps<T::c(I, J), T::a(I), T::b(J)>(); });
     });

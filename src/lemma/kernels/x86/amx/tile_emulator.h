@@ -44,6 +44,9 @@ class TileEmulator {
     std::memset(tiles_, 0, sizeof(tiles_));
   }
 
+  // Not a tile instruction: the hardware backend demand-loads these lines (HardwareTiles::touch).
+  void touch(const void*, int64_t) const {}
+
   template <int T>
   void zero() {
     valid<T>();

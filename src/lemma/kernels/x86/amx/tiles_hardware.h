@@ -22,6 +22,17 @@ struct HardwareTiles {
   void configure(const TileConfig& config) { _tile_loadconfig(&config); }
   void release() { _tile_release(); }
 
+  // Not a tile instruction: each 64-byte line of [base, base + bytes) loaded into a register, so
+  // that a later TILELOADD finds it in L1. TILELOADD from memory further out waits line by line in
+  // the tile unit; these loads are out of order, several misses at once (a software prefetch of the
+  // same lines did not help: bf16x16_amx_kernel.h).
+  void touch(const void* base, int64_t bytes) const {
+    for (int64_t at = 0; at < bytes; at += 64) {
+      const __m512i line = _mm512_loadu_si512(static_cast<const char*>(base) + at);
+      __asm__ volatile("" ::"v"(line));
+    }
+  }
+
   template <int T>
   void zero() {
     static_assert(T >= 0 && T < kMaxTiles);

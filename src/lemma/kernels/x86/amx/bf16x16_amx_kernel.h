@@ -33,10 +33,10 @@ constexpr int64_t kBTileBytes = 16 * 64;  // one step of one group: 16 chunks
 constexpr int64_t kWBlockBytes = int64_t{512} << 10;
 // With one x tile (decode), each step first demand-loads the B bytes from half a tile ahead
 // (Tiles::touch): TILELOADD from DRAM-streamed W otherwise waits line by line. matmul_bench M = 1
-// from DRAM, 2 threads, three alternating rounds: gate 25.9-26.1 -> 26.6-27.2 GB/s, down 24.2-24.8
-// -> 26.5-28.2, LM head 24.4-25.9 -> 26.9-27.3 (the AVX512_BF16 GEMV: 27.6-29.3); 1 KiB ahead was
+// from DRAM, 2 threads, three alternating rounds: gate 25.0-26.2 -> 26.5-27.5 GB/s, down 25.4-26.3
+// -> 27.7-29.0, LM head 24.3-26.6 -> 26.2-27.1 (the AVX512_BF16 GEMV: 26.7-29.7); 1 KiB ahead was
 // close, 2-4 KiB ahead slower, and prefetches into L1 (1-4 KiB ahead) or L2 (4-16 KiB) no better
-// than none.
+// than none. With two x tiles (M = 17..32) it was mixed (down faster, 896 x 896 slower): not used.
 constexpr int64_t kTouchAheadBytes = 512;
 
 // f.template operator()<I>() for I = 0 .. N - 1: tile numbers must be compile-time constants.

@@ -54,7 +54,7 @@ class Model {
   ModelWeights weights_;
   RopeFrequencies rope_;  // for every forward unless the scaling depends on the length (dynamic NTK)
   std::shared_ptr<const void> owner_;
-  std::shared_ptr<const void> interleaved_;  // interleaved copies of Q8_0/Q4_0 matrices (interleaved_weights.h)
+  std::shared_ptr<const void> interleaved_;  // 16-row interleaved (*x16) copies of its matrices, every format interleaved_weights.h re-lays
   uint64_t id_ = 0;  // unique per loaded model: keys the workspaces' captured decode plans
 };
 

@@ -1,6 +1,6 @@
 // Generator: one request's text generation on a Model — prefill the prompt, then one token per
 // forward with a sampled next token, until max_tokens, a stop token, or the callback says stop.
-// The single-request path of `lemma generate`/`chat`; serving goes through the engine later.
+// The single-request path of `lemma generate`/`chat`; `lemma serve` goes through engine/ (ModelRunner).
 // Owns its KV cache and workspace (sized once for prompt + max_tokens); not thread-safe.
 #pragma once
 

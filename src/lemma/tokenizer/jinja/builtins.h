@@ -5,6 +5,7 @@
 #include <string>
 
 #include "lemma/tokenizer/jinja/evaluator.h"
+#include "lemma/tokenizer/jinja/marks.h"
 
 namespace lemma::jinja {
 
@@ -17,9 +18,14 @@ inline Value arg_or(const CallArgs& args, size_t index, const std::string& name,
 bool is_py_space(char32_t c);
 // Python str.strip/lstrip/rstrip with optional chars (None = whitespace).
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right);
-// Python str.split / str.rsplit (sep None = runs of whitespace).
-ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right);
+// The same on a string value, keeping the marks of what remains.
+Value py_strip(const Value& s, const Value& chars, bool left, bool right);
+// Python str.split / str.rsplit (sep None = runs of whitespace); pieces keep their marks.
+ValueList py_split(const Value& s, const Value& sep, int64_t maxsplit, bool from_right);
 std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count);
+// The same on a string value: kept text keeps its marks, and a replacement is marked when the
+// text it replaces had a marked byte.
+Value py_replace(const Value& s, const std::string& old, const Value& repl, int64_t count);
 std::string py_upper(const std::string& s);
 std::string py_lower(const std::string& s);
 std::string py_capitalize(const std::string& s);

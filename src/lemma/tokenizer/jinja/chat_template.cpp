@@ -19,11 +19,17 @@ ChatTemplate& ChatTemplate::operator=(const ChatTemplate&) = default;
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 
-std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
+std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const { return render_marked(inputs).take_text(); }
+
+std::vector<TextSpan> ChatTemplate::render_spans(const ChatTemplateInputs& inputs) const {
+  return render_marked(inputs).spans();
+}
+
+MarkedText ChatTemplate::render_marked(const ChatTemplateInputs& inputs) const {
   using jinja::Value;
   jinja::Dict vars;
-  vars.set("messages", Value::from_json(inputs.messages));
-  vars.set("tools", Value::from_json(inputs.tools));
+  vars.set("messages", Value::from_json(inputs.messages, /*from_request=*/true));
+  vars.set("tools", Value::from_json(inputs.tools, /*from_request=*/true));
   vars.set("documents", Value::none());
   vars.set("add_generation_prompt", Value(inputs.add_generation_prompt));
   if (inputs.bos_token) vars.set("bos_token", Value(*inputs.bos_token));

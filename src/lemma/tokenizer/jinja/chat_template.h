@@ -7,10 +7,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "lemma/base/error.h"
+#include "lemma/tokenizer/marked_text.h"
 
 namespace lemma {
 
@@ -49,6 +51,14 @@ class ChatTemplate {
 
   // Renders with `inputs`; throws TemplateError (raise_exception, type errors, sandbox violations).
   std::string render(const ChatTemplateInputs& inputs) const;
+  // The same text as render(), as maximal spans of template text and of text that came from
+  // `messages` or `tools` (every string in them, roles and keys included, is request text; the
+  // template's literals, bos/eos tokens, extra_context and dates are not). Request text keeps
+  // its mark through filters, methods, slicing, concatenation and formatting (jinja/marks.h), so
+  // the tokenizer can refuse to read special tokens in it (Tokenizer::encode_spans).
+  std::vector<TextSpan> render_spans(const ChatTemplateInputs& inputs) const;
+  // render_spans() as one text with marked byte ranges.
+  MarkedText render_marked(const ChatTemplateInputs& inputs) const;
 
   const std::string& name() const { return name_; }
 

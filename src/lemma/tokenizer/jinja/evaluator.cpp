@@ -1,5 +1,7 @@
 #include "lemma/tokenizer/jinja/evaluator.h"
 
+#include "lemma/tokenizer/jinja/marks.h"
+
 namespace lemma::jinja {
 namespace {
 
@@ -17,7 +19,7 @@ const Value* Scope::lookup(const std::string& name) const {
   return nullptr;
 }
 
-std::string Evaluator::render(Dict variables) {
+MarkedText Evaluator::render(Dict variables) {
   globals_ = std::make_shared<Scope>();
   Dict builtins;
   add_globals(builtins);
@@ -25,7 +27,7 @@ std::string Evaluator::render(Dict variables) {
   for (auto& [k, v] : variables.items) globals_->vars[k.str()] = std::move(v);
   auto top = std::make_shared<Scope>();
   top->parent = globals_;
-  std::string out;
+  MarkedText out;
   exec_body(program_.body, top, out);
   return out;
 }
@@ -40,7 +42,7 @@ Value Evaluator::call(const Value& callee, const CallArgs& args) {
   raise("TypeError: '" + callee.type_name() + "' object is not callable");
 }
 
-Evaluator::Flow Evaluator::exec_body(const Body& body, const ScopePtr& scope, std::string& out) {
+Evaluator::Flow Evaluator::exec_body(const Body& body, const ScopePtr& scope, MarkedText& out) {
   for (const auto& stmt : body) {
     Flow f = exec(*stmt, scope, out);
     if (f != Flow::kNormal) return f;
@@ -48,13 +50,13 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, const ScopePtr& scope, st
   return Flow::kNormal;
 }
 
-Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, MarkedText& out) {
   try {
     switch (stmt.kind) {
       case Stmt::Kind::kText:
       case Stmt::Kind::kOutput:
-        if (stmt.kind == Stmt::Kind::kText) out += stmt.text;
-        else eval(*stmt.expr, scope).append_to(out);
+        if (stmt.kind == Stmt::Kind::kText) out.append(stmt.text, false);
+        else append_value(out, eval(*stmt.expr, scope));
         if (out.size() > kMaxOutputBytes) raise("MemoryError: rendered output exceeds 256 MiB");
         return Flow::kNormal;
       case Stmt::Kind::kIf:
@@ -74,23 +76,23 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
             const Value* v = args.get(i, stmt.params[i].first);
             inner->vars[stmt.params[i].first] = v ? *v : stmt.params[i].second ? eval(*stmt.params[i].second, inner) : Value::undefined();
           }
-          std::string body;
+          MarkedText body;
           exec_body(stmt.body, inner, body);
-          return Value(body);
+          return Value(std::move(body));
         });
         const Expr& call_expr = *stmt.expr;
         Value callee = eval(*call_expr.args[0], scope);
         CallArgs args = eval_args(call_expr, 1, scope);
         args.keyword.emplace_back("caller", caller);
-        out += call(callee, args).to_str();
+        append_value(out, call(callee, args));
         return Flow::kNormal;
       }
       case Stmt::Kind::kFilterBlock: {
-        std::string body;
+        MarkedText body;
         auto inner = std::make_shared<Scope>();
         inner->parent = scope;
         exec_body(stmt.body, inner, body);
-        out += apply_filter_chain(stmt.filters, Value(body), scope).to_str();
+        append_value(out, apply_filter_chain(stmt.filters, Value(std::move(body)), scope));
         return Flow::kNormal;
       }
       case Stmt::Kind::kBreak: return Flow::kBreak;
@@ -114,13 +116,13 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, const ScopePtr& scope, std::st
   return Flow::kNormal;
 }
 
-Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+Evaluator::Flow Evaluator::exec_for(const Stmt& stmt, const ScopePtr& scope, MarkedText& out) {
   run_loop(stmt, scope, eval(*stmt.expr, scope), 1, out);
   return Flow::kNormal;
 }
 
 // One (possibly recursive) run of a for loop over `iterable`; break/continue end here.
-void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, std::string& out) {
+void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, MarkedText& out) {
   ValueList all = iterable.iterate();
   ValueList items;
   auto bind = [&](Scope& s, const Value& item) {
@@ -167,7 +169,7 @@ void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& i
       if (args.positional.size() != 1) raise("TypeError: loop() takes exactly one argument");
       if (call_depth_ >= kMaxCallDepth) raise("RecursionError: maximum recursion depth exceeded");
       ++call_depth_;
-      std::string nested;
+      MarkedText nested;
       try {
         run_loop(stmt, scope, args.positional[0], depth + 1, nested);
       } catch (...) {
@@ -175,7 +177,7 @@ void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& i
         throw;
       }
       --call_depth_;
-      return Value(nested);
+      return Value(std::move(nested));
     });
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -208,15 +210,15 @@ void Evaluator::run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& i
   }
 }
 
-void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope, std::string& out) {
+void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope, MarkedText& out) {
   (void)out;
   Value value;
   if (stmt.kind == Stmt::Kind::kSetBlock) {
-    std::string body;
+    MarkedText body;
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;
     exec_body(stmt.body, inner, body);
-    value = apply_filter_chain(stmt.filters, Value(body), scope);
+    value = apply_filter_chain(stmt.filters, Value(std::move(body)), scope);
   } else {
     value = eval(*stmt.expr, scope);
   }
@@ -269,9 +271,9 @@ Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& scope) {
       else if (!is_param) kwargs.set(k, v);
     }
     inner->vars["kwargs"] = Value::dict(std::move(kwargs));
-    std::string out;
+    MarkedText out;
     ev.exec_body(def->body, inner, out);
-    return Value(out);
+    return Value(std::move(out));
   });
 }
 

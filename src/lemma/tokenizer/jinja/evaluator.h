@@ -29,8 +29,9 @@ class Evaluator {
  public:
   Evaluator(const Program& program, std::time_t now) : program_(program), now_(now) {}
 
-  // Renders the program; throws RenderError (with line) on failure.
-  std::string render(Dict variables);
+  // Renders the program; throws RenderError (with line) on failure. The marks of the result
+  // are the bytes that came from marked input strings (marks.h).
+  MarkedText render(Dict variables);
 
   // Calls any callable value (macro, global, bound method); raises for non-callables.
   Value call(const Value& callee, const CallArgs& args);
@@ -40,11 +41,11 @@ class Evaluator {
   enum class Flow { kNormal, kBreak, kContinue };
   using ScopePtr = std::shared_ptr<Scope>;
 
-  Flow exec_body(const Body& body, const ScopePtr& scope, std::string& out);
-  Flow exec(const Stmt& stmt, const ScopePtr& scope, std::string& out);
-  Flow exec_for(const Stmt& stmt, const ScopePtr& scope, std::string& out);
-  void run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, std::string& out);
-  void exec_set(const Stmt& stmt, const ScopePtr& scope, std::string& out);
+  Flow exec_body(const Body& body, const ScopePtr& scope, MarkedText& out);
+  Flow exec(const Stmt& stmt, const ScopePtr& scope, MarkedText& out);
+  Flow exec_for(const Stmt& stmt, const ScopePtr& scope, MarkedText& out);
+  void run_loop(const Stmt& stmt, const ScopePtr& scope, const Value& iterable, int64_t depth, MarkedText& out);
+  void exec_set(const Stmt& stmt, const ScopePtr& scope, MarkedText& out);
   Value make_macro(const Stmt& stmt, const ScopePtr& scope);
   Value apply_filter_chain(const std::vector<ExprPtr>& filters, Value value, const ScopePtr& scope);
 

@@ -27,18 +27,25 @@ Value f_default(Evaluator&, const Value& v, const CallArgs& args) {
 
 Value f_length(Evaluator&, const Value& v, const CallArgs&) { return Value(v.length()); }
 
-Value f_string(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() ? v : Value(v.to_str()); }
+Value f_string(Evaluator&, const Value& v, const CallArgs&) { return to_text(v); }
 
 Value f_trim(Evaluator&, const Value& v, const CallArgs& args) {
-  std::string s = py_strip(v.to_str(), arg_or(args, 0, "chars", Value::none()), true, true);
-  return v.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
+  Value s = py_strip(to_text(v), arg_or(args, 0, "chars", Value::none()), true, true);
+  return v.is_safe() ? s.as_markup() : s;
 }
 
 // A Markup input gives a Markup result (str methods on markupsafe.Markup keep the type).
 Value like(const Value& input, std::string s) { return input.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s)); }
 
-Value f_upper(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_upper(v.to_str())); }
-Value f_lower(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_lower(v.to_str())); }
+// Case mapping is per code point, so it keeps marks run by run.
+Value f_upper(Evaluator&, const Value& v, const CallArgs&) {
+  Value s = map_runs(to_text(v), py_upper);
+  return v.is_safe() ? s.as_markup() : s;
+}
+Value f_lower(Evaluator&, const Value& v, const CallArgs&) {
+  Value s = map_runs(to_text(v), py_lower);
+  return v.is_safe() ? s.as_markup() : s;
+}
 Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return like(v, py_capitalize(v.to_str())); }
 
 Value f_title(Evaluator&, const Value& v, const CallArgs&) {
@@ -60,22 +67,22 @@ Value f_title(Evaluator&, const Value& v, const CallArgs&) {
 
 Value f_replace(Evaluator&, const Value& v, const CallArgs& args) {
   std::string old = arg_or(args, 0, "old", Value("")).to_str();
-  std::string repl = arg_or(args, 1, "new", Value("")).to_str();
+  Value repl = to_text(arg_or(args, 1, "new", Value("")));
   Value count = arg_or(args, 2, "count", Value::none());
-  return Value(py_replace(v.to_str(), old, repl, count.is_none() ? -1 : count.as_int()));
+  return py_replace(to_text(v), old, repl, count.is_none() ? -1 : count.as_int());
 }
 
 Value f_join(Evaluator&, const Value& v, const CallArgs& args) {
-  std::string sep = arg_or(args, 0, "d", Value("")).to_str();
+  Value sep = arg_or(args, 0, "d", Value(""));
   Value attribute = arg_or(args, 1, "attribute", Value::none());
-  std::string out;
+  MarkedText out;
   bool first = true;
   for (const auto& item : v.iterate()) {
-    if (!first) out += sep;
+    if (!first) append_value(out, sep);
     first = false;
-    out += (attribute.is_none() ? item : resolve_attribute(item, attribute.to_str())).to_str();
+    append_value(out, attribute.is_none() ? item : resolve_attribute(item, attribute.to_str()));
   }
-  return Value(out);
+  return Value(std::move(out));
 }
 
 Value f_tojson(Evaluator&, const Value& v, const CallArgs& args) {
@@ -324,13 +331,13 @@ Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
   return Value(r / scale);
 }
 
-Value f_safe(Evaluator&, const Value& v, const CallArgs&) { return v.is_safe() ? v : Value::markup(v.to_str()); }
+Value f_safe(Evaluator&, const Value& v, const CallArgs&) { return v.is_safe() ? v : to_text(v).as_markup(); }
 
 Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
-  return v.is_safe() ? v : Value::markup(html_escape(v.to_str()));
+  return v.is_safe() ? v : map_runs(to_text(v), html_escape).as_markup();
 }
 
-Value f_forceescape(Evaluator&, const Value& v, const CallArgs&) { return Value::markup(html_escape(v.to_str())); }
+Value f_forceescape(Evaluator&, const Value& v, const CallArgs&) { return map_runs(to_text(v), html_escape).as_markup(); }
 
 Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
   // Jinja appends "\n" with +=: only strings work (a list would gain characters, then fail).
@@ -342,7 +349,7 @@ Value f_indent(Evaluator&, const Value& v, const CallArgs& args) {
   bool first = arg_or(args, 1, "first", Value(false)).truthy();
   bool blank = arg_or(args, 2, "blank", Value(false)).truthy();
   std::string pad = width.is_string() ? width.str() : std::string(static_cast<size_t>(width.as_int()), ' ');
-  ValueList lines = py_split(v.to_str() + "\n", Value("\n"), -1, false);
+  ValueList lines = py_split(Value(v.to_str() + "\n"), Value("\n"), -1, false);
   lines.pop_back();  // splitlines() of s + "\n"
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -378,6 +385,12 @@ Value f_batch(Evaluator&, const Value& v, const CallArgs& args) {
 }
 
 Value f_reverse(Evaluator&, const Value& v, const CallArgs&) {
+  if (v.is_string() && v.has_marks()) {
+    ValueList chars = v.iterate();
+    MarkedText out;
+    for (auto it = chars.rbegin(); it != chars.rend(); ++it) append_value(out, *it);
+    return Value(std::move(out));
+  }
   if (v.is_string()) {
     std::u32string u = utf8_decode(v.str());
     std::reverse(u.begin(), u.end());
@@ -556,26 +569,38 @@ Value f_striptags(Evaluator&, const Value& v, const CallArgs&) {
     if (!hit) unescaped += text[i++];
   }
   std::string out;
-  for (const auto& word : py_split(unescaped, Value::none(), -1, false)) {
+  for (const auto& word : py_split(Value(unescaped), Value::none(), -1, false)) {
     if (!out.empty()) out += ' ';
     out += word.str();
   }
   return Value(out);
 }
 
-const std::unordered_map<std::string, Filter>& registry() {
-  static const std::unordered_map<std::string, Filter> filters = {
-      {"default", f_default}, {"d", f_default}, {"length", f_length}, {"count", f_length},
-      {"string", f_string}, {"trim", f_trim}, {"upper", f_upper}, {"lower", f_lower},
-      {"capitalize", f_capitalize}, {"title", f_title}, {"replace", f_replace}, {"join", f_join},
-      {"tojson", f_tojson}, {"first", f_first}, {"last", f_last}, {"list", f_list}, {"items", f_items},
-      {"dictsort", f_dictsort}, {"sort", f_sort}, {"unique", f_unique}, {"min", f_min}, {"max", f_max},
-      {"sum", f_sum}, {"select", f_select}, {"reject", f_reject}, {"selectattr", f_selectattr},
-      {"rejectattr", f_rejectattr}, {"map", f_map}, {"int", f_int}, {"float", f_float}, {"abs", f_abs},
-      {"round", f_round}, {"safe", f_safe}, {"escape", f_escape}, {"e", f_escape}, {"forceescape", f_forceescape},
-      {"indent", f_indent}, {"batch", f_batch}, {"reverse", f_reverse}, {"format", f_format}, {"attr", f_attr},
-      {"center", f_center}, {"wordcount", f_wordcount}, {"pprint", f_pprint}, {"truncate", f_truncate},
-      {"slice", f_slice}, {"striptags", f_striptags}, {"groupby", f_groupby},
+struct FilterEntry {
+  Filter fn;
+  MarkPolicy marks = MarkPolicy::kDerived;
+};
+
+constexpr MarkPolicy kPass = MarkPolicy::kHandled, kPrecise = MarkPolicy::kFromSubject;
+
+// Filters not listed as kPass (kHandled) or kPrecise (kFromSubject) are kDerived (marks.h).
+const std::unordered_map<std::string, FilterEntry>& registry() {
+  static const std::unordered_map<std::string, FilterEntry> filters = {
+      {"default", {f_default, kPass}}, {"d", {f_default, kPass}}, {"length", {f_length, kPass}},
+      {"count", {f_length, kPass}}, {"string", {f_string, kPrecise}}, {"trim", {f_trim, kPrecise}},
+      {"upper", {f_upper, kPrecise}}, {"lower", {f_lower, kPrecise}}, {"capitalize", {f_capitalize}},
+      {"title", {f_title}}, {"replace", {f_replace, kPrecise}}, {"join", {f_join, kPrecise}},
+      {"tojson", {f_tojson}}, {"first", {f_first, kPass}}, {"last", {f_last, kPass}}, {"list", {f_list, kPass}},
+      {"items", {f_items, kPass}}, {"dictsort", {f_dictsort, kPass}}, {"sort", {f_sort, kPass}},
+      {"unique", {f_unique, kPass}}, {"min", {f_min, kPass}}, {"max", {f_max, kPass}}, {"sum", {f_sum, kPass}},
+      {"select", {f_select, kPass}}, {"reject", {f_reject, kPass}}, {"selectattr", {f_selectattr, kPass}},
+      {"rejectattr", {f_rejectattr, kPass}}, {"map", {f_map, kPass}}, {"int", {f_int, kPass}},
+      {"float", {f_float, kPass}}, {"abs", {f_abs, kPass}}, {"round", {f_round, kPass}}, {"safe", {f_safe, kPrecise}},
+      {"escape", {f_escape, kPrecise}}, {"e", {f_escape, kPrecise}}, {"forceescape", {f_forceescape, kPrecise}},
+      {"indent", {f_indent}}, {"batch", {f_batch, kPass}}, {"reverse", {f_reverse, kPrecise}}, {"format", {f_format}},
+      {"attr", {f_attr, kPass}}, {"center", {f_center}}, {"wordcount", {f_wordcount, kPass}}, {"pprint", {f_pprint}},
+      {"truncate", {f_truncate}}, {"slice", {f_slice, kPass}}, {"striptags", {f_striptags}},
+      {"groupby", {f_groupby, kPass}},
   };
   return filters;
 }
@@ -587,7 +612,7 @@ bool has_filter(const std::string& name) { return registry().count(name) != 0; }
 Value apply_filter(Evaluator& ev, const std::string& name, const Value& subject, const CallArgs& args) {
   auto it = registry().find(name);
   if (it == registry().end()) raise("TemplateRuntimeError: No filter named '" + name + "' found.");
-  return it->second(ev, subject, args);
+  return apply_mark_policy(it->second.marks, it->second.fn(ev, subject, args), subject, args);
 }
 
 }  // namespace lemma::jinja

@@ -112,7 +112,8 @@ Value g_raise_exception(Evaluator&, const CallArgs& args) {
 }
 
 Value g_strftime_now(Evaluator& ev, const CallArgs& args) {
-  std::string format = arg_or(args, 0, "format", Value("")).to_str();
+  const Value format_value = arg_or(args, 0, "format", Value(""));
+  const std::string format = format_value.to_str();
   std::time_t now = ev.now();
   std::tm tm{};
   localtime_r(&now, &tm);
@@ -120,21 +121,21 @@ Value g_strftime_now(Evaluator& ev, const CallArgs& args) {
   for (size_t size = 256; size <= 65536; size *= 4) {
     std::string buf(size, '\0');
     size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &tm);
-    if (n > 0 || format.empty()) return Value(buf.substr(0, n));
+    if (n > 0 || format.empty()) return Value(MarkedText(buf.substr(0, n), contains_marks(format_value)));
   }
   return Value("");
 }
 
 // joiner(sep=", "): returns "" on the first call and `sep` afterwards.
 Value g_joiner(Evaluator&, const CallArgs& args) {
-  const std::string sep = arg_or(args, 0, "sep", Value(", ")).to_str();
+  const Value sep = to_text(arg_or(args, 0, "sep", Value(", ")));
   auto used = std::make_shared<bool>(false);
   return Value::callable("joiner", [sep, used](Evaluator&, const CallArgs&) {
     if (!*used) {
       *used = true;
       return Value("");
     }
-    return Value(sep);
+    return sep;
   });
 }
 

@@ -13,8 +13,10 @@ bool is_py_space(char32_t c) {
          (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
-  std::u32string u = utf8_decode(s);
+namespace {
+
+// Code point range [b, e) of `u` that strip keeps.
+std::pair<size_t, size_t> strip_bounds(const std::u32string& u, const Value& chars, bool left, bool right) {
   std::u32string set;
   bool whitespace = chars.is_none() || chars.is_undefined();
   if (!whitespace) set = utf8_decode(chars.to_str());
@@ -26,14 +28,30 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
   if (right) {
     while (e > b && strip_char(u[e - 1])) --e;
   }
+  return {b, e};
+}
+
+}  // namespace
+
+std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
+  std::u32string u = utf8_decode(s);
+  auto [b, e] = strip_bounds(u, chars, left, right);
   return utf8_encode(u.substr(b, e - b));
 }
 
-ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, bool from_right) {
+Value py_strip(const Value& s, const Value& chars, bool left, bool right) {
+  if (!s.has_marks()) return Value(py_strip(s.str(), chars, left, right));
+  const CodePoints cp(s.str());
+  auto [b, e] = strip_bounds(cp.cps, chars, left, right);
+  return code_point_slice(s, cp, b, e);
+}
+
+ValueList py_split(const Value& str, const Value& sep, int64_t maxsplit, bool from_right) {
   ValueList out;
   if (sep.is_none() || sep.is_undefined()) {
-    std::u32string u = utf8_decode(s);
-    std::vector<std::u32string> words;
+    const CodePoints cp(str.str());
+    const std::u32string& u = cp.cps;
+    std::vector<std::pair<size_t, size_t>> words;  // code point ranges
     if (!from_right) {
       size_t i = 0;
       while (i < u.size()) {
@@ -42,12 +60,12 @@ ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, boo
         if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
           size_t e = u.size();
           while (e > i && is_py_space(u[e - 1])) --e;
-          words.push_back(u.substr(i, e - i));
+          words.emplace_back(i, e);
           break;
         }
         size_t j = i;
         while (j < u.size() && !is_py_space(u[j])) ++j;
-        words.push_back(u.substr(i, j - i));
+        words.emplace_back(i, j);
         i = j;
       }
     } else {
@@ -58,32 +76,33 @@ ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, boo
         if (maxsplit >= 0 && static_cast<int64_t>(words.size()) == maxsplit) {
           size_t b = 0;
           while (b < i && is_py_space(u[b])) ++b;
-          words.push_back(u.substr(b, i - b));
+          words.emplace_back(b, i);
           break;
         }
         size_t j = i;
         while (j > 0 && !is_py_space(u[j - 1])) --j;
-        words.push_back(u.substr(j, i - j));
+        words.emplace_back(j, i);
         i = j;
       }
       std::reverse(words.begin(), words.end());
     }
-    for (const auto& w : words) out.emplace_back(utf8_encode(w));
+    for (const auto& [b, e] : words) out.push_back(code_point_slice(str, cp, b, e));
     return out;
   }
+  const std::string& s = str.str();
   const std::string& d = sep.str();
   if (!sep.is_string()) raise("TypeError: must be str or None, not " + sep.type_name());
   if (d.empty()) raise("ValueError: empty separator");
-  std::vector<std::string> parts;
+  std::vector<std::pair<size_t, size_t>> parts;  // byte ranges
   if (!from_right) {
     size_t start = 0;
     for (;;) {
       size_t p = s.find(d, start);
       if (p == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit)) {
-        parts.push_back(s.substr(start));
+        parts.emplace_back(start, s.size());
         break;
       }
-      parts.push_back(s.substr(start, p - start));
+      parts.emplace_back(start, p);
       start = p + d.size();
     }
   } else {
@@ -91,15 +110,15 @@ ValueList py_split(const std::string& s, const Value& sep, int64_t maxsplit, boo
     for (;;) {
       size_t p = end >= d.size() ? s.rfind(d, end - d.size()) : std::string::npos;
       if (p == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit)) {
-        parts.push_back(s.substr(0, end));
+        parts.emplace_back(0, end);
         break;
       }
-      parts.push_back(s.substr(p + d.size(), end - p - d.size()));
+      parts.emplace_back(p + d.size(), end);
       end = p;
     }
     std::reverse(parts.begin(), parts.end());
   }
-  for (auto& p : parts) out.emplace_back(std::move(p));
+  for (const auto& [b, e] : parts) out.push_back(byte_slice(str, b, e));
   return out;
 }
 
@@ -127,6 +146,37 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
     ++n;
   }
   return out + s.substr(start);
+}
+
+Value py_replace(const Value& str, const std::string& old, const Value& repl, int64_t count) {
+  const std::string& s = str.str();
+  if (!str.has_marks() && !repl.has_marks()) return Value(py_replace(s, old, repl.str(), count));
+  MarkedText out;
+  int64_t n = 0;
+  if (old.empty()) {  // the replacement goes before every code point and at the end
+    const CodePoints cp(s);
+    if (!cp.exact) return Value(MarkedText(py_replace(s, old, repl.str(), count), true));
+    for (size_t i = 0; i <= cp.cps.size(); ++i) {
+      if (count < 0 || n < count) {
+        append_value(out, repl);
+        ++n;
+      }
+      if (i < cp.cps.size()) out.append_slice(s, str.marks(), cp.offsets[i], cp.offsets[i + 1]);
+    }
+    return Value(std::move(out));
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(old, start);
+    if (p == std::string::npos || (count >= 0 && n >= count)) break;
+    out.append_slice(s, str.marks(), start, p);
+    if (MarkedText::overlaps(str.marks(), p, p + old.size())) out.append(repl.str(), true);
+    else append_value(out, repl);
+    start = p + old.size();
+    ++n;
+  }
+  out.append_slice(s, str.marks(), start, s.size());
+  return Value(std::move(out));
 }
 
 // Case mapping for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic (what chat content
@@ -321,12 +371,12 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
   return out;
 }
 
-Value str_method_plain(const std::string& s, const std::string& name, const CallArgs& args);
+Value str_method_plain(const Value& self, const std::string& name, const CallArgs& args);
 
 // Methods of a Markup string escape their string arguments and return Markup (markupsafe).
 Value str_method(const Value& self, const std::string& name, const CallArgs& args) {
-  if (!self.is_safe()) return str_method_plain(self.str(), name, args);
-  auto escaped = [](const Value& v) { return v.is_string() && !v.is_safe() ? Value(html_escape(v.str())) : v; };
+  if (!self.is_safe()) return str_method_plain(self, name, args);
+  auto escaped = [](const Value& v) { return v.is_string() && !v.is_safe() ? map_runs(v, html_escape) : v; };
   CallArgs safe_args = args;
   if (name == "join" && !args.positional.empty()) {
     ValueList items;
@@ -336,22 +386,23 @@ Value str_method(const Value& self, const std::string& name, const CallArgs& arg
     for (auto& v : safe_args.positional) v = escaped(v);
     for (auto& [k, v] : safe_args.keyword) v = escaped(v);
   }
-  Value result = str_method_plain(self.str(), name, safe_args);
+  Value result = str_method_plain(self, name, safe_args);
   if (result.is_list()) {  // split() and friends give Markup pieces
     ValueList pieces;
-    for (const auto& p : result.items()) pieces.push_back(p.is_string() ? Value::markup(p.str()) : p);
+    for (const auto& p : result.items()) pieces.push_back(p.is_string() ? p.as_markup() : p);
     return Value::list(std::move(pieces));
   }
-  return result.is_string() ? Value::markup(result.str()) : result;
+  return result.is_string() ? result.as_markup() : result;
 }
 
-Value str_method_plain(const std::string& s, const std::string& name, const CallArgs& args) {
+Value str_method_plain(const Value& self, const std::string& name, const CallArgs& args) {
+  const std::string& s = self.str();
   Value none = Value::none();
-  if (name == "strip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, true));
-  if (name == "lstrip") return Value(py_strip(s, arg_or(args, 0, "chars", none), true, false));
-  if (name == "rstrip") return Value(py_strip(s, arg_or(args, 0, "chars", none), false, true));
+  if (name == "strip") return py_strip(self, arg_or(args, 0, "chars", none), true, true);
+  if (name == "lstrip") return py_strip(self, arg_or(args, 0, "chars", none), true, false);
+  if (name == "rstrip") return py_strip(self, arg_or(args, 0, "chars", none), false, true);
   if (name == "split" || name == "rsplit") {
-    return Value::list(py_split(s, arg_or(args, 0, "sep", none), int_arg(args, 1, "maxsplit", -1), name == "rsplit"));
+    return Value::list(py_split(self, arg_or(args, 0, "sep", none), int_arg(args, 1, "maxsplit", -1), name == "rsplit"));
   }
   if (name == "splitlines") {
     ValueList lines;
@@ -375,10 +426,10 @@ Value str_method_plain(const std::string& s, const std::string& name, const Call
     const Value* o = args.get(0, "old");
     const Value* r = args.get(1, "new");
     if (!o || !r || !o->is_string() || !r->is_string()) raise("TypeError: replace() arguments must be str");
-    return Value(py_replace(s, o->str(), r->str(), int_arg(args, 2, "count", -1)));
+    return py_replace(self, o->str(), *r, int_arg(args, 2, "count", -1));
   }
-  if (name == "upper") return Value(py_upper(s));
-  if (name == "lower" || name == "casefold") return Value(py_lower(s));
+  if (name == "upper") return map_runs(self, py_upper);
+  if (name == "lower" || name == "casefold") return map_runs(self, py_lower);
   if (name == "title") return Value(py_title(s));
   if (name == "capitalize") return Value(py_capitalize(s));
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
@@ -401,15 +452,15 @@ Value str_method_plain(const std::string& s, const std::string& name, const Call
   if (name == "join") {
     const Value* a = args.get(0, "iterable");
     if (!a) raise("TypeError: join() takes exactly one argument (0 given)");
-    std::string out;
+    MarkedText out;
     bool first = true;
     for (const auto& item : a->iterate()) {
       if (!item.is_string()) raise("TypeError: sequence item: expected str instance, " + item.type_name() + " found");
-      if (!first) out += s;
+      if (!first) append_value(out, self);
       first = false;
-      out += item.str();
+      append_value(out, item);
     }
-    return Value(out);
+    return Value(std::move(out));
   }
   if (name == "format") return Value(str_format(s, args));
   if (name == "ljust" || name == "rjust" || name == "center" || name == "zfill") {
@@ -527,6 +578,14 @@ const std::unordered_set<std::string> kDictUnsafe = {"clear", "pop", "popitem", 
 const std::unordered_set<std::string> kListMethods = {"index", "count", "copy", "pop", "clear"};
 const std::unordered_set<std::string> kListUnsafe = {"append", "extend", "insert", "remove", "reverse", "sort"};
 
+// str methods that mark exactly; the rest (format, ljust, title, partition, ...) are derived.
+MarkPolicy str_mark_policy(const std::string& name) {
+  static const std::unordered_set<std::string> kFromSubject = {"strip", "lstrip", "rstrip", "split", "rsplit",
+                                                                "replace", "upper", "lower", "casefold"};
+  if (name == "join") return MarkPolicy::kHandled;  // the items are its argument: both keep their marks
+  return kFromSubject.count(name) ? MarkPolicy::kFromSubject : MarkPolicy::kDerived;
+}
+
 Value unsafe(const Value& obj, const std::string& name) {
   return Value::undefined("SecurityError: access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
 }
@@ -535,7 +594,9 @@ Value unsafe(const Value& obj, const std::string& name) {
 
 std::optional<Value> bound_method(const Value& obj, const std::string& name) {
   if (obj.is_string() && kStrMethods.count(name)) {
-    return Value::callable("str." + name, [obj, name](Evaluator&, const CallArgs& args) { return str_method(obj, name, args); });
+    return Value::callable("str." + name, [obj, name](Evaluator&, const CallArgs& args) {
+      return apply_mark_policy(str_mark_policy(name), str_method(obj, name, args), obj, args);
+    });
   }
   if (obj.is_dict()) {
     if (kDictUnsafe.count(name)) return unsafe(obj, name);

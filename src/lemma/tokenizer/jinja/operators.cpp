@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lemma/tokenizer/jinja/evaluator.h"
+#include "lemma/tokenizer/jinja/marks.h"
 
 namespace lemma::jinja {
 
@@ -41,20 +42,31 @@ int64_t py_mod(int64_t a, int64_t b) {
   raise("TypeError: unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
+// str % args: the result is derived from every operand (marked whole when any holds a mark).
+Value percent_value(const Value& format, const Value& args) {
+  std::string s = percent_format(format.str(), args, format.is_safe());
+  Value out = contains_marks(format) || contains_marks(args) ? Value(MarkedText(std::move(s), true)) : Value(std::move(s));
+  return format.is_safe() ? out.as_markup() : out;
+}
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "%" && a.is_string()) {  // str % x: str's own formatting (an undefined x is a "mapping")
-    std::string s = percent_format(a.str(), b, a.is_safe());
-    return a.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
+    return percent_value(a, b);
   }
   if (a.is_undefined()) raise_undefined(a);
   if (b.is_undefined()) raise_undefined(b);
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       // Markup + str escapes the plain operand (markupsafe), and the result stays Markup.
+      MarkedText out;
       if (a.is_safe() || b.is_safe()) {
-        return Value::markup((a.is_safe() ? a.str() : html_escape(a.str())) + (b.is_safe() ? b.str() : html_escape(b.str())));
+        append_value(out, a.is_safe() ? a : map_runs(a, html_escape));
+        append_value(out, b.is_safe() ? b : map_runs(b, html_escape));
+        return Value(std::move(out)).as_markup();
       }
-      return Value(a.str() + b.str());
+      append_value(out, a);
+      append_value(out, b);
+      return Value(std::move(out));
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
       ValueList items = a.items();
@@ -77,18 +89,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       const int64_t unit = seq->is_string() ? static_cast<int64_t>(seq->str().size()) : static_cast<int64_t>(seq->items().size());
       if (unit > 0 && n > kMaxSequenceBytes / unit) raise("MemoryError: repeated sequence too large");
       if (seq->is_string()) {
-        std::string out;
-        for (int64_t i = 0; i < n; ++i) out += seq->str();
-        return Value(out);
+        MarkedText out;
+        for (int64_t i = 0; i < n; ++i) append_value(out, *seq);
+        return Value(std::move(out));
       }
       ValueList items;
       for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq->items().begin(), seq->items().end());
       return seq->is_tuple() ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
-  }
-  if (op == "%" && a.is_string()) {
-    std::string s = percent_format(a.str(), b, a.is_safe());
-    return a.is_safe() ? Value::markup(std::move(s)) : Value(std::move(s));
   }
   if (!a.is_number() || !b.is_number()) unsupported(op, a, b);
   bool ints = !a.is_float() && !b.is_float();
@@ -195,10 +203,9 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   if (op == "in") return Value(contains(b, a));
   if (op == "not in") return Value(!contains(b, a));
   if (op == "~") {
-    std::string s;
-    s.reserve((a.is_string() ? a.str().size() : 16) + (b.is_string() ? b.str().size() : 16));
-    a.append_to(s);
-    b.append_to(s);
+    MarkedText s;
+    append_value(s, a);
+    append_value(s, b);
     return Value(std::move(s));
   }
   return arithmetic(op, a, b);
@@ -245,6 +252,7 @@ Value get_item(const Value& obj, const Value& key) {
           return Value::undefined(undefined_hint(object_name(obj) + " has no element " + key.repr()));
         }
         if (obj.is_list()) return obj.items()[static_cast<size_t>(i)];
+        if (obj.has_marks()) return code_point_slice(obj, CodePoints(obj.str()), static_cast<size_t>(i), static_cast<size_t>(i) + 1);
         return Value(utf8_encode(std::u32string(1, utf8_decode(obj.str())[static_cast<size_t>(i)])));
       }
       if (key.is_string()) return get_attr(obj, key.str());
@@ -290,6 +298,12 @@ Value slice(const Value& obj, const Value& start_v, const Value& stop_v, const V
   for (int64_t i = lo; step > 0 ? i < hi : i > hi;) {
     picks.push_back(static_cast<size_t>(i));
     if (__builtin_add_overflow(i, step, &i)) break;
+  }
+  if (obj.is_string() && obj.has_marks()) {
+    const CodePoints cp(obj.str());
+    MarkedText out;
+    for (size_t i : picks) append_value(out, code_point_slice(obj, cp, i, i + 1));
+    return Value(std::move(out));
   }
   if (obj.is_string()) {
     std::u32string out;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lemma/tokenizer/jinja/marks.h"
+
 namespace lemma::jinja {
 
 void raise(std::string message) { throw RenderError{std::move(message)}; }
@@ -53,6 +55,22 @@ Value::Value(bool b) : kind_(Kind::kBool), b_(b) {}
 Value::Value(int64_t v) : kind_(Kind::kInt), i_(v) {}
 Value::Value(double v) : kind_(Kind::kFloat), f_(v) {}
 Value::Value(std::string s) : kind_(Kind::kString), s_(std::make_shared<const std::string>(std::move(s))) {}
+Value::Value(MarkedText s) : kind_(Kind::kString) {
+  if (s.has_marks()) marks_ = std::make_shared<const std::vector<ByteRange>>(s.marks());
+  s_ = std::make_shared<const std::string>(std::move(s).take_text());
+}
+
+MarkedText Value::marked_text() const {
+  MarkedText out;
+  out.append(str(), marks());
+  return out;
+}
+
+Value Value::as_markup() const {
+  Value v = *this;
+  v.safe_ = true;
+  return v;
+}
 
 const std::string& Value::empty_string() {
   static const std::string empty;
@@ -98,22 +116,24 @@ Value Value::callable(std::string name, std::function<Value(Evaluator&, const Ca
   return v;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j, bool from_request) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return none();
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer: return Value(j.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
     case nlohmann::ordered_json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string: return Value(MarkedText(j.get<std::string>(), from_request));
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
-      for (const auto& e : j) items.push_back(from_json(e));
+      for (const auto& e : j) items.push_back(from_json(e, from_request));
       return list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        d.items.emplace_back(Value(MarkedText(it.key(), from_request)), from_json(it.value(), from_request));
+      }
       return dict(std::move(d));
     }
     default: return none();
@@ -157,11 +177,6 @@ std::string Value::to_str() const {
     case Kind::kString: return str();
     default: return repr();
   }
-}
-
-void Value::append_to(std::string& out) const {
-  if (kind_ == Kind::kString) out += str();
-  else if (kind_ != Kind::kUndefined) out += repr();
 }
 
 std::string Value::repr() const {
@@ -210,7 +225,13 @@ ValueList Value::iterate() const {
     }
     case Kind::kString: {
       ValueList chars;
-      for (char32_t c : utf8_decode(str())) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+      if (!has_marks()) {
+        for (char32_t c : utf8_decode(str())) chars.emplace_back(utf8_encode(std::u32string(1, c)));
+        return chars;
+      }
+      const CodePoints cp(str());
+      chars.reserve(cp.cps.size());
+      for (size_t i = 0; i < cp.cps.size(); ++i) chars.push_back(code_point_slice(*this, cp, i, i + 1));
       return chars;
     }
     default: raise("TypeError: '" + type_name() + "' object is not iterable");

@@ -6,12 +6,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "lemma/tokenizer/marked_text.h"
 
 namespace lemma::jinja {
 
@@ -59,6 +62,8 @@ class Value {
   Value(double v);
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
+  // A string whose marked bytes came from the request (chat_template.h); see marks.h.
+  explicit Value(MarkedText s);
   static Value list(ValueList items = {});
   static Value tuple(ValueList items);  // a list that prints as (a, b) and differs from lists in ==
   bool is_tuple() const { return tuple_; }
@@ -66,7 +71,8 @@ class Value {
   static Value dict(Dict d = {});
   static Value namespace_object(Dict d = {});
   static Value callable(std::string name, std::function<Value(Evaluator&, const CallArgs&)> fn);
-  static Value from_json(const nlohmann::ordered_json& j);
+  // JSON -> values; with `from_request` every string (keys included) is wholly marked.
+  static Value from_json(const nlohmann::ordered_json& j, bool from_request = false);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
@@ -84,6 +90,15 @@ class Value {
   bool is_listlike() const { return kind_ == Kind::kList || kind_ == Kind::kGenerator; }
   bool is_safe() const { return safe_; }  // a Markup string (|safe, |escape)
   static Value markup(std::string s);
+  Value as_markup() const;  // the same string (marks kept) as Markup
+
+  // The bytes of a string that came from the request (sorted, disjoint; empty: none).
+  std::span<const ByteRange> marks() const {
+    return marks_ ? std::span<const ByteRange>(*marks_) : std::span<const ByteRange>();
+  }
+  bool has_marks() const { return marks_ != nullptr; }
+  // str() with its marks.
+  MarkedText marked_text() const;
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
@@ -101,8 +116,6 @@ class Value {
   std::string type_name() const;
   // Python str() (what {{ x }} prints; undefined prints "").
   std::string to_str() const;
-  // Appends to_str() to `out` without an intermediate copy.
-  void append_to(std::string& out) const;
   // Python repr().
   std::string repr() const;
   // Items when iterating (list items, dict keys, string characters); raises for non-iterables.
@@ -118,6 +131,7 @@ class Value {
   int64_t i_ = 0;
   double f_ = 0;
   std::shared_ptr<const std::string> s_;
+  std::shared_ptr<const std::vector<ByteRange>> marks_;  // null: no byte came from the request
   static const std::string& empty_string();
   std::shared_ptr<ValueList> list_;
   std::shared_ptr<Dict> dict_;

@@ -52,8 +52,8 @@ AddedTokens::AddedTokens(std::vector<AddedToken> tokens) : tokens_(std::move(tok
   }
 }
 
-std::pair<int32_t, size_t> AddedTokens::longest_match(const Trie& trie, std::string_view text,
-                                                      size_t pos, bool parse_special) const {
+std::pair<int32_t, size_t> AddedTokens::longest_match(const Trie& trie, std::string_view text, size_t pos,
+                                                      bool parse_special, std::span<const ByteRange> marks) const {
   std::pair<int32_t, size_t> best{-1, 0};
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {
@@ -62,23 +62,25 @@ std::pair<int32_t, size_t> AddedTokens::longest_match(const Trie& trie, std::str
     if (it == children.end()) break;
     node = it->second;
     const int32_t t = trie.nodes[static_cast<size_t>(node)].token;
-    if (t >= 0 && (parse_special || !tokens_[static_cast<size_t>(t)].special)) best = {t, i + 1 - pos};
+    if (t < 0) continue;
+    const bool special = tokens_[static_cast<size_t>(t)].special;
+    if (!special || (parse_special && !MarkedText::overlaps(marks, pos, i + 1))) best = {t, i + 1 - pos};
   }
   return best;
 }
 
-std::vector<Segment> AddedTokens::split(std::string_view text, bool normalized_phase,
-                                        bool parse_special) const {
+std::vector<Segment> AddedTokens::split(std::string_view text, bool normalized_phase, bool parse_special,
+                                        std::span<const ByteRange> marks) const {
   const Trie& trie = normalized_phase ? normalized_trie_ : raw_trie_;
   std::vector<Segment> out;
   if (trie.nodes.size() == 1) {
-    if (!text.empty()) out.push_back({std::string(text), -1});
+    if (!text.empty()) out.push_back({std::string(text), -1, 0});
     return out;
   }
   size_t text_start = 0;  // start of the pending plain-text run
   size_t pos = 0;
   while (pos < text.size()) {
-    auto [t, len] = longest_match(trie, text, pos, parse_special);
+    auto [t, len] = longest_match(trie, text, pos, parse_special, marks);
     if (t >= 0) {
       const AddedToken& tok = tokens_[static_cast<size_t>(t)];
       size_t b = pos, e = pos + len;
@@ -105,15 +107,15 @@ std::vector<Segment> AddedTokens::split(std::string_view text, bool normalized_p
             e = p;
           }
         }
-        if (b > text_start) out.push_back({std::string(text.substr(text_start, b - text_start)), -1});
-        out.push_back({tok.content, tok.id});
+        if (b > text_start) out.push_back({std::string(text.substr(text_start, b - text_start)), -1, text_start});
+        out.push_back({tok.content, tok.id, b});
         pos = text_start = e;
         continue;
       }
     }
     pos += utf8_len(static_cast<unsigned char>(text[pos]));
   }
-  if (text_start < text.size()) out.push_back({std::string(text.substr(text_start)), -1});
+  if (text_start < text.size()) out.push_back({std::string(text.substr(text_start)), -1, text_start});
   return out;
 }
 

@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "lemma/tokenizer/marked_text.h"
 
 namespace lemma::tok {
 
@@ -27,6 +30,7 @@ struct AddedToken {
 struct Segment {
   std::string text;
   int32_t id = -1;
+  size_t begin = 0;  // where a run of text starts in the split input
 };
 
 class AddedTokens {
@@ -34,8 +38,10 @@ class AddedTokens {
   AddedTokens() = default;
   explicit AddedTokens(std::vector<AddedToken> tokens);
 
-  // Splits `text` on the tokens whose `normalized` flag equals `normalized_phase`.
-  std::vector<Segment> split(std::string_view text, bool normalized_phase, bool parse_special) const;
+  // Splits `text` on the tokens whose `normalized` flag equals `normalized_phase`. A special
+  // token matches only where no byte of it is in `marks` (bytes that came from the request).
+  std::vector<Segment> split(std::string_view text, bool normalized_phase, bool parse_special,
+                             std::span<const ByteRange> marks = {}) const;
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool empty() const { return tokens_.empty(); }
 
@@ -50,7 +56,7 @@ class AddedTokens {
   };
   // Longest allowed match starting at `pos`: (token index, length), or (-1, 0).
   std::pair<int32_t, size_t> longest_match(const Trie& trie, std::string_view text, size_t pos,
-                                           bool parse_special) const;
+                                           bool parse_special, std::span<const ByteRange> marks) const;
 
   std::vector<AddedToken> tokens_;
   Trie raw_trie_, normalized_trie_;

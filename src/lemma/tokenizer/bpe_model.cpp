@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "lemma/tokenizer/byte_level.h"
 #include "lemma/tokenizer/utf8.h"
 
 namespace lemma::tok {
@@ -59,6 +60,20 @@ BpeModel::BpeModel(const Vocab& vocab,
 std::string BpeModel::describe() const {
   return fmt::format("BPE({} merges{}{})", merges_.size(), options_.byte_fallback ? ", byte_fallback" : "",
                      options_.ignore_merges ? ", ignore_merges" : "");
+}
+
+bool BpeModel::may_drop_text(bool byte_level_input) const {
+  // Every character gets a symbol when all its bytes have fallback tokens, when unknowns each
+  // become an unk, or when the input is byte-level text and all 256 byte characters are tokens.
+  bool all_bytes = options_.byte_fallback, all_byte_chars = byte_level_input && options_.continuing_subword_prefix.empty() &&
+                                                            options_.end_of_word_suffix.empty();
+  for (int b = 0; b < 256 && (all_bytes || all_byte_chars); ++b) {
+    all_bytes = all_bytes && vocab_.byte_token(static_cast<unsigned char>(b)).has_value();
+    const char byte = static_cast<char>(b);
+    all_byte_chars = all_byte_chars && vocab_.find(byte_level_encode(std::string_view(&byte, 1))).has_value();
+  }
+  const bool unk_each = options_.unk_id.has_value() && !options_.fuse_unk;
+  return !(all_bytes || all_byte_chars || unk_each);
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {

@@ -34,6 +34,7 @@ class BpeModel final : public Model {
            BpeOptions options);
   void encode_word(std::string_view word, std::vector<int32_t>& out) const override;
   std::string describe() const override;
+  bool may_drop_text(bool byte_level_input) const override;
   size_t num_merges() const { return merges_.size(); }
 
  private:

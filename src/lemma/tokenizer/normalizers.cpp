@@ -1,5 +1,7 @@
 #include "lemma/tokenizer/normalizers.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
@@ -13,12 +15,30 @@ namespace {
 
 using json = nlohmann::json;
 
+// One Unicode code point can normalise to a single byte from up to four (NFKC: U+1D400 -> "A",
+// Lowercase: U+212A KELVIN SIGN -> "k"), and composition joins a starter with at most a few
+// combining marks of two bytes or more into a character of two bytes or more (NFKC of U+1D414
+// U+0308 U+0304, 8 bytes, is U+01D5, 2 bytes): four bytes in per byte out bounds both.
+constexpr size_t kUnicodeMaxShrink = 4;
+
 class SequenceNormalizer final : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<NormalizerPtr> steps) : steps_(std::move(steps)) {}
   std::string apply(std::string text) const override {
     for (const auto& s : steps_) text = s->apply(std::move(text));
     return text;
+  }
+  std::string apply_marked(std::string text, std::vector<ByteRange>& marks) const override {
+    for (const auto& s : steps_) text = s->apply_marked(std::move(text), marks);
+    return text;
+  }
+  size_t max_shrink() const override {
+    size_t factor = 1;
+    for (const auto& s : steps_) {
+      if (s->max_shrink() == 0) return 0;
+      factor *= s->max_shrink();
+    }
+    return factor;
   }
   std::string describe() const override {
     std::string d = "Sequence[";
@@ -46,6 +66,7 @@ class UnicodeNormalizer final : public Normalizer {
     return result;
   }
   std::string describe() const override { return name_; }
+  size_t max_shrink() const override { return kUnicodeMaxShrink; }
 
  private:
   std::string name_;
@@ -62,6 +83,7 @@ class LowercaseNormalizer final : public Normalizer {
     return out;
   }
   std::string describe() const override { return "Lowercase"; }
+  size_t max_shrink() const override { return kUnicodeMaxShrink; }
 };
 
 // HF Prepend leaves an empty segment empty (so "" encodes to no tokens).
@@ -71,6 +93,15 @@ class PrependNormalizer final : public Normalizer {
   std::string apply(std::string text) const override {
     return text.empty() ? text : prefix_ + text;
   }
+  std::string apply_marked(std::string text, std::vector<ByteRange>& marks) const override {
+    if (text.empty()) return text;
+    for (auto& r : marks) {
+      r.begin += prefix_.size();
+      r.end += prefix_.size();
+    }
+    return prefix_ + text;
+  }
+  size_t max_shrink() const override { return 1; }
   std::string describe() const override { return "Prepend(" + prefix_ + ")"; }
 
  private:
@@ -80,7 +111,12 @@ class PrependNormalizer final : public Normalizer {
 class ReplaceNormalizer final : public Normalizer {
  public:
   ReplaceNormalizer(const std::string& pattern, bool literal, std::string content)
-      : regex_(pattern, literal), content_(std::move(content)) {}
+      : regex_(pattern, literal), content_(std::move(content)) {
+    // A literal pattern of p bytes becomes content_ (c bytes): shrink at most ceil(p / c); a
+    // regex may match any length.
+    if (literal && !content_.empty()) shrink_ = std::max<size_t>(1, (pattern.size() + content_.size() - 1) / content_.size());
+  }
+  size_t max_shrink() const override { return shrink_; }
   std::string apply(std::string text) const override {
     std::string out;
     size_t last = 0;
@@ -98,12 +134,26 @@ class ReplaceNormalizer final : public Normalizer {
  private:
   Regex regex_;
   std::string content_;
+  size_t shrink_ = 0;
 };
 
 class StripNormalizer final : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
   std::string apply(std::string text) const override {
+    auto [b, e] = bounds(text);
+    return text.substr(b, e - b);
+  }
+  std::string apply_marked(std::string text, std::vector<ByteRange>& marks) const override {
+    auto [b, e] = bounds(text);
+    marks = MarkedText::slice_marks(marks, b, e);
+    return text.substr(b, e - b);
+  }
+  std::string describe() const override { return "Strip"; }
+
+ private:
+  // The bytes [b, e) that stripping keeps.
+  std::pair<size_t, size_t> bounds(const std::string& text) const {
     size_t b = 0, e = text.size();
     auto is_ws = [](char32_t c) {
       const auto cat = utf8proc_category(c);
@@ -126,11 +176,9 @@ class StripNormalizer final : public Normalizer {
         e = s;
       }
     }
-    return text.substr(b, e - b);
+    return {b, e};
   }
-  std::string describe() const override { return "Strip"; }
 
- private:
   bool left_, right_;
 };
 
@@ -157,6 +205,22 @@ NormalizerPtr precompiled_fallback() {
 }
 
 }  // namespace
+
+std::string Normalizer::apply_marked(std::string text, std::vector<ByteRange>& marks) const {
+  if (marks.empty()) return apply(std::move(text));
+  MarkedText input;
+  input.append(text, marks);
+  MarkedText pieces;
+  for (auto& run : input.spans()) pieces.append(apply(std::move(run.text)), run.from_request);
+  std::string whole = apply(std::move(text));
+  if (pieces.text() == whole) {
+    marks = pieces.marks();
+  } else {
+    marks.clear();
+    if (!whole.empty()) marks.push_back({0, whole.size()});
+  }
+  return whole;
+}
 
 NormalizerPtr normalizer_from_json(const json& j) {
   if (j.is_null()) return nullptr;

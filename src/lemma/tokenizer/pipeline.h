@@ -33,14 +33,18 @@ struct Pipeline {
   bool clean_up_spaces = false;      // transformers' clean_up_tokenization_spaces
   std::optional<int32_t> bos, eos, eot, pad, unk;
   std::vector<int32_t> eog;          // ids that end generation (eos, eot and known turn ends)
+  size_t max_token_bytes = 0;        // Tokenizer::max_token_bytes()
   std::string source;                // "tokenizer.json" or "gguf"
   std::string model_kind;            // e.g. "BPE", "SPM"
 
   // Fills `eog` from eos/eot and the vocabulary's well-known end-of-turn texts.
   void collect_end_of_generation_ids();
+  // Fills `max_token_bytes` from the vocabulary and the stages.
+  void compute_max_token_bytes();
 
   static Tokenizer finish(std::unique_ptr<Pipeline> p) {
     p->collect_end_of_generation_ids();
+    p->compute_max_token_bytes();
     return Tokenizer(std::shared_ptr<const Pipeline>(std::move(p)));
   }
 };

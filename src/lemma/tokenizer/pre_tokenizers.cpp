@@ -1,5 +1,7 @@
 #include "lemma/tokenizer/pre_tokenizers.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "lemma/base/error.h"
@@ -103,6 +105,7 @@ class SplitPreTokenizer final : public PreTokenizer {
     while (cut > 0 && (static_cast<unsigned char>(pat[cut]) & 0xC0) == 0x80) --cut;
     return "Split(" + pat.substr(0, cut) + "...)";
   }
+  bool may_drop_text() const override { return behavior_ == SplitBehavior::kRemoved; }
 
  private:
   Regex re_;
@@ -130,6 +133,8 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
     pieces = std::move(out);
   }
   std::string describe() const override { return re_ ? "ByteLevel(gpt2 regex)" : "ByteLevel"; }
+  bool may_drop_text() const override { return false; }
+  bool emits_byte_level() const override { return true; }
 
  private:
   bool add_prefix_space_;
@@ -161,6 +166,7 @@ class MetaspacePreTokenizer final : public PreTokenizer {
     pieces = std::move(out);
   }
   std::string describe() const override { return "Metaspace"; }
+  bool may_drop_text() const override { return false; }
 
  private:
   std::string replacement_, scheme_;
@@ -178,6 +184,13 @@ class SequencePreTokenizer final : public PreTokenizer {
     std::string d = "Sequence[";
     for (size_t i = 0; i < steps_.size(); ++i) d += (i ? ", " : "") + steps_[i]->describe();
     return d + "]";
+  }
+  bool may_drop_text() const override {
+    return std::any_of(steps_.begin(), steps_.end(), [](const auto& s) { return s->may_drop_text(); });
+  }
+  // Later steps (splits) only cut byte-level text into smaller pieces.
+  bool emits_byte_level() const override {
+    return std::any_of(steps_.begin(), steps_.end(), [](const auto& s) { return s->emits_byte_level(); });
   }
 
  private:

@@ -18,6 +18,10 @@ class PreTokenizer {
   // Metaspace prepend_scheme "first" only prepends there).
   virtual void apply(std::vector<std::string>& pieces, bool at_text_start) const = 0;
   virtual std::string describe() const = 0;
+  // Whether some input text may be left out of the pieces (a Split that removes matches).
+  virtual bool may_drop_text() const { return true; }
+  // Whether the pieces are GPT-2 byte-level text (every byte one of 256 printable characters).
+  virtual bool emits_byte_level() const { return false; }
 };
 
 using PreTokenizerPtr = std::unique_ptr<const PreTokenizer>;

@@ -17,6 +17,8 @@ class SpmModel final : public Model {
   SpmModel(const Vocab& vocab, std::vector<float> scores, std::optional<int32_t> unk_id);
   void encode_word(std::string_view text, std::vector<int32_t>& out) const override;
   std::string describe() const override { return "SentencePiece-BPE(scores)"; }
+  // Unknown characters become byte tokens, else one unk each, else nothing.
+  bool may_drop_text(bool) const override { return !vocab_.has_byte_tokens() && !unk_id_; }
 
  private:
   // Pieces that merging may produce: normal, user-defined and unused ones (never control,

@@ -52,22 +52,59 @@ void Pipeline::collect_end_of_generation_ids() {
   eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
 }
 
+void Pipeline::compute_max_token_bytes() {
+  max_token_bytes = 0;
+  const size_t shrink = normalizer ? normalizer->max_shrink() : 1;
+  const bool byte_level = pre_tokenizer && pre_tokenizer->emits_byte_level();
+  if (shrink == 0 || (pre_tokenizer && pre_tokenizer->may_drop_text()) || model->may_drop_text(byte_level)) return;
+  // A token stands for at most its text's bytes of model input (byte-level text and "▁" only
+  // ever spell input bytes with as many bytes or more); an unknown character is at most 4.
+  size_t longest = 4;
+  for (int32_t id = 0; id < vocab.size(); ++id) longest = std::max(longest, vocab.text(id).size());
+  for (const auto& t : added.tokens()) {
+    if (t.lstrip || t.rstrip) return;  // swallows any run of whitespace next to it
+    longest = std::max(longest, t.content.size());
+  }
+  max_token_bytes = longest * shrink;
+}
+
 }  // namespace tok
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_impl(text, {}, add_special, parse_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_spans(std::span<const TextSpan> spans, bool add_special) const {
+  return encode_marked(MarkedText::from_spans(spans), add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode_marked(const MarkedText& text, bool add_special) const {
+  return encode_impl(text.text(), text.marks(), add_special, /*parse_special=*/true);
+}
+
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, std::span<const ByteRange> request_marks,
+                                            bool add_special, bool parse_special) const {
   const auto& p = *p_;
   std::vector<int32_t> ids;
   if (add_special) ids = p.post.prefix;
   const std::string clean = tok::sanitize_utf8(text);
+  std::vector<ByteRange> marks(request_marks.begin(), request_marks.end());
+  // Replacement characters moved bytes around: then all of it counts as request text.
+  if (!marks.empty() && clean != text) marks = {{0, clean.size()}};
   bool at_start = true;
-  for (auto& raw : p.added.split(clean, /*normalized_phase=*/false, parse_special)) {
+  for (auto& raw : p.added.split(clean, /*normalized_phase=*/false, parse_special, marks)) {
     if (raw.id >= 0) {
       ids.push_back(raw.id);
       at_start = false;
       continue;
     }
-    std::string normalized = p.normalizer ? p.normalizer->apply(std::move(raw.text)) : std::move(raw.text);
-    for (auto& seg : p.added.split(normalized, /*normalized_phase=*/true, parse_special)) {
+    std::vector<ByteRange> segment_marks;
+    if (!marks.empty()) segment_marks = MarkedText::slice_marks(marks, raw.begin, raw.begin + raw.text.size());
+    std::string normalized;
+    if (!p.normalizer) normalized = std::move(raw.text);
+    else if (segment_marks.empty()) normalized = p.normalizer->apply(std::move(raw.text));
+    else normalized = p.normalizer->apply_marked(std::move(raw.text), segment_marks);
+    for (auto& seg : p.added.split(normalized, /*normalized_phase=*/true, parse_special, segment_marks)) {
       if (seg.id >= 0) {
         ids.push_back(seg.id);
       } else {
@@ -82,6 +119,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   if (add_special) ids.insert(ids.end(), p.post.suffix.begin(), p.post.suffix.end());
   return ids;
 }
+
+size_t Tokenizer::max_token_bytes() const { return p_->max_token_bytes; }
 
 std::string Tokenizer::decode_impl(std::span<const int32_t> ids, bool skip_special, bool raw,
                                    bool clean_up) const {

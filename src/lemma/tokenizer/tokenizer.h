@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lemma/tokenizer/gguf_metadata.h"
+#include "lemma/tokenizer/marked_text.h"
 #include "lemma/tokenizer/vocab.h"
 
 namespace lemma {
@@ -39,6 +40,21 @@ class Tokenizer {
   // text (e.g. "<|im_end|>") in `text`; non-special added tokens are always matched.
   // Invalid UTF-8 in `text` is replaced by U+FFFD first.
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // encode(concatenated text, add_special, parse_special = true), except that special-token text
+  // is read as a special token only where it lies wholly outside the spans from the request: a
+  // user's "<|im_end|>" stays ordinary text. The text is still split only at special tokens and
+  // each piece between them is encoded whole, so text without special-token text in request
+  // spans gets exactly encode()'s ids. (Normalisers map the marks; see Normalizer::apply_marked.)
+  std::vector<int32_t> encode_spans(std::span<const TextSpan> spans, bool add_special) const;
+  std::vector<int32_t> encode_marked(const MarkedText& text, bool add_special) const;
+
+  // The most input bytes one token can stand for: a text of B bytes encodes to at least
+  // ceil(B / max_token_bytes()) tokens, so an over-long prompt can be refused before it is
+  // tokenised. Longest vocabulary/added-token text (at least 4: one unknown character) times the
+  // normaliser's largest shrink. 0 when no such bound holds: the pipeline may drop or collapse
+  // text without limit (Strip or StripAccents normalisers, regex Replace, pre-tokenizers that
+  // remove text, added tokens that swallow whitespace, unknowns that vanish or fuse).
+  size_t max_token_bytes() const;
   // Out-of-range ids throw InvalidArgument. Applies transformers' clean_up_tokenization_spaces
   // when tokenizer_config.json asks for it; the overload below decides explicitly.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
@@ -74,6 +90,8 @@ class Tokenizer {
  private:
   explicit Tokenizer(std::shared_ptr<const tok::Pipeline> p) : p_(std::move(p)) {}
   std::string decode_impl(std::span<const int32_t> ids, bool skip_special, bool raw, bool clean_up) const;
+  std::vector<int32_t> encode_impl(std::string_view text, std::span<const ByteRange> marks, bool add_special,
+                                   bool parse_special) const;
 
   std::shared_ptr<const tok::Pipeline> p_;
   friend struct tok::Pipeline;

@@ -1,7 +1,7 @@
 #include "lemma/kernels/convert.h"
 
 #include "lemma/kernels/float_bits.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
 
@@ -28,15 +28,13 @@ struct ConvertKernels {
 };
 
 // Indexed by Isa; AMX has no conversion instructions of its own and uses AVX-512.
-constexpr ConvertKernels kByIsa[] = {
-    {f16_to_f32_scalar, f32_to_f16_scalar, bf16_to_f32_scalar, f32_to_bf16_scalar},
-    {x86::convert_f16_to_f32_avx2, x86::convert_f32_to_f16_avx2, x86::convert_bf16_to_f32_avx2,
-     x86::convert_f32_to_bf16_avx2},
-    {x86::convert_f16_to_f32_avx512, x86::convert_f32_to_f16_avx512, x86::convert_bf16_to_f32_avx512,
-     x86::convert_f32_to_bf16_avx512},
-    {x86::convert_f16_to_f32_avx512, x86::convert_f32_to_f16_avx512, x86::convert_bf16_to_f32_avx512,
-     x86::convert_f32_to_bf16_avx512},
-};
+constexpr ConvertKernels kScalar{f16_to_f32_scalar, f32_to_f16_scalar, bf16_to_f32_scalar, f32_to_bf16_scalar};
+namespace avx2 = x86::avx2;
+namespace avx512 = x86::avx512;
+constexpr ConvertKernels kAvx2{avx2::convert_f16_to_f32, avx2::convert_f32_to_f16, avx2::convert_bf16_to_f32, avx2::convert_f32_to_bf16};
+constexpr ConvertKernels kAvx512{avx512::convert_f16_to_f32, avx512::convert_f32_to_f16, avx512::convert_bf16_to_f32,
+                                 avx512::convert_f32_to_bf16};
+constexpr ConvertKernels kByIsa[] = {kScalar, kAvx2, kAvx512, kAvx512};
 
 const ConvertKernels& kernels_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }
 

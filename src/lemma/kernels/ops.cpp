@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "lemma/kernels/reference/ops_reference.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
 
@@ -20,12 +20,12 @@ struct RowOps {
 };
 
 // Indexed by Isa; AMX has no row-op instructions of its own and uses AVX-512.
-constexpr RowOps kByIsa[] = {
-    {rmsnorm_reference, add_rmsnorm_reference, silu_mul_reference, softmax_reference, add_reference, exp_reference},
-    {x86::rmsnorm_avx2, x86::add_rmsnorm_avx2, x86::silu_mul_avx2, x86::softmax_avx2, x86::add_avx2, x86::exp_avx2},
-    {x86::rmsnorm_avx512, x86::add_rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
-    {x86::rmsnorm_avx512, x86::add_rmsnorm_avx512, x86::silu_mul_avx512, x86::softmax_avx512, x86::add_avx512, x86::exp_avx512},
-};
+constexpr RowOps kReference{rmsnorm_reference, add_rmsnorm_reference, silu_mul_reference, softmax_reference, add_reference, exp_reference};
+namespace avx2 = x86::avx2;
+namespace avx512 = x86::avx512;
+constexpr RowOps kAvx2{avx2::rmsnorm, avx2::add_rmsnorm, avx2::silu_mul, avx2::softmax, avx2::add, avx2::exp_row};
+constexpr RowOps kAvx512{avx512::rmsnorm, avx512::add_rmsnorm, avx512::silu_mul, avx512::softmax, avx512::add, avx512::exp_row};
+constexpr RowOps kByIsa[] = {kReference, kAvx2, kAvx512, kAvx512};
 
 const RowOps& ops_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }
 int64_t size(std::span<const float> s) { return static_cast<int64_t>(s.size()); }

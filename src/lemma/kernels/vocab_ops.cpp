@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "lemma/kernels/reference/vocab_ops_reference.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
 
@@ -23,10 +23,12 @@ struct VocabOps {
 // Indexed by Isa; AMX machines use the AVX-512 row.
 constexpr VocabOps kReference{copy_masking_nan_reference, max_ignoring_nan_reference, argmax_first_reference,
                               divide_row_reference,       exp_block_sums_reference,   select_at_least_reference, first_above_reference};
-constexpr VocabOps kAvx2{x86::copy_masking_nan_avx2, x86::max_ignoring_nan_avx2, x86::argmax_first_avx2,
-                         x86::divide_row_avx2,       x86::exp_block_sums_avx2,   x86::select_at_least_avx2, x86::first_above_avx2};
-constexpr VocabOps kAvx512{x86::copy_masking_nan_avx512, x86::max_ignoring_nan_avx512, x86::argmax_first_avx512,
-                           x86::divide_row_avx512,       x86::exp_block_sums_avx512,   x86::select_at_least_avx512, x86::first_above_avx512};
+namespace avx2 = x86::avx2;
+namespace avx512 = x86::avx512;
+constexpr VocabOps kAvx2{avx2::copy_masking_nan, avx2::max_ignoring_nan, avx2::argmax_first, avx2::divide_row,
+                         avx2::exp_block_sums,   avx2::select_at_least,  avx2::first_above};
+constexpr VocabOps kAvx512{avx512::copy_masking_nan, avx512::max_ignoring_nan, avx512::argmax_first, avx512::divide_row,
+                           avx512::exp_block_sums,   avx512::select_at_least,  avx512::first_above};
 constexpr VocabOps kByIsa[] = {kReference, kAvx2, kAvx512, kAvx512};
 
 const VocabOps& ops_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }

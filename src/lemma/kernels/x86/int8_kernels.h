@@ -16,10 +16,8 @@ void matmul_w8a8_avx2(const MatmulArgs& args);
 // AVX-512 VNNI: vpdpbusd on the +128 weight bytes, minus 128 * sum(q_x). Needs avx512_vnni.
 void matmul_w8a8_avx512vnni(const MatmulArgs& args);
 
-// Int8 activations (int8_activations.h): the quantisers (same bytes as the reference one) and the
-// GGUF Q8_0/Q4_0/Q5_0 kernels over args.xq, bits equal to the matmul_*_int8_reference oracles.
-void quantize_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
-void quantize_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+// Int8 activations (int8_activations.h; quantised by x86/simd/quantize_activations.cpp): the GGUF
+// Q8_0/Q4_0/Q5_0 kernels over args.xq, bits equal to the matmul_*_int8_reference oracles.
 // AVX2: vpmaddubsw on |q_w| and q_x with q_w's sign, vpmaddwd to int32.
 void matmul_q8_0_int8_avx2(const MatmulArgs& args);
 void matmul_q4_0_int8_avx2(const MatmulArgs& args);
@@ -29,12 +27,9 @@ void matmul_q8_0_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q4_0_int8_avx512vnni(const MatmulArgs& args);
 void matmul_q5_0_int8_avx512vnni(const MatmulArgs& args);
 
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / IQ4_NLx16 / IQ4_XSx16 (interleaved_blocks.h): the signed-activation quantiser (same bytes
-// as quantize_signed_activations_reference) and the kernels, bits equal to the
-// matmul_q*_0x16_int8_reference oracles. The avx512vnni kernels need avx512_vnni; the avx2 ones
-// (vpmaddubsw + vpmaddwd) run on any AVX2 CPU.
-void quantize_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
-void quantize_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / IQ4_NLx16 / IQ4_XSx16 (interleaved_blocks.h) over signed
+// activations: bits equal to the matmul_q*_0x16_int8_reference oracles. The avx512vnni kernels need
+// avx512_vnni; the avx2 ones (vpmaddubsw + vpmaddwd) run on any AVX2 CPU.
 void matmul_q8_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q4_0x16_int8_avx2(const MatmulArgs& args);
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args);
@@ -55,11 +50,10 @@ void matmul_i8z32x16_int8_avx2(const MatmulArgs& args);
 void matmul_i4z32x16_int8_avx2(const MatmulArgs& args);
 void matmul_i8z32x16_int8_avx512vnni(const MatmulArgs& args);
 void matmul_i4z32x16_int8_avx512vnni(const MatmulArgs& args);
-// Interleaved W8A8x16: the AVX-512 W8A8-rule quantiser (the reference's bytes) and the VNNI kernel
-// (matmul_w8a8_reference's bits). Both need avx512_vnni's machine (Model interleaves W8A8 only there).
-void quantize_w8a8_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+// Interleaved W8A8x16 over the W8A8 rule's signed activations: matmul_w8a8_reference's bits. The
+// VNNI kernel needs avx512_vnni; the AVX2 one (vpmaddubsw + vpmaddwd) runs on any AVX2 CPU, and
+// Model interleaves W8A8 from AVX2 up.
 void matmul_w8a8x16_avx512vnni(const MatmulArgs& args);
-void quantize_w8a8_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
 void matmul_w8a8x16_avx2(const MatmulArgs& args);
 // Interleaved Q2_Kx16 .. Q6_Kx16 with AVX2 (vpmaddubsw + vpmaddwd), the same bits.
 void matmul_q2_kx16_int8_avx2(const MatmulArgs& args);
@@ -77,10 +71,8 @@ void matmul_q5_kx16_int8_avx512vnni(const MatmulArgs& args);
 // Interleaved Q6_Kx16 over Q8_K-style activations. Needs avx512_vnni.
 void matmul_q6_kx16_int8_avx512vnni(const MatmulArgs& args);
 
-// K-quant int8 activations (q8k_activations.h): the Q8_K-style quantisers (same bytes as the
-// reference one) and the Q4_K/Q5_K/Q6_K/Q2_K/Q3_K kernels, bits equal to the matmul_*_k_int8_reference oracles.
-void quantize_q8k_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
-void quantize_q8k_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out);
+// K-quant int8 activations (q8k_activations.h): the Q4_K/Q5_K/Q6_K/Q2_K/Q3_K kernels, bits equal to
+// the matmul_*_k_int8_reference oracles.
 // AVX2: vpmaddubsw on the unsigned weight codes and signed x, vpmaddwd by the group scales.
 void matmul_q4_k_int8_avx2(const MatmulArgs& args);
 void matmul_q5_k_int8_avx2(const MatmulArgs& args);

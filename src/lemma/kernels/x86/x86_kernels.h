@@ -14,16 +14,6 @@ namespace lemma::kernels::x86 {
 // the ISA files need not include dtype headers with inline code.
 using RowDecoder = void (*)(const void* src, float* dst, int64_t n);
 
-void convert_f16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
-void convert_f32_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
-void convert_bf16_to_f32_avx2(const uint16_t* src, float* dst, int64_t n);
-void convert_f32_to_bf16_avx2(const float* src, uint16_t* dst, int64_t n);
-
-void convert_f16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
-void convert_f32_to_f16_avx512(const float* src, uint16_t* dst, int64_t n);
-void convert_bf16_to_f32_avx512(const uint16_t* src, float* dst, int64_t n);
-void convert_f32_to_bf16_avx512(const float* src, uint16_t* dst, int64_t n);
-
 // Block decoders, bit-identical to the reference ones (see dequantize.h).
 void decode_q8_0_avx2(const void* src, float* dst, int64_t n);
 void decode_q4_0_avx2(const void* src, float* dst, int64_t n);
@@ -35,36 +25,6 @@ void decode_q4_0_avx512(const void* src, float* dst, int64_t n);
 void decode_q4_k_avx512(const void* src, float* dst, int64_t n);
 void decode_q5_k_avx512(const void* src, float* dst, int64_t n);
 void decode_q6_k_avx512(const void* src, float* dst, int64_t n);
-
-// Row ops (see ops.h), n values each.
-void rmsnorm_avx2(const float* x, const float* weight, float eps, float* y, int64_t n);
-void add_rmsnorm_avx2(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n);
-void silu_mul_avx2(const float* gate, const float* up, float* out, int64_t n);
-void softmax_avx2(const float* x, float* y, int64_t n);
-void add_avx2(const float* a, const float* b, float* out, int64_t n);
-void exp_avx2(const float* x, float* y, int64_t n);
-void rmsnorm_avx512(const float* x, const float* weight, float eps, float* y, int64_t n);
-void add_rmsnorm_avx512(float* residual, const float* delta, const float* weight, float eps, float* y, int64_t n);
-void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n);
-void softmax_avx512(const float* x, float* y, int64_t n);
-void add_avx512(const float* a, const float* b, float* out, int64_t n);
-void exp_avx512(const float* x, float* y, int64_t n);
-
-// Vocabulary passes (see vocab_ops.h), n values each.
-int64_t copy_masking_nan_avx2(const float* x, float* y, int64_t n);
-float max_ignoring_nan_avx2(const float* x, int64_t n);
-int64_t argmax_first_avx2(const float* x, int64_t n);
-void divide_row_avx2(const float* x, float divisor, float* y, int64_t n);
-double exp_block_sums_avx2(const float* x, float shift, float* w, double* block_sums, int64_t n);
-int64_t first_above_avx2(const float* x, float threshold, int64_t n);
-int64_t select_at_least_avx2(const float* x, float threshold, int32_t* ids, int64_t n);
-int64_t copy_masking_nan_avx512(const float* x, float* y, int64_t n);
-float max_ignoring_nan_avx512(const float* x, int64_t n);
-int64_t argmax_first_avx512(const float* x, int64_t n);
-void divide_row_avx512(const float* x, float divisor, float* y, int64_t n);
-double exp_block_sums_avx512(const float* x, float shift, float* w, double* block_sums, int64_t n);
-int64_t first_above_avx512(const float* x, float threshold, int64_t n);
-int64_t select_at_least_avx512(const float* x, float threshold, int32_t* ids, int64_t n);
 
 void matmul_f32_avx2(const MatmulArgs& args);
 void matmul_f16_avx2(const MatmulArgs& args);

@@ -247,13 +247,6 @@ void run(const MatmulArgs& a) {
 
 }  // namespace
 
-void quantize_signed_activations_avx2(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
-  // Each row's record starts with the unsigned layout's codes and scales (int8_activations.h).
-  for (int64_t m = 0; m < M; ++m)
-    quantize_activations_avx2(x + m * x_stride, x_stride, 1, K, static_cast<uint8_t*>(out) + m * int8_signed_row_bytes(K));
-  make_int8_activations_signed(M, K, out);
-}
-
 void matmul_q8_0x16_int8_avx2(const MatmulArgs& args) { run<Q8x16>(args); }
 void matmul_q4_0x16_int8_avx2(const MatmulArgs& args) { run<Q4x16>(args); }
 void matmul_q5_0x16_int8_avx2(const MatmulArgs& args) { run<Q5x16>(args); }

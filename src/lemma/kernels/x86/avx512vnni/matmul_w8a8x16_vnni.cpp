@@ -1,11 +1,10 @@
-// Interleaved W8A8x16 (interleaved_blocks.h) with AVX-512 VNNI, and the AVX-512 quantiser of its
-// activations (the W8A8 rule, lemma_int_blocks.h, into the signed int8 layout). A row's whole dot
+// Interleaved W8A8x16 (interleaved_blocks.h) with AVX-512 VNNI, over the W8A8 rule's activations
+// (lemma_int_blocks.h, in the signed int8 layout: x86/simd/quantize_activations.cpp). A row's whole dot
 // product is one exact int32 sum per output lane, started at -128 * (x's code sum) (the codes are
 // q + 128) and fed by one vpdpbusd per 4 values of 16 rows, so it equals W8A8's integer sum whatever
 // the order; y = float(S) * (s_x * d) (+ bias): bit for bit matmul_w8a8_reference. Register tile:
 // up to 4 rows of x by 2 groups (2 x 1 for decode), for every M: rows never depend on M.
 #include <immintrin.h>
-
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/lemma_int_blocks.h"
@@ -53,32 +52,6 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 }
 
 }  // namespace
-
-void quantize_w8a8_signed_activations_avx512(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
-  const int64_t blocks = K / kBlock;
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  for (int64_t m = 0; m < M; ++m) {
-    const float* row = x + m * x_stride;
-    __m512 vmax = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k += 16) vmax = _mm512_max_ps(vmax, _mm512_and_ps(_mm512_loadu_ps(row + k), abs_mask));
-    const float amax = _mm512_reduce_max_ps(vmax);
-    const __m512 id = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-    auto* codes = const_cast<int8_t*>(int8_signed_codes(out, K, m));
-    auto* sums = const_cast<int32_t*>(int8_block_sums(out, K, m));
-    for (int64_t b = 0; b < blocks; ++b) {
-      __m512i sum = _mm512_setzero_si512();
-      for (int64_t k = b * kBlock; k < (b + 1) * kBlock; k += 16) {
-        // x * id rounded half to even (MXCSR's default), as std::nearbyint in the reference.
-        const __m512i v = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + k), id)), lo), hi);
-        sum = _mm512_add_epi32(sum, v);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + k), _mm512_cvtepi32_epi8(v));
-      }
-      sums[b] = _mm512_reduce_add_epi32(sum);
-    }
-    finish_w8a8_signed_row(out, K, m, amax);
-  }
-}
 
 void matmul_w8a8x16_avx512vnni(const MatmulArgs& a) {
   if (a.K > kW8A8MaxK) return write_nan_outputs(a);  // outside the format (lemma_int_blocks.h)

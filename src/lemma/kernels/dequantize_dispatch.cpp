@@ -1,6 +1,6 @@
 // dequantize_fn(type, isa): vectorised decoders where they exist, else the reference one.
 #include "lemma/kernels/dequantize.h"
-#include "lemma/kernels/x86/x86_kernels.h"
+#include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
 
@@ -13,16 +13,16 @@ struct Decoder {
 };
 
 constexpr Decoder kDecoders[] = {
-    {DType::kQ8_0, Isa::kAvx2, x86::decode_q8_0_avx2},
-    {DType::kQ4_0, Isa::kAvx2, x86::decode_q4_0_avx2},
-    {DType::kQ4_K, Isa::kAvx2, x86::decode_q4_k_avx2},
-    {DType::kQ5_K, Isa::kAvx2, x86::decode_q5_k_avx2},
-    {DType::kQ6_K, Isa::kAvx2, x86::decode_q6_k_avx2},
-    {DType::kQ8_0, Isa::kAvx512, x86::decode_q8_0_avx512},
-    {DType::kQ4_0, Isa::kAvx512, x86::decode_q4_0_avx512},
-    {DType::kQ4_K, Isa::kAvx512, x86::decode_q4_k_avx512},
-    {DType::kQ5_K, Isa::kAvx512, x86::decode_q5_k_avx512},
-    {DType::kQ6_K, Isa::kAvx512, x86::decode_q6_k_avx512},
+    {DType::kQ8_0, Isa::kAvx2, x86::avx2::decode_q8_0},
+    {DType::kQ4_0, Isa::kAvx2, x86::avx2::decode_q4_0},
+    {DType::kQ4_K, Isa::kAvx2, x86::avx2::decode_q4_k},
+    {DType::kQ5_K, Isa::kAvx2, x86::avx2::decode_q5_k},
+    {DType::kQ6_K, Isa::kAvx2, x86::avx2::decode_q6_k},
+    {DType::kQ8_0, Isa::kAvx512, x86::avx512::decode_q8_0},
+    {DType::kQ4_0, Isa::kAvx512, x86::avx512::decode_q4_0},
+    {DType::kQ4_K, Isa::kAvx512, x86::avx512::decode_q4_k},
+    {DType::kQ5_K, Isa::kAvx512, x86::avx512::decode_q5_k},
+    {DType::kQ6_K, Isa::kAvx512, x86::avx512::decode_q6_k},
 };
 
 }  // namespace

@@ -36,9 +36,9 @@ void dequant_then_fma(const MatmulArgs& args) {
   const auto elements = static_cast<int64_t>(info.block_elements);
   const auto bytes = static_cast<int64_t>(info.block_bytes);
   if constexpr (I == Isa::kAvx2) {
-    x86::matmul_dequant_avx2(args, decode, elements, bytes);
+    x86::avx2::matmul_dequant(args, decode, elements, bytes);
   } else {
-    x86::matmul_dequant_avx512(args, decode, elements, bytes);
+    x86::avx512::matmul_dequant(args, decode, elements, bytes);
   }
 }
 
@@ -101,12 +101,12 @@ constexpr MatmulKernel kKernels[] = {
     {"reference_q3_k", DType::kQ3_K, Isa::kScalar, kF32, false, reference<DType::kQ3_K>},
     {"reference_iq4_nl", DType::kIQ4_NL, Isa::kScalar, kF32, false, reference<DType::kIQ4_NL>},
     {"reference_iq4_xs", DType::kIQ4_XS, Isa::kScalar, kF32, false, reference<DType::kIQ4_XS>},
-    {"avx2_f32", DType::kF32, Isa::kAvx2, kF32, false, x86::matmul_f32_avx2},
-    {"avx2_f16", DType::kF16, Isa::kAvx2, kF32, false, x86::matmul_f16_avx2},
-    {"avx2_bf16", DType::kBF16, Isa::kAvx2, kF32, false, x86::matmul_bf16_avx2},
-    {"avx512_f32", DType::kF32, Isa::kAvx512, kF32, false, x86::matmul_f32_avx512},
-    {"avx512_f16", DType::kF16, Isa::kAvx512, kF32, false, x86::matmul_f16_avx512},
-    {"avx512_bf16", DType::kBF16, Isa::kAvx512, kF32, false, x86::matmul_bf16_avx512},
+    {"avx2_f32", DType::kF32, Isa::kAvx2, kF32, false, x86::avx2::matmul_f32},
+    {"avx2_f16", DType::kF16, Isa::kAvx2, kF32, false, x86::avx2::matmul_f16},
+    {"avx2_bf16", DType::kBF16, Isa::kAvx2, kF32, false, x86::avx2::matmul_bf16},
+    {"avx512_f32", DType::kF32, Isa::kAvx512, kF32, false, x86::avx512::matmul_f32},
+    {"avx512_f16", DType::kF16, Isa::kAvx512, kF32, false, x86::avx512::matmul_f16},
+    {"avx512_bf16", DType::kBF16, Isa::kAvx512, kF32, false, x86::avx512::matmul_bf16},
     {"avx2_q4_0", DType::kQ4_0, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_0, Isa::kAvx2>},
     {"avx2_q4_1", DType::kQ4_1, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ4_1, Isa::kAvx2>},
     {"avx2_q5_0", DType::kQ5_0, Isa::kAvx2, kF32, false, dequant_then_fma<DType::kQ5_0, Isa::kAvx2>},

@@ -10,35 +10,6 @@
 
 namespace lemma::kernels::x86 {
 
-// Decodes n stored values (whole blocks) to f32; the same type as DequantizeFn, restated here so
-// the ISA files need not include dtype headers with inline code.
-using RowDecoder = void (*)(const void* src, float* dst, int64_t n);
-
-// Block decoders, bit-identical to the reference ones (see dequantize.h).
-void decode_q8_0_avx2(const void* src, float* dst, int64_t n);
-void decode_q4_0_avx2(const void* src, float* dst, int64_t n);
-void decode_q4_k_avx2(const void* src, float* dst, int64_t n);
-void decode_q5_k_avx2(const void* src, float* dst, int64_t n);
-void decode_q6_k_avx2(const void* src, float* dst, int64_t n);
-void decode_q8_0_avx512(const void* src, float* dst, int64_t n);
-void decode_q4_0_avx512(const void* src, float* dst, int64_t n);
-void decode_q4_k_avx512(const void* src, float* dst, int64_t n);
-void decode_q5_k_avx512(const void* src, float* dst, int64_t n);
-void decode_q6_k_avx512(const void* src, float* dst, int64_t n);
-
-void matmul_f32_avx2(const MatmulArgs& args);
-void matmul_f16_avx2(const MatmulArgs& args);
-void matmul_bf16_avx2(const MatmulArgs& args);
-
-void matmul_f32_avx512(const MatmulArgs& args);
-void matmul_f16_avx512(const MatmulArgs& args);
-void matmul_bf16_avx512(const MatmulArgs& args);
-
-// Block-quantized weights (blocks of block_elements values in block_bytes bytes; K a multiple of
-// block_elements and of 8), decoded 256 values at a time with `decode`.
-void matmul_dequant_avx2(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
-void matmul_dequant_avx512(const MatmulArgs& args, RowDecoder decode, int64_t block_elements, int64_t block_bytes);
-
 // bf16 weights with x rounded to bf16 and vdpbf16ps (needs CpuFeatures::avx512_bf16): the packer
 // writes args.xq (bf16_activations.h) once per call; the kernel reads it, in cache blocks of
 // dpbf16_block_rows() rows of W (matmul_blocking.h), or of `block_rows` (any >= 1: tests try them).

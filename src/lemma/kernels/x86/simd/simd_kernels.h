@@ -11,6 +11,10 @@
 
 namespace lemma::kernels::x86 {
 
+// Decodes n stored values (whole blocks) to f32; the same type as DequantizeFn, restated here so
+// the ISA files need not include dtype headers with inline code.
+using RowDecoder = void (*)(const void* src, float* dst, int64_t n);
+
 namespace avx2 {
 #include "lemma/kernels/x86/simd/simd_kernel_list.inc"
 }  // namespace avx2

@@ -107,6 +107,17 @@ struct VecAvx2 {
   static I sub_i32(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I min_i32(I a, I b) { return _mm256_min_epi32(a, b); }
   static I max_i32(I a, I b) { return _mm256_max_epi32(a, b); }
+  static I and_i32(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_i32(I a, I b) { return _mm256_or_si256(a, b); }
+  template <int N>
+  static I shift_right_i32(I v) { return _mm256_srli_epi32(v, N); }  // logical
+  template <int N>
+  static I shift_left_i32(I v) { return _mm256_slli_epi32(v, N); }
+  // `value` in the lanes where h & bit is set (bit: a single bit), else 0.
+  static I where_bit(I h, I bit, I value) { return _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_and_si256(h, bit), bit), value); }
+  // 8 bytes at p as int32 lanes, zero- or sign-extended.
+  static I load_u8_i32(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static I load_i8_i32(const uint8_t* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
   static I to_int(F v) { return _mm256_cvtps_epi32(v); }  // rounds half to even (MXCSR's default)
   static F to_float(I v) { return _mm256_cvtepi32_ps(v); }
   static int32_t reduce_add_i32(I v) {
@@ -167,6 +178,8 @@ struct VecAvx2 {
   using H = __m128i;
   static H load_h(const uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
   static void store_h(uint16_t* p, H v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+  static F load_f16(const uint16_t* p) { return f16_to_f32(load_h(p)); }
+  static F load_bf16(const uint16_t* p) { return bf16_to_f32(load_h(p)); }
   static H load_h_first(const uint16_t* p, int64_t count) {  // zero-filled; count >= 1
     if (count >= kWidth) return load_h(p);
     uint16_t buf[8] = {};

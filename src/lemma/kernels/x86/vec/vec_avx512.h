@@ -83,6 +83,17 @@ struct VecAvx512 {
   static I sub_i32(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I min_i32(I a, I b) { return _mm512_min_epi32(a, b); }
   static I max_i32(I a, I b) { return _mm512_max_epi32(a, b); }
+  static I and_i32(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_i32(I a, I b) { return _mm512_or_si512(a, b); }
+  template <int N>
+  static I shift_right_i32(I v) { return _mm512_srli_epi32(v, N); }  // logical
+  template <int N>
+  static I shift_left_i32(I v) { return _mm512_slli_epi32(v, N); }
+  // `value` in the lanes where h & bit is set (bit: a single bit), else 0.
+  static I where_bit(I h, I bit, I value) { return _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(h, bit), value); }
+  // 16 bytes at p as int32 lanes, zero- or sign-extended.
+  static I load_u8_i32(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static I load_i8_i32(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static I to_int(F v) { return _mm512_cvtps_epi32(v); }  // rounds half to even (MXCSR's default)
   static F to_float(I v) { return _mm512_cvtepi32_ps(v); }
   static int32_t reduce_add_i32(I v) { return _mm512_reduce_add_epi32(v); }
@@ -139,6 +150,8 @@ struct VecAvx512 {
   using H = __m256i;
   static H load_h(const uint16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static void store_h(uint16_t* p, H v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  static F load_f16(const uint16_t* p) { return f16_to_f32(load_h(p)); }
+  static F load_bf16(const uint16_t* p) { return bf16_to_f32(load_h(p)); }
   static H load_h_first(const uint16_t* p, int64_t count) { return _mm256_maskz_loadu_epi16(tail_mask(count), p); }
   static void store_h_first(uint16_t* p, H v, int64_t count) { _mm256_mask_storeu_epi16(p, tail_mask(count), v); }
   static F f16_to_f32(H h) { return _mm512_cvtph_ps(h); }

@@ -143,8 +143,8 @@ constexpr MatmulKernel kKernels[] = {
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
     // Interleaved f16x16 (interleaved_blocks.h): f32 activations; Model makes it from AVX2 up.
     {"reference_f16x16", DType::kF16x16, Isa::kScalar, kF32, false, matmul_f16x16_reference},
-    {"avx2_f16x16", DType::kF16x16, Isa::kAvx2, kF32, false, x86::matmul_f16x16_avx2},
-    {"avx512_f16x16", DType::kF16x16, Isa::kAvx512, kF32, false, x86::matmul_f16x16_avx512},
+    {"avx2_f16x16", DType::kF16x16, Isa::kAvx2, kF32, false, x86::avx2::matmul_f16x16},
+    {"avx512_f16x16", DType::kF16x16, Isa::kAvx512, kF32, false, x86::avx512::matmul_f16x16},
     // On AMX tiles (x86/amx/): TDPBF16PS, whose pair order (even first) gives other bits than vdpbf16ps.
     {"amx_bf16x16", DType::kBF16x16, Isa::kAmx, kBf16, true, x86::matmul_bf16x16_amx, x86::pack_x_bf16_avx512,
      bf16_activation_bytes},

@@ -1,9 +1,8 @@
-// Pieces the interleaved-weight kernels share (interleaved_blocks.h): the 16-row groups' first
-// superblocks, W's stream prefetch (in one burst or spread over a superblock's work), the high-bit
-// masks, the K-quants' scale bytes, Q8_K rows of x and their quarter passes, x's 4-code broadcasts,
-// the tile walk and the masked store of a register tile's outputs (+ bias).
-// Included only by per-ISA sources compiled with AVX-512; `static inline` keeps each copy local to
-// its object file (see horizontal_sum.h).
+// Pieces the interleaved-weight kernels share (interleaved_blocks.h), whatever their ISA: the 16-row
+// groups' first superblocks, W's stream prefetch (in one burst or spread over a superblock's work),
+// the K-quants' quarter passes, x's 4-code broadcasts, the tile walks and the store of a register
+// tile's outputs (+ bias) over a vector layer V (x86/vec/). Included only by per-ISA sources;
+// `static inline` keeps each copy local to its object file (see horizontal_sum.h).
 #pragma once
 
 #include <immintrin.h>
@@ -83,19 +82,6 @@ static inline void prefetch_stream_part(const void* reading, int64_t bytes, int 
   }
 }
 
-// A little-endian 64-bit mask stored at p (the Q5_0x16 / Q5_Kx16 / Q3_Kx16 high bits).
-static inline __mmask64 mask_at(const uint8_t* p) {
-  uint64_t m;
-  std::memcpy(&m, p, 8);
-  return _cvtu64_mask64(m);
-}
-
-// Byte J (0..3) of each 32-bit lane, sign-extended (the K-quants' int8 scales).
-template <int J>
-static inline __m512i signed_byte(__m512i v) {
-  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24);
-}
-
 // The four passes over a 16-value-scaled K-quant superblock (Q2_K, Q3_K, Q6_K) in order: half H of
 // the codes, values 4 p .. 4 p + 3 of each of its 32-value chunks with p / 4 == Q.
 template <class Pass>
@@ -148,18 +134,36 @@ static inline void for_each_blocked_tile(const MatmulArgs& a, int64_t group_byte
   }
 }
 
-template <int R, int G>
-static inline void store_tile(const MatmulArgs& a, int64_t m0, int64_t g0, const __m512 (&acc)[R][G]) {
-  for (int g = 0; g < G; ++g) {
-    const int64_t n0 = (g0 + g) * kInterleaveRows;
-    const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
-    const auto mask = static_cast<__mmask16>((1u << valid) - 1u);
-    const __m512 bias = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
+// Outputs of group g for rows m0 .. m0 + R - 1 of x (+ bias, one add), cut at N: out(r, h) is row
+// r's h-th vector of the group's 16 outputs (16 / V::kWidth of them).
+template <class V, int R, class Out>
+static inline void store_group(const MatmulArgs& a, int64_t m0, int64_t g, Out&& out) {
+  const int64_t n0 = g * kInterleaveRows;
+  const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
+  for (int h = 0; h < kInterleaveRows / V::kWidth && V::kWidth * h < valid; ++h) {
+    const int64_t n = n0 + V::kWidth * h, count = valid - V::kWidth * h;
+    const typename V::F bias = a.bias != nullptr ? V::load_first(a.bias + n, count) : V::zero();
     for (int r = 0; r < R; ++r) {
-      const __m512 y = a.bias != nullptr ? _mm512_add_ps(acc[r][g], bias) : acc[r][g];
-      _mm512_mask_storeu_ps(a.y + (m0 + r) * a.y_stride + n0, mask, y);
+      const typename V::F y = a.bias != nullptr ? V::add(out(r, h), bias) : out(r, h);
+      V::store_first(a.y + (m0 + r) * a.y_stride + n, y, count);
     }
   }
+}
+
+// Part h of a group's outputs held as one vector (AVX-512) or as 16 / kWidth of them.
+template <class V>
+static inline typename V::F group_part(typename V::F outputs, int) {
+  return outputs;
+}
+template <class V, size_t N>
+static inline typename V::F group_part(const typename V::F (&outputs)[N], int h) {
+  return outputs[h];
+}
+
+// store_group for groups g0 .. g0 + G - 1: acc[r][g] holds row r's outputs of group g0 + g.
+template <class V, int R, int G, class Acc>
+static inline void store_tile(const MatmulArgs& a, int64_t m0, int64_t g0, const Acc (&acc)[R][G]) {
+  for (int g = 0; g < G; ++g) store_group<V, R>(a, m0, g0 + g, [&](int r, int h) { return group_part<V>(acc[r][g], h); });
 }
 
 }  // namespace lemma::kernels::x86

@@ -1,4 +1,4 @@
-// Declarations of the x86 kernels compiled with per-ISA flags (x86/avx2, x86/avx512, x86/avx512bf16).
+// Declarations of the bf16 matmul kernels compiled with per-ISA flags (x86/avx2, x86/avx512bf16).
 // Only the registries call these; each needs the matching CPU features (see isa.h).
 // Headers included by the ISA files must stay free of inline/template code shared with other files
 // (an inline function compiled with AVX-512 could be picked by the linker for every caller).
@@ -21,8 +21,5 @@ void matmul_bf16x16_dpbf16_avx512(const MatmulArgs& args);
 // The same bits with AVX2 + FMA (vdpbf16ps spelled out under MXCSR DAZ + FTZ), for CPUs without
 // AVX512_BF16.
 void matmul_bf16x16_avx2(const MatmulArgs& args);
-// Interleaved f16x16 weights (interleaved_blocks.h) x f32 x: bits equal to matmul_f16x16_reference.
-void matmul_f16x16_avx2(const MatmulArgs& args);
-void matmul_f16x16_avx512(const MatmulArgs& args);
 
 }  // namespace lemma::kernels::x86

@@ -1,6 +1,6 @@
 // Pieces the AVX2 interleaved-weight kernels share (interleaved_blocks.h): x's 4-code broadcasts,
 // int16 pair sums widened to int32, the fifth/high-bit masks spread to bytes, the K-quants' spread
-// prefetch and scale bytes, and the store of one 16-row group's outputs (+ bias). A 64-byte chunk of a group holds 4 values of 16 rows; the
+// prefetch and scale bytes. A 64-byte chunk of a group holds 4 values of 16 rows; the
 // AVX2 kernels read it as two halves of 8 rows, one ymm each.
 // Included only by sources compiled with AVX2; `static inline` keeps each copy local to its object
 // file (see horizontal_sum.h).
@@ -13,7 +13,9 @@
 
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/x86/interleaved_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx2.h"
 
 namespace lemma::kernels::x86 {
 
@@ -48,14 +50,10 @@ static inline void prefetch_part(const uint8_t* super, int64_t bytes, int step, 
     _mm_prefetch(reinterpret_cast<const char*>(super + kPrefetchAhead + 64 * line), _MM_HINT_T0);
 }
 
-// Byte J (0..3) of each 32-bit lane, zero- or sign-extended to int32.
+// Byte J (0..3) of each 32-bit lane, zero-extended to int32.
 template <int J>
 static inline __m256i unsigned_byte(__m256i v) {
   return _mm256_and_si256(_mm256_srli_epi32(v, 8 * J), _mm256_set1_epi32(0xFF));
-}
-template <int J>
-static inline __m256i signed_byte(__m256i v) {
-  return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24);
 }
 
 // Adds half H's sum of q * x to s[r], q = byte ^ 0x80 (8 chunks of Q8_0x16 code bytes at `codes`;
@@ -82,18 +80,6 @@ static inline void for_each_group(const MatmulArgs& a, Tile&& tile) {
   } else {
     for_each_tile<PrefillRows, 1>(a.M, groups, tile);
   }
-}
-
-// Outputs n0 .. n0 + 15 of group g for row m of x from the two halves' accumulators (+ bias);
-// outputs past N are not written.
-static inline void store_group(const MatmulArgs& a, int64_t m, int64_t g, __m256 rows0_7, __m256 rows8_15) {
-  float out[kInterleaveRows];
-  _mm256_storeu_ps(out, rows0_7);
-  _mm256_storeu_ps(out + 8, rows8_15);
-  const int64_t n0 = g * kInterleaveRows;
-  const int64_t valid = a.N - n0 < kInterleaveRows ? a.N - n0 : kInterleaveRows;
-  float* y = a.y + m * a.y_stride + n0;
-  for (int64_t i = 0; i < valid; ++i) y[i] = a.bias != nullptr ? out[i] + a.bias[n0 + i] : out[i];
 }
 
 }  // namespace lemma::kernels::x86

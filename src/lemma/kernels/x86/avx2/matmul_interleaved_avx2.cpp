@@ -237,7 +237,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     half.template operator()<0>();
     half.template operator()<1>();
   }
-  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
+  store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return acc[r][h]; });
 }
 
 template <class W>

@@ -137,7 +137,7 @@ void q45_tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     half.template operator()<0>(super, b);
     half.template operator()<1>(super, b);
   }
-  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
+  store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return acc[r][h]; });
 }
 
 // ---- Q6_Kx16 --------------------------------------------------------------------------------------
@@ -182,8 +182,8 @@ void q6_half(const uint8_t* super, const Q8kRows<R>& x, int64_t b, bool prefetch
         for (int k = 0; k < 4; ++k) U[r][k] = _mm256_add_epi32(U[r][k], widen(t[r][k]));
     }
     // Sub-block j = 8 BH + 2 k + Q: scale byte j % 4 of chunk j / 4 = 2 BH + k / 2.
-    const __m256i scale[4] = {signed_byte<(2 * 0 + Q) % 4>(sc[2 * BH + 0]), signed_byte<(2 * 1 + Q) % 4>(sc[2 * BH + 0]),
-                              signed_byte<(2 * 2 + Q) % 4>(sc[2 * BH + 1]), signed_byte<(2 * 3 + Q) % 4>(sc[2 * BH + 1])};
+    const __m256i scale[4] = {VecAvx2::signed_byte<(2 * 0 + Q) % 4>(sc[2 * BH + 0]), VecAvx2::signed_byte<(2 * 1 + Q) % 4>(sc[2 * BH + 0]),
+                              VecAvx2::signed_byte<(2 * 2 + Q) % 4>(sc[2 * BH + 1]), VecAvx2::signed_byte<(2 * 3 + Q) % 4>(sc[2 * BH + 1])};
     for (int r = 0; r < R; ++r)
       for (int k = 0; k < 4; ++k) S[r] = _mm256_add_epi32(S[r], _mm256_mullo_epi32(scale[k], U[r][k]));
   };
@@ -212,7 +212,7 @@ void q6_tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     half.template operator()<0>(super, b);
     half.template operator()<1>(super, b);
   }
-  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
+  store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return acc[r][h]; });
 }
 
 // Rows of x per register tile for M > 2, measured (llama1b-shape down 2048x8192, M = 512, 2 threads,

@@ -87,10 +87,10 @@ void block_half(const uint8_t* super, const Q8kRows<R>& x, int64_t b, bool prefe
     // Sub-block 8 BH + 2 f + Q: scale vector 2 BH + f / 2, byte (2 f + Q) % 4.
     __m256i scale[4];
     if constexpr (kQ3) {
-      scale[0] = signed_byte<Q>(sc[2 * BH]);
-      scale[1] = signed_byte<2 + Q>(sc[2 * BH]);
-      scale[2] = signed_byte<Q>(sc[2 * BH + 1]);
-      scale[3] = signed_byte<2 + Q>(sc[2 * BH + 1]);
+      scale[0] = VecAvx2::signed_byte<Q>(sc[2 * BH]);
+      scale[1] = VecAvx2::signed_byte<2 + Q>(sc[2 * BH]);
+      scale[2] = VecAvx2::signed_byte<Q>(sc[2 * BH + 1]);
+      scale[3] = VecAvx2::signed_byte<2 + Q>(sc[2 * BH + 1]);
     } else {
       scale[0] = low_nibble<Q>(sc[2 * BH]);
       scale[1] = low_nibble<2 + Q>(sc[2 * BH]);
@@ -136,7 +136,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     half.template operator()<0>(super, b);
     half.template operator()<1>(super, b);
   }
-  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, acc[r][0], acc[r][1]);
+  store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return acc[r][h]; });
 }
 
 template <bool kQ3>

@@ -44,7 +44,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g) {
     for (int r = 0; r < R; ++r)
       y[h][r] = _mm256_mul_ps(_mm256_cvtepi32_ps(s[h][r]), _mm256_mul_ps(_mm256_set1_ps(x[r].scales[0]), d));
   }
-  for (int r = 0; r < R; ++r) store_group(a, m0 + r, g, y[0][r], y[1][r]);
+  store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return y[h][r]; });
 }
 
 }  // namespace

@@ -14,12 +14,15 @@
 #include "lemma/kernels/bf16_activations.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 // What a tile prefetches besides its own reads: its own streams ahead (the first pass over a block
 // of W), the next block into L2 (the later passes over a block, from L2, then overlap the next
@@ -61,7 +64,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t next_block_values
       for (int g = 0; g < G; ++g) acc[r][g] = _mm512_dpbf16_ps(acc[r][g], wv[g], xb);
     }
   }
-  store_tile<R, G>(a, m0, g0, acc);
+  store_tile<Vec, R, G>(a, m0, g0, acc);
 }
 
 // The walk: for_each_blocked_tile (interleaved_tiles.h).

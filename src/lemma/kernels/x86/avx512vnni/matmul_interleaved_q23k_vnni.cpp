@@ -15,11 +15,14 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 constexpr int64_t kValues = 256;
 
@@ -99,7 +102,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
                           _mm512_and_si512(_mm512_srli_epi16(v, 4), three), _mm512_and_si512(_mm512_srli_epi16(v, 6), three)};
           if constexpr (kQ3)
             for (int f = 0; f < 4; ++f)
-              u[f] = _mm512_mask_add_epi8(u[f], mask_at(super + L::kHighAt + 8 * (8 * (4 * H + f) + p)), u[f], four);
+              u[f] = _mm512_mask_add_epi8(u[f], Vec::load_mask64(super + L::kHighAt + 8 * (8 * (4 * H + f) + p)), u[f], four);
           for (int r = 0; r < R; ++r) {
             const int8_t* xc = x[r] + b * kValues + 128 * H + 4 * p;
             for (int f = 0; f < 4; ++f) U[r][f] = _mm512_dpbusd_epi32(U[r][f], u[f], _mm512_set1_epi32(load_i32(xc + 32 * f)));
@@ -108,10 +111,10 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         // Sub-block 8 H + 2 f + Q: scale vector 2 H + f / 2, byte (2 f + Q) % 4.
         __m512i scale[4];
         if constexpr (kQ3) {
-          scale[0] = signed_byte<Q>(sc[2 * H]);
-          scale[1] = signed_byte<2 + Q>(sc[2 * H]);
-          scale[2] = signed_byte<Q>(sc[2 * H + 1]);
-          scale[3] = signed_byte<2 + Q>(sc[2 * H + 1]);
+          scale[0] = Vec::signed_byte<Q>(sc[2 * H]);
+          scale[1] = Vec::signed_byte<2 + Q>(sc[2 * H]);
+          scale[2] = Vec::signed_byte<Q>(sc[2 * H + 1]);
+          scale[3] = Vec::signed_byte<2 + Q>(sc[2 * H + 1]);
         } else {
           scale[0] = low_nibble<Q>(sc[2 * H]);
           scale[1] = low_nibble<2 + Q>(sc[2 * H]);
@@ -131,7 +134,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       }
     }
   }
-  store_tile<R, G>(a, m0, g0, acc);
+  store_tile<Vec, R, G>(a, m0, g0, acc);
 }
 
 template <bool kQ3>

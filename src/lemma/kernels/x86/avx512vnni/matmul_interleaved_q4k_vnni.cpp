@@ -21,11 +21,14 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 constexpr int64_t kValues = 256;
 constexpr int64_t kHighAt = 2304;  // Q5_Kx16's fifth bits
@@ -98,8 +101,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
           __m512i lo = _mm512_and_si512(v, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
           if constexpr (kFifthBit) {
             const __m512i sixteen = _mm512_set1_epi8(16);
-            lo = _mm512_mask_add_epi8(lo, mask_at(super + kHighAt + 8 * (16 * c + p)), lo, sixteen);
-            hi = _mm512_mask_add_epi8(hi, mask_at(super + kHighAt + 8 * (16 * c + 8 + p)), hi, sixteen);
+            lo = _mm512_mask_add_epi8(lo, Vec::load_mask64(super + kHighAt + 8 * (16 * c + p)), lo, sixteen);
+            hi = _mm512_mask_add_epi8(hi, Vec::load_mask64(super + kHighAt + 8 * (16 * c + 8 + p)), hi, sixteen);
           }
           for (int r = 0; r < R; ++r) {
             const int8_t* xc = x[r] + b * kValues + 64 * c + 4 * p;
@@ -121,7 +124,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       }
     }
   }
-  store_tile<R, G>(a, m0, g0, acc);
+  store_tile<Vec, R, G>(a, m0, g0, acc);
 }
 
 template <bool kFifthBit>

@@ -15,11 +15,14 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 constexpr int64_t kValues = 256;
 constexpr int64_t kSuperBytes = kInterleaveRows * 210;
@@ -70,8 +73,8 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
           }
         }
         // Sub-block j = 8H + 2k + Q: scale byte j % 4 of chunk j / 4 = 2H + k / 2.
-        const __m512i scale[4] = {signed_byte<(2 * 0 + Q) % 4>(sc[2 * H + 0]), signed_byte<(2 * 1 + Q) % 4>(sc[2 * H + 0]),
-                                  signed_byte<(2 * 2 + Q) % 4>(sc[2 * H + 1]), signed_byte<(2 * 3 + Q) % 4>(sc[2 * H + 1])};
+        const __m512i scale[4] = {Vec::signed_byte<(2 * 0 + Q) % 4>(sc[2 * H + 0]), Vec::signed_byte<(2 * 1 + Q) % 4>(sc[2 * H + 0]),
+                                  Vec::signed_byte<(2 * 2 + Q) % 4>(sc[2 * H + 1]), Vec::signed_byte<(2 * 3 + Q) % 4>(sc[2 * H + 1])};
         for (int r = 0; r < R; ++r)
           for (int k = 0; k < 4; ++k) S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(scale[k], U[r][k]));
       };
@@ -81,7 +84,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
     }
   }
-  store_tile<R, G>(a, m0, g0, acc);
+  store_tile<Vec, R, G>(a, m0, g0, acc);
 }
 
 }  // namespace

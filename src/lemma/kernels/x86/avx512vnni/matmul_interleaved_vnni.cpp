@@ -36,11 +36,14 @@
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_formats.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 constexpr int64_t kBlock = 32;
 constexpr int64_t kFetchNextMaxRows = 64;
@@ -107,12 +110,12 @@ struct Q5x16 {
       for (int g = 0; g < G; ++g) v[g] = _mm512_loadu_si512(codes[g] + 64 * p);
       for (int g = 0; g < G; ++g) {
         const __m512i lo = _mm512_and_si512(v[g], low);
-        u[g] = _mm512_mask_add_epi8(lo, mask_at(codes[g] + 4 * 64 + 8 * p), lo, sixteen);
+        u[g] = _mm512_mask_add_epi8(lo, Vec::load_mask64(codes[g] + 4 * 64 + 8 * p), lo, sixteen);
       }
       f(p, u);
       for (int g = 0; g < G; ++g) {
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v[g], 4), low);
-        u[g] = _mm512_mask_add_epi8(hi, mask_at(codes[g] + 4 * 64 + 8 * (p + 4)), hi, sixteen);
+        u[g] = _mm512_mask_add_epi8(hi, Vec::load_mask64(codes[g] + 4 * 64 + 8 * (p + 4)), hi, sixteen);
       }
       f(p + 4, u);
     }
@@ -279,7 +282,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, Fetch fetch = {}) {
       }
     }
   }
-  store_tile<R, G>(a, m0, g0, acc);
+  store_tile<Vec, R, G>(a, m0, g0, acc);
 }
 
 // Rows of x per register tile: 4 for batched decode (the passes that fetch the next tile), 6 for

@@ -11,11 +11,14 @@
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/interleaved_tiles.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 
 namespace {
+
+using Vec = VecAvx512;
 
 constexpr int64_t kBlock = 32;
 constexpr int64_t kSuperBytes = 16 * 34;
@@ -48,7 +51,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
     for (int r = 0; r < R; ++r)
       y[r][g] = _mm512_mul_ps(_mm512_cvtepi32_ps(s[r][g]), _mm512_mul_ps(_mm512_set1_ps(x[r].scales[0]), d));
   }
-  store_tile<R, G>(a, m0, g0, y);
+  store_tile<Vec, R, G>(a, m0, g0, y);
 }
 
 }  // namespace

@@ -134,6 +134,10 @@ struct VecAvx2 {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), unpack_order(_mm256_packus_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]))));
   }
 
+  // Byte J (0..3) of each 32-bit lane, sign-extended.
+  template <int J>
+  static I signed_byte(I v) { return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24); }
+
   // --- lane masks
   static Mask no_lanes() { return _mm256_setzero_ps(); }
   static Mask is_nan(F v) { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); }

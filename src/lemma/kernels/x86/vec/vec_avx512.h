@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "lemma/kernels/x86/horizontal_sum.h"
 
@@ -104,6 +105,10 @@ struct VecAvx512 {
   }
   static void store_u8x32(uint8_t* out, const I* q) { store_i8x32(reinterpret_cast<int8_t*>(out), q); }
 
+  // Byte J (0..3) of each 32-bit lane, sign-extended.
+  template <int J>
+  static I signed_byte(I v) { return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24); }
+
   // --- lane masks
   static Mask no_lanes() { return 0; }
   static Mask is_nan(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
@@ -126,6 +131,13 @@ struct VecAvx512 {
     const __m512i index = _mm512_add_epi32(_mm512_set1_epi32(base), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     _mm512_mask_storeu_epi32(out, static_cast<__mmask16>((1u << count) - 1u), _mm512_maskz_compress_epi32(static_cast<__mmask16>(lanes), index));
     return count;
+  }
+
+  // A little-endian 64-bit mask stored at p (one bit per byte lane of a zmm).
+  static __mmask64 load_mask64(const uint8_t* p) {
+    uint64_t m;
+    std::memcpy(&m, p, 8);
+    return _cvtu64_mask64(m);
   }
 
   // --- f64 sums of f32 lanes: lanes 0-7 into lo, 8-15 into hi

@@ -14,7 +14,7 @@ using SplitFn = void (*)(const FlashSplitArgs&);
 
 // AVX-512: the AVX512_BF16 build where the CPU has it (it differs only for bf16 caches).
 SplitFn avx512_kernel() {
-  static const SplitFn fn = cpu_features().avx512_bf16 ? x86::flash_split_avx512_bf16 : x86::flash_split_avx512;
+  static const SplitFn fn = cpu_features().avx512_bf16 ? x86::avx512_bf16::flash_split : x86::avx512::flash_split;
   return fn;
 }
 
@@ -35,7 +35,7 @@ void amx_or_avx512(const FlashSplitArgs& args) {
 void flash_attention_split(const FlashSplitArgs& args, Isa isa) {
   switch (isa) {
     case Isa::kScalar: flash_split_reference(args); return;
-    case Isa::kAvx2: x86::flash_split_avx2(args); return;
+    case Isa::kAvx2: x86::avx2::flash_split(args); return;
     case Isa::kAvx512: avx512_kernel()(args); return;
     case Isa::kAmx: amx_or_avx512<x86::flash_split_amx_bf16>(args); return;
   }
@@ -44,10 +44,10 @@ void flash_attention_split(const FlashSplitArgs& args, Isa isa) {
 std::vector<FlashSplitKernel> flash_split_kernels() {
   std::vector<FlashSplitKernel> kernels{{"scalar", Isa::kScalar, flash_split_reference}};
   const Isa top = detected_isa();
-  if (top >= Isa::kAvx2) kernels.push_back({"avx2", Isa::kAvx2, x86::flash_split_avx2});
-  if (top >= Isa::kAvx512) kernels.push_back({"avx512", Isa::kAvx512, x86::flash_split_avx512});
+  if (top >= Isa::kAvx2) kernels.push_back({"avx2", Isa::kAvx2, x86::avx2::flash_split});
+  if (top >= Isa::kAvx512) kernels.push_back({"avx512", Isa::kAvx512, x86::avx512::flash_split});
   if (top >= Isa::kAvx512 && cpu_features().avx512_bf16)
-    kernels.push_back({"avx512_bf16", Isa::kAvx512, x86::flash_split_avx512_bf16});
+    kernels.push_back({"avx512_bf16", Isa::kAvx512, x86::avx512_bf16::flash_split});
   // The AMX kernel's logic on the tile emulator, on every AVX-512 machine (never what an ISA runs).
   if (top >= Isa::kAvx512)
     kernels.push_back({"amx_emulated", Isa::kAvx512, amx_or_avx512<x86::flash_split_amx_bf16_emulated>});

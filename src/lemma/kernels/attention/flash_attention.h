@@ -28,7 +28,7 @@ inline constexpr int64_t flash_partial_stride(int64_t head_dim) { return head_di
 
 // Fills args.partial for the split. Each ISA's result differs from the scalar one by rounding
 // (vector exp, dot-product order; with a bf16 cache on AVX512_BF16, q . k from q's two bf16
-// halves, see x86/avx512/flash_split_avx512.h); per ISA and CPU it is deterministic.
+// halves, see x86/avx512bf16/flash_bf16_dots.h); per ISA and CPU it is deterministic.
 void flash_attention_split(const FlashSplitArgs& args, Isa isa);
 void flash_attention_split(const FlashSplitArgs& args);  // active_isa()
 

@@ -3,16 +3,14 @@
 #pragma once
 
 #include "lemma/kernels/attention/flash_split_args.h"
+#include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
 
 void flash_split_reference(const FlashSplitArgs& args);
 
+// The AVX2 / AVX-512 / AVX512_BF16 kernels: x86::avx2::flash_split and its twins (x86/simd/simd_kernels.h).
 namespace x86 {
-void flash_split_avx2(const FlashSplitArgs& args);    // any head_dim (8-wide, masked tail)
-void flash_split_avx512(const FlashSplitArgs& args);  // any head_dim (16-wide, masked tail)
-// The same + AVX512_BF16: a bf16 cache's q . k by vdpbf16ps.
-void flash_split_avx512_bf16(const FlashSplitArgs& args);
 // AMX-BF16 tiles for a bf16 cache with head_dim <= 256 (x86/amx/flash_split_amx_kernel.h): on the
 // hardware (needs AMX) and on the tile emulator (needs AVX-512; tests).
 void flash_split_amx_bf16(const FlashSplitArgs& args);

@@ -34,7 +34,7 @@
 
 #include "lemma/kernels/attention/flash_split_args.h"
 #include "lemma/kernels/x86/amx/tile_config.h"
-#include "lemma/kernels/x86/avx512/vector_math_avx512.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 
 namespace lemma::kernels::x86::amx {
 namespace {
@@ -166,7 +166,7 @@ void prepare_chunk(const FlashSplitArgs& a, int64_t c0, int64_t g0, int64_t c1, 
   const int64_t blocks = (hd + kDimBlock - 1) / kDimBlock;
   for (int64_t u = (g0 - c0) / kKeyStep; u < (c1 - c0 + kKeyStep - 1) / kKeyStep; ++u)
     for (int64_t b = 0; b < blocks; ++b) {
-      const __mmask16 m = tail_mask(hd - b * kDimBlock);
+      const __mmask16 m = VecAvx512::tail_mask(hd - b * kDimBlock);
       __m512i r[16];
       for (int64_t p = 0; p < 16; ++p) {
         const int64_t j = c0 + u * kKeyStep + 2 * p;
@@ -186,7 +186,7 @@ void pack_queries(const FlashSplitArgs& a, int64_t i0, int64_t n, int64_t dim_st
   const int64_t hd = a.head_dim;
   for (int64_t st = 0; st < dim_steps; ++st) {
     const int64_t d0 = st * kDimStep;
-    const __mmask16 m0 = tail_mask(hd - d0), m1 = tail_mask(std::max<int64_t>(hd - d0 - 16, 0));
+    const __mmask16 m0 = VecAvx512::tail_mask(hd - d0), m1 = VecAvx512::tail_mask(std::max<int64_t>(hd - d0 - 16, 0));
     __m512i hi[16], lo[16];
     for (int64_t r = 0; r < 16; ++r) {
       if (r >= n) {
@@ -295,7 +295,7 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
   const __m512 m_new = _mm512_max_ps(mo, vmax);
   const __mmask16 moved = _mm512_cmp_ps_mask(m_new, mo, _CMP_NEQ_UQ);
   // Rescale only where the max moved (exp(m_old - m_new): 0 on a row's first keys).
-  const __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(mo, m_new)));
+  const __m512 alpha = _mm512_mask_blend_ps(moved, _mm512_set1_ps(1.0f), VecAvx512::exp(_mm512_sub_ps(mo, m_new)));
   const int64_t u0 = t0 * kKeyTile / kKeyStep, u1 = (t1 * kKeyTile + kKeyStep - 1) / kKeyStep;
   __m512 vsum = _mm512_setzero_ps();
   for (int64_t u = u0; u < u1; ++u)
@@ -304,7 +304,7 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
       for (int e = 0; e < 2; ++e) {
         const int64_t j = u * kKeyStep + 2 * p + e;
         const bool scored = j >= t0 * kKeyTile && j < t1 * kKeyTile;
-        const __m512 w = scored ? _mm512_maskz_mov_ps(visible(j), exp16(_mm512_sub_ps(_mm512_load_ps(s.st[j]), m_new)))
+        const __m512 w = scored ? _mm512_maskz_mov_ps(visible(j), VecAvx512::exp(_mm512_sub_ps(_mm512_load_ps(s.st[j]), m_new)))
                                 : _mm512_setzero_ps();
         vsum = _mm512_add_ps(vsum, w);
         bf16_halves(w, h[e], l[e]);
@@ -319,7 +319,7 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
   // Running outputs in, rescaled, + V^T . P^T, out.
   const int64_t hd = a.head_dim, blocks = (hd + kDimBlock - 1) / kDimBlock;
   for (int64_t b = 0; b < blocks; ++b) {
-    const __mmask16 dims = tail_mask(hd - b * kDimBlock);
+    const __mmask16 dims = VecAvx512::tail_mask(hd - b * kDimBlock);
     __m512i r[16];
     for (int64_t i = 0; i < 16; ++i)
       r[i] = i < n ? _mm512_maskz_loadu_epi32(dims, part0 + (i0 + i) * ps + 2 + b * kDimBlock) : _mm512_setzero_si512();
@@ -337,7 +337,7 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
   }
   float* part = a.partial;
   for (int64_t b = 0; b < blocks; ++b) {
-    const __mmask16 dims = tail_mask(hd - b * kDimBlock);
+    const __mmask16 dims = VecAvx512::tail_mask(hd - b * kDimBlock);
     __m512i r[16];
     for (int64_t d = 0; d < 16; ++d) r[d] = _mm512_castps_si512(_mm512_load_ps(s.ot[b * kDimBlock + d]));
     transpose16(r);

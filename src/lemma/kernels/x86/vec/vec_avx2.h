@@ -32,7 +32,7 @@ struct VecAvx2 {
   static F load_aligned(const float* p) { return _mm256_load_ps(p); }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static void store_aligned(float* p, F v) { _mm256_store_ps(p, v); }
-  // p[0, min(count, 8)), the other lanes 0 (or `fill`); count >= 1. Only those entries are read.
+  // p[0, min(count, 8)), the other lanes 0 (or `fill`); count >= 0. Only those entries are read.
   static F load_first(const float* p, int64_t count) { return load_first(p, count, 0.0f); }
   static F load_first(const float* p, int64_t count, float fill) {
     if (count >= kWidth) return load(p);
@@ -40,7 +40,7 @@ struct VecAvx2 {
     std::memcpy(buf, p, static_cast<size_t>(count) * 4);
     return _mm256_loadu_ps(buf);
   }
-  // Writes lanes [0, min(count, 8)) to p; count >= 1.
+  // Writes lanes [0, min(count, 8)) to p; count >= 0.
   static void store_first(float* p, F v, int64_t count) {
     if (count >= kWidth) return store(p, v);
     float buf[8];
@@ -138,7 +138,19 @@ struct VecAvx2 {
   template <int J>
   static I signed_byte(I v) { return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * J), 24); }
 
+  // Lane i: the sum of a[i]'s 8 lanes (a[0..7]), each in a fixed order that never mixes in the other
+  // vectors (so a lane's sum does not depend on them).
+  static F reduce_add_each(const F* a) {
+    const __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    // t0 = [a0..a3 summed over the low 128 bits | a0..a3 over the high 128 bits], t1 likewise.
+    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
+  }
+
   // --- lane masks
+  static Mask first_lanes_mask(int64_t count) {  // lanes [0, count) set; count >= 0
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count < 8 ? count : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  }
   static Mask no_lanes() { return _mm256_setzero_ps(); }
   static Mask is_nan(F v) { return _mm256_cmp_ps(v, v, _CMP_UNORD_Q); }
   static Mask is_ordered(F v) { return _mm256_cmp_ps(v, v, _CMP_ORD_Q); }
@@ -184,7 +196,7 @@ struct VecAvx2 {
   static void store_h(uint16_t* p, H v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
   static F load_f16(const uint16_t* p) { return f16_to_f32(load_h(p)); }
   static F load_bf16(const uint16_t* p) { return bf16_to_f32(load_h(p)); }
-  static H load_h_first(const uint16_t* p, int64_t count) {  // zero-filled; count >= 1
+  static H load_h_first(const uint16_t* p, int64_t count) {  // zero-filled; count >= 0
     if (count >= kWidth) return load_h(p);
     uint16_t buf[8] = {};
     std::memcpy(buf, p, static_cast<size_t>(count) * 2);
@@ -197,6 +209,27 @@ struct VecAvx2 {
     std::memcpy(p, buf, static_cast<size_t>(count) * 2);
   }
   static F f16_to_f32(H h) { return _mm256_cvtph_ps(h); }
+  // int8 values and fp8 e4m3 bytes (read as f16 s.0eeee.mmm0000000, exact for subnormals too: the
+  // value / 2^8), 8 of them at p, or the first `count` (the rest 0).
+  static F load_i8(const int8_t* p) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))); }
+  static F load_e4m3(const uint8_t* p) {
+    const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
+    const __m128i rest = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7);
+    return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
+  }
+  static F load_i8_first(const int8_t* p, int64_t count) {
+    if (count >= kWidth) return load_i8(p);
+    int8_t buf[8] = {};
+    std::memcpy(buf, p, static_cast<size_t>(count));
+    return load_i8(buf);
+  }
+  static F load_e4m3_first(const uint8_t* p, int64_t count) {
+    if (count >= kWidth) return load_e4m3(p);
+    uint8_t buf[8] = {};
+    std::memcpy(buf, p, static_cast<size_t>(count));
+    return load_e4m3(buf);
+  }
   static H f32_to_f16(F v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F bf16_to_f32(H h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
   // Round to nearest even in integer arithmetic (subnormals kept); NaN -> quiet NaN, sign kept.

@@ -36,12 +36,12 @@ struct VecAvx512 {
   static F load_aligned(const float* p) { return _mm512_load_ps(p); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static void store_aligned(float* p, F v) { _mm512_store_ps(p, v); }
-  // p[0, min(count, 16)), the other lanes 0 (or `fill`); count >= 1. Only those entries are read.
+  // p[0, min(count, 16)), the other lanes 0 (or `fill`); count >= 0. Only those entries are read.
   static F load_first(const float* p, int64_t count) { return _mm512_maskz_loadu_ps(tail_mask(count), p); }
   static F load_first(const float* p, int64_t count, float fill) {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), tail_mask(count), p);
   }
-  // Writes lanes [0, min(count, 16)) to p; count >= 1.
+  // Writes lanes [0, min(count, 16)) to p; count >= 0.
   static void store_first(float* p, F v, int64_t count) { _mm512_mask_storeu_ps(p, tail_mask(count), v); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
@@ -109,7 +109,25 @@ struct VecAvx512 {
   template <int J>
   static I signed_byte(I v) { return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * J), 24); }
 
+  // Lane i: the sum of a[i]'s 16 lanes (a[0..15]), each in a fixed order that never mixes in the
+  // other vectors (so a lane's sum does not depend on them).
+  static F reduce_add_each(const F* a) {
+    __m512 pairs[8], quads[4];
+    for (int i = 0; i < 8; ++i)  // [a0_0+a0_2, a1_0+a1_2, a0_1+a0_3, a1_1+a1_3] per 128-bit lane
+      pairs[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; ++i) {  // per 128-bit lane: partial sums of a[4i .. 4i+3]
+      const __m512d x = _mm512_castps_pd(pairs[2 * i]), y = _mm512_castps_pd(pairs[2 * i + 1]);
+      quads[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    const __m512 h01 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_f32x4(quads[0], quads[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 h23 = _mm512_add_ps(_mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_f32x4(quads[2], quads[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(h01, h23, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+
   // --- lane masks
+  static Mask first_lanes_mask(int64_t count) { return tail_mask(count); }  // count >= 0
   static Mask no_lanes() { return 0; }
   static Mask is_nan(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q); }
   static Mask is_ordered(F v) { return _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q); }
@@ -167,6 +185,19 @@ struct VecAvx512 {
   static H load_h_first(const uint16_t* p, int64_t count) { return _mm256_maskz_loadu_epi16(tail_mask(count), p); }
   static void store_h_first(uint16_t* p, H v, int64_t count) { _mm256_mask_storeu_epi16(p, tail_mask(count), v); }
   static F f16_to_f32(H h) { return _mm512_cvtph_ps(h); }
+  // int8 values and fp8 e4m3 bytes (read as f16 s.0eeee.mmm0000000, exact for subnormals too: the
+  // value / 2^8), 16 of them at p, or the first `count` (the rest 0; nothing else read).
+  static F load_i8(const int8_t* p) { return i8_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F load_i8_first(const int8_t* p, int64_t count) { return i8_to_f32(_mm_maskz_loadu_epi8(tail_mask(count), p)); }
+  static F load_e4m3(const uint8_t* p) { return e4m3_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F load_e4m3_first(const uint8_t* p, int64_t count) { return e4m3_to_f32(_mm_maskz_loadu_epi8(tail_mask(count), p)); }
+  static F i8_to_f32(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
+  static F e4m3_to_f32(__m128i raw) {
+    const __m256i b = _mm256_cvtepu8_epi16(raw);
+    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+    const __m256i rest = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7);
+    return _mm512_cvtph_ps(_mm256_or_si256(sign, rest));
+  }
   static H f32_to_f16(F v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F bf16_to_f32(H h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
   // Round to nearest even in integer arithmetic (subnormals kept, unlike vcvtneps2bf16 which

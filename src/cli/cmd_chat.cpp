@@ -90,8 +90,8 @@ void register_chat(CLI::App& app) {
       inputs.add_generation_prompt = true;
       inputs.bos_token = tokens.bos;
       inputs.eos_token = tokens.eos;
-      const std::string prompt_text = chat_template.render(inputs);
-      const auto prompt = tokenizer.encode(prompt_text, /*add_special=*/false, /*parse_special=*/true);
+      // Typed text never becomes control tokens: only the template's own text is read for them.
+      const auto prompt = tokenizer.encode_spans(chat_template.render_spans(inputs), /*add_special=*/false);
       const std::string reply = assistant_reply(model, tokenizer, prompt, options);
       messages.push_back({{"role", "assistant"}, {"content", reply}});
     }

@@ -26,7 +26,7 @@ HttpResponse tokenize(const HttpRequest& request, ServerContext& ctx) {
   std::vector<int32_t> ids;
   if (body.contains("messages")) {
     ParsedCompletion chat = parse_completion_request(request.body, ApiKind::kChat, ctx.config);
-    ids = ctx.tokenizer.encode(render_chat_prompt(chat, ctx.tokenizer, ctx.chat_template), false, true);
+    ids = tokenize_chat_prompt(chat, ctx.tokenizer, ctx.chat_template, ctx.config);
   } else {
     if (!body.contains("prompt") || !body.at("prompt").is_string()) fail_field("prompt", "must be a string");
     bool add_special = true;
@@ -34,7 +34,9 @@ HttpResponse tokenize(const HttpRequest& request, ServerContext& ctx) {
       if (!body.at("add_special_tokens").is_boolean()) fail_field("add_special_tokens", "must be a boolean");
       add_special = body.at("add_special_tokens").get<bool>();
     }
-    ids = ctx.tokenizer.encode(body.at("prompt").get<std::string>(), add_special, false);
+    const auto& prompt = body.at("prompt").get_ref<const std::string&>();
+    check_prompt_bytes(prompt.size(), ctx.tokenizer, ctx.config, "prompt");
+    ids = ctx.tokenizer.encode(prompt, add_special, false);
   }
   ojson out = {{"count", ids.size()}, {"max_model_len", ctx.config.max_model_len}, {"tokens", ids}};
   return json_response(out);

@@ -11,8 +11,8 @@ std::optional<std::string> token_text(const Tokenizer& tok, std::optional<int32_
 }
 }  // namespace
 
-std::string render_chat_prompt(const ParsedCompletion& request, const Tokenizer& tokenizer,
-                               const ChatTemplate& chat_template) {
+MarkedText render_chat_prompt(const ParsedCompletion& request, const Tokenizer& tokenizer,
+                              const ChatTemplate& chat_template) {
   ChatTemplateInputs inputs;
   inputs.messages = request.messages;
   inputs.tools = request.tools;
@@ -20,19 +20,38 @@ std::string render_chat_prompt(const ParsedCompletion& request, const Tokenizer&
   inputs.bos_token = token_text(tokenizer, tokenizer.bos_id());
   inputs.eos_token = token_text(tokenizer, tokenizer.eos_id());
   try {
-    return chat_template.render(inputs);
+    return chat_template.render_marked(inputs);
   } catch (const TemplateError& e) {
     throw ApiError(400, std::string("messages: the chat template rejected them: ") + e.what(), "messages");
   }
+}
+
+void check_prompt_bytes(size_t bytes, const Tokenizer& tokenizer, const ServerConfig& config, const std::string& field) {
+  const size_t per_token = tokenizer.max_token_bytes();
+  if (config.max_model_len <= 0 || per_token == 0) return;
+  const auto at_least = int64_t((bytes + per_token - 1) / per_token);
+  if (at_least >= config.max_model_len) {
+    fail_field(field, fmt::format("the prompt has at least {} tokens ({} bytes, at most {} bytes per token); the model's "
+                                  "context is {} tokens",
+                                  at_least, bytes, per_token, config.max_model_len));
+  }
+}
+
+std::vector<int32_t> tokenize_chat_prompt(const ParsedCompletion& request, const Tokenizer& tokenizer,
+                                          const ChatTemplate& chat_template, const ServerConfig& config) {
+  const MarkedText prompt = render_chat_prompt(request, tokenizer, chat_template);
+  check_prompt_bytes(prompt.size(), tokenizer, config, "messages");
+  if (config.allow_special_tokens_in_content) return tokenizer.encode(prompt.text(), /*add_special=*/false, /*parse_special=*/true);
+  return tokenizer.encode_marked(prompt, /*add_special=*/false);
 }
 
 void build_prompt(ParsedCompletion& request, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                   const ServerConfig& config) {
   const int32_t vocab = tokenizer.vocab_size();
   if (request.kind == ApiKind::kChat) {
-    request.prompt_ids = tokenizer.encode(render_chat_prompt(request, tokenizer, chat_template),
-                                          /*add_special=*/false, /*parse_special=*/true);
+    request.prompt_ids = tokenize_chat_prompt(request, tokenizer, chat_template, config);
   } else if (request.prompt_text) {
+    check_prompt_bytes(request.prompt_text->size(), tokenizer, config, "prompt");
     request.prompt_ids = tokenizer.encode(*request.prompt_text, /*add_special=*/true, /*parse_special=*/false);
   }
   for (int32_t id : request.prompt_ids) {

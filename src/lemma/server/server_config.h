@@ -19,6 +19,9 @@ struct ServerConfig {
   int64_t max_model_len = 0;                // prompt + max_tokens limit; 0: unknown (not checked)
   int64_t default_max_tokens = 256;         // when a request gives none (completions: 16, as OpenAI)
   int64_t max_n = 16;                       // largest `n`
+  // Read special-token text in chat content (and roles, tools) as control tokens, so that a
+  // message can end its turn and forge another: the old behaviour, for clients that rely on it.
+  bool allow_special_tokens_in_content = false;
   size_t stream_buffer_tokens = 4096;       // per-request OutputBuffer bound (slow readers)
   std::chrono::milliseconds request_timeout{600'000};  // per request, from arrival
   std::chrono::milliseconds shutdown_grace{10'000};    // SIGTERM: in-flight requests get this long

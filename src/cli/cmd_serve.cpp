@@ -16,6 +16,7 @@
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 #include "lemma/model/model.h"
+#include "lemma/server/connection_table.h"
 #include "lemma/server/engine_service.h"
 #include "lemma/server/server.h"
 #include "lemma/tokenizer/jinja/chat_template.h"
@@ -36,6 +37,8 @@ struct ServeOptions {
   int64_t max_model_len = 0;
   int64_t max_request_bytes = 1 << 20;
   int64_t max_waiting = 256;
+  int64_t max_connections = 0;
+  double header_timeout_s = 10.0;
   int32_t block_size = 16;
   int threads = 0;
   double request_timeout_s = 600.0;
@@ -97,8 +100,9 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
 int serve(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) fail<InvalidArgument>("--port must be in [0, 65535], got {}", o.port);
   if (o.max_request_bytes < 1) fail<InvalidArgument>("--max-request-bytes must be >= 1");
-  if (!(o.request_timeout_s > 0) || !(o.shutdown_grace_s >= 0))
-    fail<InvalidArgument>("--request-timeout must be > 0 and --shutdown-grace >= 0 (seconds)");
+  if (!(o.request_timeout_s > 0) || !(o.shutdown_grace_s >= 0) || !(o.header_timeout_s > 0))
+    fail<InvalidArgument>("--request-timeout and --header-timeout must be > 0 and --shutdown-grace >= 0 (seconds)");
+  if (o.max_connections < 0) fail<InvalidArgument>("--max-connections must be >= 0 (0: from the open-file limit)");
   // Block SIGINT/SIGTERM before any thread starts (engine, workers, I/O), so only run_server's
   // sigwait receives them and the drain always runs.
   sigset_t signals;
@@ -132,14 +136,16 @@ int serve(const ServeOptions& o) {
   config.max_model_len = max_model_len;
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
   config.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
+  config.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
+  config.max_connections = server::resolve_max_connections(static_cast<size_t>(o.max_connections));
   std::fprintf(stderr,
                "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens %s, "
-               "max_num_seqs %d, token budget %lld, %d threads)\n",
+               "max_num_seqs %d, token budget %lld, %d threads, %zu connections at most)\n",
                config.served_model_name.c_str(), o.host.c_str(), o.port, static_cast<long long>(max_model_len),
                service_config.engine.kv.num_device_blocks, o.block_size,
                kernels::kv_dtype_name(service_config.engine.kv_dtype), o.max_num_seqs,
                static_cast<long long>(service_config.engine.scheduler.max_num_batched_tokens),
-               service_config.engine.num_threads);
+               service_config.engine.num_threads, config.max_connections);
   const int rc = server::run_server(config, engine, tokenizer, std::move(chat_template));
   engine.shutdown();
   return rc;
@@ -167,6 +173,13 @@ void register_serve(CLI::App& app) {
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")
+      ->capture_default_str();
+  sub->add_option("--max-connections", o->max_connections,
+                  "Client connections at most; beyond it idle keep-alive ones are closed, else 503 (0: half the "
+                  "open-file limit)")
+      ->capture_default_str();
+  sub->add_option("--header-timeout", o->header_timeout_s,
+                  "Seconds a connection gets to send a complete request header (slowloris)")
       ->capture_default_str();
   sub->add_option("--preemption-mode", o->preemption_mode, "recompute or swap")->capture_default_str();
   sub->add_option("--swap-space-tokens", o->swap_space_tokens, "Host-side KV tier for swap preemption (tokens)");

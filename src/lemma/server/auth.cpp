@@ -1,14 +1,29 @@
 #include "lemma/server/auth.h"
 
+#include <cctype>
+#include <string_view>
+
 namespace lemma::server {
 
 bool is_authorized(const HttpRequest& request, const std::string& api_key) {
   if (api_key.empty()) return true;
+  // RFC 7235: `Bearer` is case-insensitive and followed by one or more spaces. (Duplicate
+  // Authorization headers never get here: the session refuses them first.)
   const std::string header = request.header("authorization");
-  const std::string prefix = "Bearer ";
-  if (header.size() != prefix.size() + api_key.size() || header.compare(0, prefix.size(), prefix) != 0) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < api_key.size(); ++i) diff |= static_cast<unsigned char>(header[prefix.size() + i] ^ api_key[i]);
+  const std::string scheme = "bearer";
+  if (header.size() <= scheme.size()) return false;
+  for (size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != scheme[i]) return false;
+  }
+  size_t start = scheme.size();
+  if (header[start] != ' ') return false;
+  while (start < header.size() && header[start] == ' ') ++start;
+  const std::string_view token(header.data() + start, header.size() - start);
+  // Constant time over the key's length, whatever the token.
+  unsigned char diff = token.size() == api_key.size() ? 0 : 1;
+  for (size_t i = 0; i < api_key.size(); ++i) {
+    diff |= static_cast<unsigned char>((i < token.size() ? token[i] : 0) ^ api_key[i]);
+  }
   return diff == 0;
 }
 

@@ -30,6 +30,7 @@ CompletionCall::CompletionCall(ParsedCompletion request, const Tokenizer& tokeni
     if (!request_.stop.empty()) c.stop.emplace(request_.stop);
     if (request_.echo && request_.kind == ApiKind::kCompletions) {
       c.text = request_.prompt_text ? *request_.prompt_text : tokenizer_.decode(request_.prompt_ids);
+      c.text_base = c.text.size();
     }
   }
 }
@@ -60,24 +61,28 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   }
   if (c.finish) return;  // the client-side choice already ended (stop string): discard
   std::string text;
-  size_t used = 0;  // tokens of this delta that belong to the choice
-  for (int32_t id : d.token_ids) {
-    ++used;
+  const bool want_logprobs = request_.sampling.logprobs;
+  for (size_t k = 0; k < d.token_ids.size(); ++k) {
+    const int32_t id = d.token_ids[k];
     ++c.tokens;
+    if (want_logprobs && k < d.logprobs.size()) c.pending_logprobs.push_back({id, std::move(d.logprobs[k]), c.raw_bytes});
     bool is_stop_token = std::find(request_.stop_token_ids.begin(), request_.stop_token_ids.end(), id) !=
                              request_.stop_token_ids.end() ||
                          (!request_.ignore_eos && tokenizer_.is_end_of_generation(id));
     if (is_stop_token) continue;
     std::string piece = id < tokenizer_.vocab_size() ? c.detok.push(id) : std::string();
+    c.raw_bytes += piece.size();
     if (c.stop) {
       auto r = c.stop->feed(piece);
       text += r.text;
+      c.released_bytes += r.text.size();
       if (r.stopped) {
         c.finish = "stop";
         break;
       }
     } else {
       text += piece;
+      c.released_bytes = c.raw_bytes;
     }
   }
   if (!d.token_ids.empty()) {
@@ -101,16 +106,13 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
     if (c.stop) {
       auto r = c.stop->feed(rest);
       text += r.text;
+      c.released_bytes += r.text.size();
       if (!r.stopped) text += c.stop->flush();
     } else {
       text += rest;
     }
   }
-  ojson lp;
-  if (request_.sampling.logprobs && !d.logprobs.empty()) {
-    std::vector<int32_t> ids(d.token_ids.begin(), d.token_ids.begin() + std::ptrdiff_t(std::min(used, d.token_ids.size())));
-    lp = logprobs_json(request_.kind, tokenizer_, ids, d.logprobs, int64_t(c.text.size()));
-  }
+  ojson lp = take_logprobs(c);
   c.text += text;
   if (request_.stream) {
     if (!text.empty() || c.finish || !lp.is_null()) {
@@ -119,6 +121,36 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   } else if (!lp.is_null()) {
     append_logprobs(request_.kind, c.logprobs, lp);
   }
+}
+
+// The logprobs of the tokens whose text has been released. Tokens after a stop string's cut never
+// get one: while a stop string may still begin, a token's entry waits with its text.
+ojson CompletionCall::take_logprobs(Choice& c) {
+  if (c.pending_logprobs.empty()) return nullptr;
+  const bool ended = c.finish.has_value();
+  const bool cut = ended && c.stop && c.stop->stopped();
+  size_t n = 0;
+  while (n < c.pending_logprobs.size()) {
+    const PendingLogprob& p = c.pending_logprobs[n];
+    const bool released = !c.stop ? true : cut ? p.raw_start < c.released_bytes
+                                             : ended || p.raw_start < c.released_bytes;
+    if (!released) break;
+    ++n;
+  }
+  ojson lp;
+  if (n > 0) {
+    std::vector<int32_t> ids;
+    std::vector<TokenLogprob> entries;
+    for (size_t i = 0; i < n; ++i) {
+      ids.push_back(c.pending_logprobs[i].id);
+      entries.push_back(std::move(c.pending_logprobs[i].logprob));
+    }
+    lp = logprobs_json(request_.kind, tokenizer_, ids, entries,
+                       int64_t(c.text_base + c.pending_logprobs.front().raw_start));
+  }
+  c.pending_logprobs.erase(c.pending_logprobs.begin(), c.pending_logprobs.begin() + std::ptrdiff_t(n));
+  if (cut) c.pending_logprobs.clear();
+  return lp;
 }
 
 std::string CompletionCall::poll() {

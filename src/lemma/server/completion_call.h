@@ -56,6 +56,11 @@ class CompletionCall {
   double queue_seconds() const { return queue_seconds_; }
 
  private:
+  struct PendingLogprob {
+    int32_t id;
+    TokenLogprob logprob;
+    size_t raw_start;  // where the token's text begins in the choice's text before stop strings
+  };
   struct Choice {
     explicit Choice(const Tokenizer& tok) : detok(tok) {}
     StreamingDetokenizer detok;
@@ -63,11 +68,16 @@ class CompletionCall {
     std::string text;                       // all emitted text (non-streaming body)
     ojson logprobs;                         // accumulated (non-streaming)
     std::optional<std::string> finish;      // OpenAI finish_reason once the client-side choice ended
+    std::vector<PendingLogprob> pending_logprobs;  // entries whose text is not released yet
+    size_t raw_bytes = 0;                          // detokenised bytes so far
+    size_t released_bytes = 0;                     // of those, emitted past the stop matcher
+    size_t text_base = 0;                          // the echoed prompt's length
     int64_t tokens = 0;
     bool engine_done = false;
     bool role_sent = false;
   };
   void consume(CompletionDelta& d, std::string& frames);
+  ojson take_logprobs(Choice& c);
   void end(Terminal why, const std::string& message, std::string* frames);
   void record_metrics();
 

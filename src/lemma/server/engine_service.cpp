@@ -113,6 +113,7 @@ void EngineService::loop() {
         for (const auto& [id, call] : calls_) live.push_back(id);
         for (const auto& id : live) cancel_call(id);
         publish_stats(0);
+        flush_deltas();
         return;
       }
       for (auto& out : engine_.abort_expired(now())) deliver(out);
@@ -124,9 +125,12 @@ void EngineService::loop() {
         batch = report.num_sequences;
       }
       publish_stats(batch);
+      flush_deltas();
     } catch (const std::exception& e) {  // a bug, not bad input: fail what is live, keep serving
       log().error("engine: {}; failing every live request", e.what());
       fail_everything(e.what());
+      publish_stats(0);
+      flush_deltas();
     }
   }
 }
@@ -218,7 +222,12 @@ void EngineService::deliver(EngineOutput& out) {
     choices_.erase(it);
     if (--call->remaining == 0) calls_.erase(call->id);
   }
-  call->sink->push(std::move(d));
+  pending_deltas_.emplace_back(call->sink, std::move(d));
+}
+
+void EngineService::flush_deltas() {
+  for (auto& [sink, delta] : pending_deltas_) sink->push(std::move(delta));
+  pending_deltas_.clear();
 }
 
 void EngineService::fail_everything(const std::string& message) {

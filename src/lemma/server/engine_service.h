@@ -61,7 +61,10 @@ class EngineService final : public EngineClient {
   double now() const;
   void admit(Submission& s);
   void cancel_call(const std::string& id);
+  // Turns an output into its delta, queued until flush_deltas(): the stats are published first,
+  // so a client that reads /metrics right after its final chunk never sees its blocks still used.
   void deliver(EngineOutput& out);
+  void flush_deltas();
   void note_first_scheduled(const std::vector<RequestId>& ids);
   void publish_stats(int64_t batch_size);
   void fail_everything(const std::string& message);
@@ -82,6 +85,7 @@ class EngineService final : public EngineClient {
   // Engine thread only.
   std::unordered_map<std::string, std::shared_ptr<Call>> calls_;
   std::unordered_map<RequestId, Choice> choices_;
+  std::vector<std::pair<std::shared_ptr<CompletionSink>, CompletionDelta>> pending_deltas_;
   RequestId next_id_ = 1;
   uint64_t seed_state_ = 0;
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+
 namespace lemma::server {
 
 namespace {
@@ -58,6 +60,9 @@ void Metrics::observe_itl(double s) { std::lock_guard lock(mu_); itl_.observe(s)
 void Metrics::observe_tpot(double s) { std::lock_guard lock(mu_); tpot_.observe(s); }
 void Metrics::observe_e2e(double s) { std::lock_guard lock(mu_); e2e_.observe(s); }
 void Metrics::record_rejected() { std::lock_guard lock(mu_); ++rejected_; }
+void Metrics::record_connection_refused(const std::string& reason) { std::lock_guard lock(mu_); ++connections_refused_[reason]; }
+void Metrics::record_connection_closed(const std::string& reason) { std::lock_guard lock(mu_); ++connections_closed_[reason]; }
+void Metrics::set_open_connections(int64_t n) { std::lock_guard lock(mu_); open_connections_ = n; }
 
 std::string Metrics::render(const EngineStats& engine) const {
   std::string out;
@@ -90,6 +95,20 @@ std::string Metrics::render(const EngineStats& engine) const {
     out += fmt::format("lemma_requests_finished_total{{reason=\"{}\"}} {}\n", reason, it == finished_.end() ? 0 : it->second);
   }
   counter("lemma_requests_rejected_total", "Requests refused because the engine queue was full.", rejected_);
+  gauge("lemma_http_connections_open", "Client connections open now.", open_connections_);
+  auto labelled = [&](const char* name, const char* help, const std::map<std::string, int64_t>& counts,
+                      std::initializer_list<const char*> reasons) {
+    header(out, name, "counter", help);
+    for (const char* reason : reasons) {
+      auto it = counts.find(reason);
+      out += fmt::format("{}{{reason=\"{}\"}} {}\n", name, reason, it == counts.end() ? 0 : it->second);
+    }
+  };
+  labelled("lemma_http_connections_refused_total", "Connections refused at accept, by reason.", connections_refused_,
+           {"max_connections", "fd_limit"});
+  labelled("lemma_http_connections_closed_early_total",
+           "Connections the server closed before a complete request, by reason.", connections_closed_,
+           {"header_timeout", "idle_evicted"});
   counter("lemma_prompt_tokens_total", "Prompt tokens of finished requests.", prompt_tokens_);
   counter("lemma_generation_tokens_total", "Generated tokens of finished requests.", generation_tokens_);
   auto histogram = [&](const char* name, const char* help, const Histogram& h) {

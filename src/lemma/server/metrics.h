@@ -40,6 +40,11 @@ class Metrics {
   void observe_tpot(double seconds);
   void observe_e2e(double seconds);
   void record_rejected();  // queue full
+  // Connections: refused at accept (reason: max_connections | fd_limit), closed by the server
+  // before a request completed (reason: header_timeout | idle_evicted), and the open count.
+  void record_connection_refused(const std::string& reason);
+  void record_connection_closed(const std::string& reason);
+  void set_open_connections(int64_t n);
   // The whole exposition text, with the engine's gauges and counters.
   std::string render(const EngineStats& engine) const;
 
@@ -47,6 +52,8 @@ class Metrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, int64_t> http_;  // (endpoint, status class) -> count
   std::map<std::string, int64_t> finished_;
+  std::map<std::string, int64_t> connections_refused_, connections_closed_;
+  int64_t open_connections_ = 0;
   int64_t prompt_tokens_ = 0, generation_tokens_ = 0, rejected_ = 0;
   Histogram queue_time_, ttft_, itl_, tpot_, e2e_;
 };

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "lemma/server/api_error.h"
+#include "lemma/server/request_fields.h"
 
 namespace lemma::server {
 
@@ -97,6 +98,7 @@ void parse_messages(const json& body, ParsedCompletion& out) {
     std::string field = fmt::format("messages[{}]", i);
     if (!m.is_object()) fail_field(field, "must be an object");
     if (!m.contains("role") || !m.at("role").is_string()) fail_field(field + ".role", "must be a string");
+    check_role(m.at("role").get<std::string>(), field + ".role");
     nlohmann::ordered_json msg = nlohmann::ordered_json::parse(m.dump());
     msg["content"] = flatten_content(m.value("content", json()), field + ".content");
     out.messages.push_back(std::move(msg));
@@ -172,6 +174,11 @@ json parse_json_object(const std::string& body) {
 
 ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind, const ServerConfig& config) {
   json body = parse_json_object(text);
+  reject_unknown_fields(body, kind);
+  if (kind == ApiKind::kChat) {
+    check_response_format(body);
+    check_tools(body);
+  }
   ParsedCompletion out;
   out.kind = kind;
   if (present(body, "model")) out.model = get_string(body.at("model"), "model");
@@ -194,7 +201,7 @@ ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind,
     out.stop_token_ids = get_token_ids(body.at("stop_token_ids"), "stop_token_ids");
   }
   if (present(body, "ignore_eos")) out.ignore_eos = get_bool(body, "ignore_eos");
-  if (present(body, "echo")) out.echo = get_bool(body, "echo");
+  if (kind == ApiKind::kCompletions && present(body, "echo")) out.echo = get_bool(body, "echo");
   if (present(body, "user")) out.user = get_string(body.at("user"), "user");
   if (present(body, "best_of") && body.at("best_of") != body.value("n", json(1))) {
     fail_field("best_of", "best_of other than n is not supported");

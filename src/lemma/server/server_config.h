@@ -25,7 +25,13 @@ struct ServerConfig {
   size_t stream_buffer_tokens = 4096;       // per-request OutputBuffer bound (slow readers)
   std::chrono::milliseconds request_timeout{600'000};  // per request, from arrival
   std::chrono::milliseconds shutdown_grace{10'000};    // SIGTERM: in-flight requests get this long
-  std::chrono::milliseconds idle_timeout{60'000};      // keep-alive connections
+  std::chrono::milliseconds idle_timeout{60'000};      // keep-alive connections between requests
+  // A new connection, or a keep-alive one after its first byte, must send a complete request
+  // header within this (slowloris); the body then gets idle_timeout.
+  std::chrono::milliseconds header_timeout{10'000};
+  // A streamed response whose client stops reading for this long is cut (error event if it fits).
+  std::chrono::milliseconds stalled_write_timeout{30'000};
+  size_t max_connections = 0;               // 0: half the open-file limit (RLIMIT_NOFILE), 16..8192
   int retry_after_seconds = 1;              // Retry-After on 429
   // One JSON line per request; default: the process logger at info level.
   std::function<void(const std::string&)> access_log;

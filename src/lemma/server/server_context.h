@@ -1,11 +1,12 @@
 // ServerContext: what every connection shares — configuration, the engine, tokenizer, chat
 // template, metrics and the draining flag. Immutable after start except the thread-safe members
-// (metrics, draining, active_requests); the engine is thread-safe by contract.
+// (metrics, connections, draining, active_requests); the engine is thread-safe by contract.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
+#include "lemma/server/connection_table.h"
 #include "lemma/server/engine_client.h"
 #include "lemma/server/metrics.h"
 #include "lemma/server/server_config.h"
@@ -16,13 +17,15 @@ namespace lemma::server {
 
 struct ServerContext {
   ServerContext(ServerConfig c, EngineClient& e, Tokenizer t, ChatTemplate tpl)
-      : config(std::move(c)), engine(e), tokenizer(std::move(t)), chat_template(std::move(tpl)) {}
+      : config(std::move(c)), engine(e), tokenizer(std::move(t)), chat_template(std::move(tpl)),
+        connections(resolve_max_connections(config.max_connections)) {}
 
   const ServerConfig config;
   EngineClient& engine;
   const Tokenizer tokenizer;
   const ChatTemplate chat_template;
   Metrics metrics;
+  ConnectionTable connections;
   std::atomic<bool> draining{false};        // SIGTERM: refuse new generation requests (503)
   std::atomic<bool> abort_all{false};       // grace period over: end in-flight requests now
   std::atomic<int64_t> active_requests{0};  // generation requests in flight

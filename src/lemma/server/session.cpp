@@ -1,9 +1,13 @@
 #include "lemma/server/session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +30,8 @@ using net::use_awaitable;
 namespace {
 
 constexpr auto kWakeTick = std::chrono::milliseconds(200);  // re-check deadlines and shutdown
+constexpr uint32_t kHeaderLimit = 64 * 1024;                // larger request headers get 431
+constexpr int kMaxUnsentBytes = 256 * 1024;                 // per connection, in the kernel
 
 // Wakes a generation loop from the engine thread. `alive` is read and written only on the strand,
 // except through `mu`, which guards the posting itself so nothing is posted after the session ended.
@@ -33,12 +39,23 @@ struct Waker {
   std::mutex mu;
   bool alive = true;          // guarded by mu
   net::steady_timer timer;
+  net::steady_timer stall_timer;  // a streamed write that does not finish in time: the reader stopped
   beast::tcp_stream* stream;  // valid while alive (checked on the strand)
   std::shared_ptr<OutputBuffer> buffer;
   bool writing = false;       // strand only
+  bool cut = false;           // strand only: the connection was dropped for a reader that stopped reading
   Waker(net::any_io_executor ex, beast::tcp_stream* s, std::shared_ptr<OutputBuffer> b)
-      : timer(ex), stream(s), buffer(std::move(b)) {}
+      : timer(ex), stall_timer(ex), stream(s), buffer(std::move(b)) {}
 };
+
+// Drops a connection at once: a zero linger makes close() discard what the kernel still queues for
+// a client that stopped reading (a reset instead of a FIN behind megabytes of unread data).
+void drop_connection(beast::tcp_stream& stream) {
+  beast::error_code ignored;
+  if (!stream.socket().is_open()) return;
+  stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
+  stream.socket().close(ignored);
+}
 
 // Watches a generation request's socket for the client going away (EOF or error) while the
 // server is busy generating; pipelined data ends the watch without consuming anything.
@@ -84,17 +101,29 @@ void set_common_headers(http::fields& f, const std::string& request_id, const Tr
   f.set("traceparent", trace.traceparent());
 }
 
+// `head_only`: the answer to HEAD, with the Content-Length the GET would have and no body.
 net::awaitable<beast::error_code> write_response(beast::tcp_stream& stream, const HttpResponse& r, bool keep_alive,
                                                  unsigned version, const std::string& request_id,
-                                                 const TraceContext& trace) {
+                                                 const TraceContext& trace, bool head_only = false) {
+  beast::error_code ec;
+  auto fill = [&](auto& res) {
+    set_common_headers(res, request_id, trace);
+    res.set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res.set(k, v);
+    res.keep_alive(keep_alive);
+  };
+  if (head_only) {
+    http::response<http::empty_body> res{static_cast<http::status>(r.status), version};
+    fill(res);
+    res.content_length(r.body.size());
+    http::response_serializer<http::empty_body> serializer(res);
+    co_await http::async_write_header(stream, serializer, net::redirect_error(use_awaitable, ec));
+    co_return ec;
+  }
   http::response<http::string_body> res{static_cast<http::status>(r.status), version};
-  set_common_headers(res, request_id, trace);
-  res.set(http::field::content_type, r.content_type);
-  for (const auto& [k, v] : r.headers) res.set(k, v);
-  res.keep_alive(keep_alive);
+  fill(res);
   res.body() = r.body;
   res.prepare_payload();
-  beast::error_code ec;
   co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
   co_return ec;
 }
@@ -132,7 +161,10 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       if (!waker->alive) return;
       waker->timer.cancel();
       // A slow reader blocks the write while the engine overflows the buffer: cut the stream.
-      if (waker->writing && waker->buffer->overflowed()) waker->stream->socket().close();
+      if (waker->writing && waker->buffer->overflowed()) {
+        waker->cut = true;
+        drop_connection(*waker->stream);
+      }
     });
   });
   // However this coroutine ends (even destroyed mid-wait at shutdown), nothing is posted to it
@@ -180,6 +212,8 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   const std::string& id = call.id();
 
   beast::error_code ec;
+  // HTTP/1.0 has no chunked encoding: the stream is close-delimited there.
+  const bool chunked = version >= 11;
   std::unique_ptr<http::response<http::empty_body>> head;
   std::unique_ptr<http::response_serializer<http::empty_body>> serializer;
   if (call.streaming()) {
@@ -187,14 +221,36 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     set_common_headers(*head, request_id, trace);
     head->set(http::field::content_type, "text/event-stream");
     head->set(http::field::cache_control, "no-cache");
-    head->keep_alive(true);
-    head->chunked(true);
+    head->keep_alive(chunked);
+    if (chunked) head->chunked(true);
     serializer = std::make_unique<http::response_serializer<http::empty_body>>(*head);
     stream.expires_at(std::chrono::steady_clock::time_point(deadline));
     co_await http::async_write_header(stream, *serializer, net::redirect_error(use_awaitable, ec));
     stream.expires_never();
     out.streamed = true;
   }
+  // One streamed write; a reader that takes none of it for stalled_write_timeout is dropped.
+  auto write_frames = [&](std::string data) -> net::awaitable<beast::error_code> {
+    beast::error_code wec;
+    waker->writing = true;
+    waker->stall_timer.expires_at(std::min(Clock::now() + ctx.config.stalled_write_timeout,
+                                           deadline + std::chrono::seconds(1)));
+    waker->stall_timer.async_wait([waker](beast::error_code tec) {
+      if (tec) return;
+      std::lock_guard lock(waker->mu);
+      if (!waker->alive || !waker->writing) return;
+      waker->cut = true;
+      drop_connection(*waker->stream);
+    });
+    if (chunked) {
+      co_await net::async_write(stream, http::make_chunk(net::buffer(data)), net::redirect_error(use_awaitable, wec));
+    } else {
+      co_await net::async_write(stream, net::buffer(data), net::redirect_error(use_awaitable, wec));
+    }
+    waker->writing = false;
+    waker->stall_timer.cancel();
+    co_return wec;
+  };
   std::string frames;
   while (!ec) {
     frames += call.poll();
@@ -211,17 +267,30 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
       }
     }
     if (call.take_engine_cancel()) ctx.engine.cancel(id);
-    if (call.terminal() == Terminal::kOverflow) ec = net::error::connection_reset;  // cut the slow reader
+    if (call.terminal() == Terminal::kOverflow) {
+      // The reader fell too far behind: its error event and [DONE] go out only if the socket takes
+      // them within a second; either way the connection is dropped.
+      if (call.streaming()) {
+        stream.expires_after(std::chrono::seconds(1));
+        beast::error_code fec;
+        if (chunked) {
+          co_await net::async_write(stream, http::make_chunk(net::buffer(frames)), net::redirect_error(use_awaitable, fec));
+          if (!fec) co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(use_awaitable, fec));
+        } else {
+          co_await net::async_write(stream, net::buffer(frames), net::redirect_error(use_awaitable, fec));
+        }
+        stream.expires_never();
+      }
+      waker->cut = true;
+      ec = net::error::connection_reset;
+    }
     if (ec) break;
     if (call.streaming() && !frames.empty()) {
-      waker->writing = true;
-      stream.expires_at(std::chrono::steady_clock::time_point(deadline + std::chrono::seconds(1)));
-      co_await net::async_write(stream, http::make_chunk(net::buffer(frames)), net::redirect_error(use_awaitable, ec));
-      stream.expires_never();
-      waker->writing = false;
+      ec = co_await write_frames(std::move(frames));
       frames.clear();
       if (ec) {
         if (buffer->overflowed()) frames += call.poll();  // becomes kOverflow
+        if (waker->cut) call.abort(Terminal::kOverflow, "the client stopped reading the stream");
         call.abort(Terminal::kCancelled, "the client disconnected");
         if (call.take_engine_cancel()) ctx.engine.cancel(id);
         break;
@@ -234,9 +303,11 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   }
   if (call.terminal() == Terminal::kNone) call.abort(Terminal::kCancelled, "the client disconnected");
   if (call.take_engine_cancel()) ctx.engine.cancel(id);
-  if (call.streaming() && !ec) {
+  if (call.streaming() && !ec && chunked) {
     co_await net::async_write(stream, http::make_chunk_last(), net::redirect_error(use_awaitable, ec));
   }
+  if (waker->cut) drop_connection(stream);
+  if (call.streaming() && !chunked) ec = net::error::eof;  // the close ends an HTTP/1.0 stream
   beast::error_code ignored;
   if (stream.socket().is_open()) stream.socket().cancel(ignored);  // the disconnect watch
   out.close = bool(ec);
@@ -265,6 +336,79 @@ net::awaitable<void> drain_and_close(beast::tcp_stream& stream) {
   stream.socket().close(ignored);
 }
 
+// The connection's state shared with its ConnectionTable closer (strand only).
+struct ConnectionState {
+  beast::tcp_stream* stream;
+  bool alive = true;  // false once run_session returned
+  bool idle = false;  // waiting for the next keep-alive request: may be evicted
+};
+
+using RequestParser = http::request_parser<http::string_body>;
+
+// Reads one request. A keep-alive connection may wait idle_timeout for the next request's first
+// byte (evictable meanwhile); from then on (or from accept) the whole header must arrive within
+// header_timeout, and the body within idle_timeout. Answers Expect: 100-continue before the body.
+// Returns an error the caller answers (see answer_read_error) or that ends the connection.
+net::awaitable<beast::error_code> read_request(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                               RequestParser& parser, ServerContext& ctx, ConnectionState& state,
+                                               ConnectionTable::Lease& lease, bool first) {
+  beast::error_code ec;
+  if (!first && buffer.size() == 0) {
+    state.idle = true;
+    lease.set_idle(true);
+    stream.expires_after(ctx.config.idle_timeout);
+    const size_t n = co_await stream.async_read_some(buffer.prepare(4096), net::redirect_error(use_awaitable, ec));
+    buffer.commit(n);
+    state.idle = false;
+    lease.set_idle(false);
+    if (ec) co_return ec;
+  }
+  stream.expires_after(ctx.config.header_timeout);
+  co_await http::async_read_header(stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+  if (ec == beast::error::timeout) ctx.metrics.record_connection_closed("header_timeout");
+  if (!ec && !parser.is_done()) {
+    const auto expect = parser.get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && parser.get().version() >= 11) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      stream.expires_after(ctx.config.header_timeout);
+      co_await net::async_write(stream, net::buffer(kContinue), net::redirect_error(use_awaitable, ec));
+    }
+    stream.expires_after(ctx.config.idle_timeout);
+    if (!ec) co_await http::async_read(stream, buffer, parser, net::redirect_error(use_awaitable, ec));
+  }
+  stream.expires_never();
+  co_return ec;
+}
+
+// The answer to a request that could not be read, or nullopt when there is nobody to answer
+// (closed, timed out, reset).
+std::optional<ApiError> read_error_answer(const beast::error_code& ec, const ServerConfig& config) {
+  if (ec == http::error::body_limit) {
+    return ApiError(413, fmt::format("the request is larger than the server's limit of {} bytes", config.max_request_bytes),
+                    std::nullopt, "request_too_large");
+  }
+  if (ec == http::error::header_limit) {
+    return ApiError(431, fmt::format("the request's header is larger than the server's limit of {} bytes", kHeaderLimit),
+                    std::nullopt, "header_too_large");
+  }
+  if (ec.category() == http::make_error_code(http::error::bad_method).category() && ec != http::error::end_of_stream &&
+      ec != http::error::partial_message) {
+    return ApiError(400, "malformed HTTP request: " + ec.message(), std::nullopt, "bad_request");
+  }
+  return std::nullopt;
+}
+
+// Headers whose repetition would let a proxy and this server read one request two ways.
+void reject_duplicate_headers(const http::request<http::string_body>& req) {
+  for (const auto field : {http::field::authorization, http::field::host, http::field::content_type}) {
+    if (req.count(field) > 1) {
+      throw ApiError(400, fmt::format("the request has {} {} headers; send one", req.count(field),
+                                      std::string(http::to_string(field))),
+                     std::nullopt, "duplicate_header");
+    }
+  }
+}
+
 void write_access_log(ServerContext& ctx, AccessRecord& rec, Clock::time_point arrival) {
   rec.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - arrival).count();
   std::string line = rec.to_json_line();
@@ -278,28 +422,49 @@ void write_access_log(ServerContext& ctx, AccessRecord& rec, Clock::time_point a
 }  // namespace
 
 net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx) {
+  // Writes wait once this much is queued unsent in the kernel, so a reader that stops reading is
+  // seen as a stalled write within stalled_write_timeout, not after megabytes of send buffer.
+  const int unsent_limit = kMaxUnsentBytes;
+  ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &unsent_limit, sizeof unsent_limit);
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer read_buffer;
-  for (;;) {
-    http::request_parser<http::string_body> parser;
+  auto state = std::make_shared<ConnectionState>(ConnectionState{&stream});
+  struct EndGuard {  // however the session ends, the table's closer no longer touches the stream
+    std::shared_ptr<ConnectionState> state;
+    ~EndGuard() { state->alive = false; }
+  } end_guard{state};
+  auto lease = ctx.connections.open([state, ex = stream.get_executor()] {
+    net::post(ex, [state] {
+      if (!state->alive || !state->idle) return;  // busy again: it keeps its place
+      beast::error_code ignored;
+      state->stream->socket().close(ignored);
+    });
+  });
+  ctx.metrics.set_open_connections(int64_t(ctx.connections.size()));
+  for (bool first = true;; first = false) {
+    RequestParser parser;
     parser.body_limit(ctx.config.max_request_bytes);
-    parser.header_limit(64 * 1024);
-    stream.expires_after(ctx.config.idle_timeout);
-    beast::error_code ec;
-    co_await http::async_read(stream, read_buffer, parser, net::redirect_error(use_awaitable, ec));
-    stream.expires_never();
+    parser.header_limit(kHeaderLimit);
+    beast::error_code ec = co_await read_request(stream, read_buffer, parser, ctx, *state, *lease, first);
     const auto arrival = Clock::now();
     const std::string request_id = "req-" + random_hex(24);
     TraceContext trace = make_trace("");
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
-      ApiError e(413, fmt::format("the request is larger than the server's limit of {} bytes", ctx.config.max_request_bytes),
-                 std::nullopt, "request_too_large");
-      co_await write_response(stream, error_response(e), false, 11, request_id, trace);
-      ctx.metrics.record_http("other", 413);
-      co_await drain_and_close(stream);
-      co_return;
+    if (ec) {
+      if (auto answer = read_error_answer(ec, ctx.config)) {
+        co_await write_response(stream, error_response(*answer), false, 11, request_id, trace);
+        ctx.metrics.record_http("other", answer->status());
+        co_await drain_and_close(stream);
+      }
+      break;  // closed, timed out, evicted: nothing to answer
     }
-    if (ec) break;  // closed, timed out or garbage: nothing to answer
+    const auto expect = parser.get()[http::field::expect];
+    if (!expect.empty() && !beast::iequals(expect, "100-continue")) {
+      ApiError e(417, "the server only honours \"Expect: 100-continue\"", std::nullopt, "expectation_failed");
+      co_await write_response(stream, error_response(e), false, parser.get().version(), request_id, trace);
+      ctx.metrics.record_http("other", 417);
+      co_await drain_and_close(stream);
+      break;
+    }
     http::request<http::string_body> req = parser.release();
     HttpRequest request = to_request(req, stream);
     trace = make_trace(request.header("traceparent"));
@@ -314,6 +479,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     rec.remote = request.remote;
     std::unique_ptr<CompletionCall> call;
     try {
+      reject_duplicate_headers(req);
       if (route.route == Route::kNotFound) {
         throw ApiError(404, "no route for " + request.method + " " + request.target, std::nullopt, "not_found");
       }
@@ -336,6 +502,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       }
     } catch (const ApiError& e) {
       outcome.response = error_response(e);
+      if (e.status() == 401) outcome.response.headers.emplace_back("WWW-Authenticate", "Bearer");
     } catch (const std::exception& e) {
       outcome.response = error_response(ApiError(500, std::string("internal error: ") + e.what()));
     }
@@ -359,8 +526,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
     ctx.metrics.record_http(route.label, rec.status);  // before the answer: a client may scrape right after
     if (!outcome.streamed && !outcome.close) {
-      if (req.method() == http::verb::head) outcome.response.body.clear();
-      ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace);
+      ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace,
+                                   req.method() == http::verb::head);
       if (ec) keep_alive = false;
     }
     if (outcome.counted_active) ctx.active_requests.fetch_sub(1);
@@ -370,6 +537,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
   beast::error_code ignored;
   stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   stream.socket().close(ignored);
+  lease.reset();
+  ctx.metrics.set_open_connections(int64_t(ctx.connections.size()));
 }
 
 }  // namespace lemma::server

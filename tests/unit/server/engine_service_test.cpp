@@ -118,6 +118,45 @@ TEST_F(EngineServiceTest, ConcurrentGreedyRequestsEqualSoloRuns) {
   EXPECT_GT(stats.batch_size_sum, static_cast<double>(stats.batch_size_count)) << "no step batched two sequences";
 }
 
+// What a final delta's receiver reads from stats() at that moment: the request's blocks and its
+// running slot are already released (a /metrics read right after the last chunk agrees).
+class StatsAtFinalSink final : public CompletionSink {
+ public:
+  explicit StatsAtFinalSink(const EngineService& service) : service_(service) {}
+  void push(CompletionDelta d) override {
+    if (!d.finish_reason) return;
+    std::lock_guard lock(mu_);
+    at_final_ = service_.stats();
+    done_ = true;
+    cv_.notify_all();
+  }
+  EngineStats wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done_; });
+    return at_final_;
+  }
+
+ private:
+  const EngineService& service_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  EngineStats at_final_;
+  bool done_ = false;
+};
+
+TEST_F(EngineServiceTest, GaugesAreCurrentWhenTheFinalDeltaArrives) {
+  EngineServiceConfig config = service_config();
+  config.engine.kv.enable_prefix_caching = false;  // with it, finished blocks stay cached (and free)
+  EngineService service(stories(), config);
+  for (int i = 0; i < 5; ++i) {
+    auto sink = std::make_shared<StatsAtFinalSink>(service);
+    ASSERT_TRUE(service.submit(greedy_request("g" + std::to_string(i), i, 8 + i), sink));
+    const EngineStats s = sink->wait();
+    EXPECT_EQ(s.kv_blocks_used, 0) << i;
+    EXPECT_EQ(s.requests_running, 0) << i;
+  }
+}
+
 TEST_F(EngineServiceTest, CancellationStormFreesEveryBlock) {
   EngineService service(stories(), service_config(64));
   constexpr int kThreads = 6, kPerThread = 20;

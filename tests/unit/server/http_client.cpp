@@ -77,8 +77,9 @@ std::vector<std::string> sse_payloads(const std::string& body) {
   return out;
 }
 
-RawConnection::RawConnection(uint16_t port) {
+RawConnection::RawConnection(uint16_t port, int receive_buffer_bytes) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (receive_buffer_bytes > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof receive_buffer_bytes);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
@@ -107,7 +108,10 @@ std::string RawConnection::read_until(const std::string& needle, int timeout_ms)
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 20) <= 0) continue;
     ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) break;
+    if (n <= 0) {
+      peer_closed_ = true;
+      break;
+    }
     got_.append(buf, size_t(n));
   }
   return got_;

@@ -36,16 +36,20 @@ std::vector<std::string> sse_payloads(const std::string& body);
 // A raw TCP connection for partial reads and abrupt closes.
 class RawConnection {
  public:
-  explicit RawConnection(uint16_t port);
+  // `receive_buffer_bytes` > 0: a small socket receive buffer (a reader that fills up quickly).
+  explicit RawConnection(uint16_t port, int receive_buffer_bytes = 0);
   ~RawConnection();
   void send(const std::string& bytes);
   // Reads until `needle` appears in everything read so far, or `timeout_ms` passes.
   std::string read_until(const std::string& needle, int timeout_ms);
   void close();
+  // True once a read saw the server close (EOF) or reset the connection.
+  bool peer_closed() const { return peer_closed_; }
 
  private:
   int fd_ = -1;
   std::string got_;
+  bool peer_closed_ = false;
 };
 
 std::string raw_post(const std::string& target, const std::string& body);

@@ -1,0 +1,120 @@
+#include "lemma/server/request_fields.h"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "lemma/server/api_error.h"
+
+namespace lemma::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Honoured by both endpoints (see server/README.md for what each does).
+constexpr std::array<std::string_view, 19> kCommonFields = {
+    "model", "stream", "stream_options", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
+    "frequency_penalty", "repetition_penalty", "seed", "logit_bias", "max_tokens", "max_completion_tokens", "n",
+    "stop", "stop_token_ids", "ignore_eos", "logprobs"};
+// Accepted and ignored: they change nothing a client can observe here (README lists them).
+constexpr std::array<std::string_view, 5> kIgnoredFields = {"user", "metadata", "store", "service_tier",
+                                                            "best_of"};
+constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "echo"};
+constexpr std::array<std::string_view, 6> kChatFields = {"messages", "top_logprobs", "tools", "tool_choice",
+                                                         "response_format", "parallel_tool_calls"};
+constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
+template <size_t N>
+bool contains(const std::array<std::string_view, N>& names, std::string_view key) {
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+bool is_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+void check_tool(const json& tool, const std::string& field) {
+  if (!tool.is_object()) fail_field(field, "must be an object {\"type\": \"function\", \"function\": {...}}");
+  for (const auto& [key, value] : tool.items()) {
+    if (key != "type" && key != "function") fail_field(field + "." + key, "is not a tool field");
+  }
+  if (!tool.contains("type") || tool.at("type") != "function") fail_field(field + ".type", "must be \"function\"");
+  if (!tool.contains("function") || !tool.at("function").is_object()) fail_field(field + ".function", "must be an object");
+  const json& fn = tool.at("function");
+  for (const auto& [key, value] : fn.items()) {
+    const std::string f = field + ".function." + key;
+    if (key == "name") {
+      if (!value.is_string() || !is_function_name(value.get<std::string>()))
+        fail_field(f, "must be 1-64 characters of a-z, A-Z, 0-9, _ and -");
+    } else if (key == "description") {
+      if (!value.is_string()) fail_field(f, "must be a string");
+    } else if (key == "parameters") {
+      if (!value.is_object()) fail_field(f, "must be a JSON Schema object");
+    } else if (key == "strict") {
+      if (!value.is_boolean() && !value.is_null()) fail_field(f, "must be a boolean");
+    } else {
+      fail_field(f, "is not a function field");
+    }
+  }
+  if (!fn.contains("name")) fail_field(field + ".function.name", "is required");
+}
+
+}  // namespace
+
+void reject_unknown_fields(const json& body, ApiKind kind) {
+  for (const auto& [key, value] : body.items()) {
+    if (contains(kCommonFields, key) || contains(kIgnoredFields, key)) continue;
+    if (kind == ApiKind::kCompletions ? contains(kCompletionFields, key) : contains(kChatFields, key)) continue;
+    fail_field(key, fmt::format("is not a field this server knows for {}; see the server README for the fields it "
+                                "honours", kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"));
+  }
+  if (body.contains("store") && body.at("store") == true) {
+    fail_field("store", "this server does not store completions; send false or leave it out");
+  }
+}
+
+void check_response_format(const json& body) {
+  if (!body.contains("response_format") || body.at("response_format").is_null()) return;
+  const json& rf = body.at("response_format");
+  if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string()) {
+    fail_field("response_format", "must be an object with a \"type\"");
+  }
+  const std::string type = rf.at("type").get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object" || type == "json_schema") {
+    fail_field("response_format", "structured output (\"" + type + "\") is not supported by this server yet");
+  }
+  fail_field("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\", got \"" + type + "\"");
+}
+
+void check_tools(const json& body) {
+  const bool has_tools = body.contains("tools") && !body.at("tools").is_null();
+  if (has_tools) {
+    const json& tools = body.at("tools");
+    if (!tools.is_array() || tools.empty()) fail_field("tools", "must be a non-empty array of function tools");
+    for (size_t i = 0; i < tools.size(); ++i) check_tool(tools[i], fmt::format("tools[{}]", i));
+  }
+  if (body.contains("parallel_tool_calls") && !body.at("parallel_tool_calls").is_boolean() &&
+      !body.at("parallel_tool_calls").is_null()) {
+    fail_field("parallel_tool_calls", "must be a boolean");
+  }
+  if (!body.contains("tool_choice") || body.at("tool_choice").is_null()) return;
+  const json& choice = body.at("tool_choice");
+  if (choice == "none" || choice == "auto") return;
+  if (choice == "required" || choice.is_object()) {
+    fail_field("tool_choice", "only \"none\" and \"auto\" are supported: this server does not parse tool calls yet");
+  }
+  fail_field("tool_choice", "must be \"none\", \"auto\", \"required\" or a function object");
+}
+
+void check_role(const std::string& role, const std::string& field) {
+  if (!contains(kRoles, role)) {
+    fail_field(field, "\"" + role + "\" is not a chat role (system, developer, user, assistant, tool)");
+  }
+}
+
+}  // namespace lemma::server

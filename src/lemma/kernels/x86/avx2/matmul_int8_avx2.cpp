@@ -11,6 +11,7 @@
 #include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
+#include "lemma/kernels/x86/int8_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
@@ -60,7 +61,7 @@ template <class W, int R, int C>
 void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   const int64_t blocks = a.K / kInt8ActivationBlock;
   const uint8_t* w[C];
-  for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
+  weight_rows<C>(a, n0, w);
   const uint8_t* xc[R];
   const float* xs[R];
   for (int r = 0; r < R; ++r) {
@@ -94,12 +95,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      const float y = reduce8(_mm256_add_ps(acc[0][r][c], acc[1][r][c]));
-      a.y[(m0 + r) * a.y_stride + n0 + c] = a.bias != nullptr ? y + a.bias[n0 + c] : y;
-    }
-  }
+  store_sums<R, C>(a, m0, n0, [&](int r, int c) { return reduce8(_mm256_add_ps(acc[0][r][c], acc[1][r][c])); });
 }
 
 template <class W>

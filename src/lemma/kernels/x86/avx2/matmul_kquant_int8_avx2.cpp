@@ -1,17 +1,15 @@
-// GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h), AVX2.
-// Register tile of up to 2 rows of x by 2 rows of W. Per 256-value block each W row's group scales
-// are unpacked once; per 32-value chunk its unsigned codes are decoded once and every x row meets
-// them: vpmaddubsw(u, q_x) gives exact int16 pair sums (2 * 63 * 127 < 32768; Q6_K/Q3_K then take
-// off o * x's pair sums), vpmaddwd by the chunk's int16 scales widens lane l to sc * (sum of values
-// 4l..4l+3): the reference's S_l after 8 chunks. The min term is one vpmaddwd of x's 16 code sums
-// by the mins; then the block's one or two FMAs into 8 f32 lanes, reduced as reduce8 does.
+// GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h), AVX2:
+// the weight formats' decoders (32-value chunks) for kquant_tile (kquant_int8_tile.h), register tiles
+// of up to 2 rows of x by 2 rows of W. vpmaddwd by the chunk's int16 scales widens lane l to
+// sc * (sum of values 4l..4l+3): the reference's S_l after 8 chunks. The min term is one vpmaddwd of
+// x's 16 code sums by the mins; then the block's one or two FMAs into 8 f32 lanes.
 #include <immintrin.h>
 
 #include "lemma/kernels/q8k_activations.h"
-#include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/kquant_int8_parts.h"
+#include "lemma/kernels/x86/kquant_int8_tile.h"
 
 namespace lemma::kernels::x86 {
 
@@ -152,61 +150,22 @@ struct Q23K {
   }
 };
 
-template <class W, int R, int C>
-void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
-  const int64_t blocks = a.K / kQ8KBlock;
-  const uint8_t* w[C];
-  for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
-  const int8_t* xc[R];
-  const float* xs[R];
-  const int16_t* xsum[R];
-  for (int r = 0; r < R; ++r) {
-    xc[r] = q8k_codes(a.xq, a.K, m0 + r);
-    xs[r] = q8k_scales(a.xq, a.K, m0 + r);
-    xsum[r] = q8k_sums(a.xq, a.K, m0 + r);
-  }
-  __m256 acc[R][C];
-  for (auto& row : acc)
-    for (auto& v : row) v = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    typename W::Prep p[C];
-    for (int c = 0; c < C; ++c) p[c] = W::prepare(w[c] + b * W::kBytes);
-    __m256i S[R][C];
-    for (auto& row : S)
-      for (auto& v : row) v = _mm256_setzero_si256();
-    for (int chunk = 0; chunk < 8; ++chunk) {
-      __m256i u[C], sc[C];
-      for (int c = 0; c < C; ++c) {
-        u[c] = W::codes(p[c], chunk);
-        sc[c] = W::scales(p[c], chunk);
-      }
-      for (int r = 0; r < R; ++r) {
-        const __m256i x = load256(xc[r] + b * kQ8KBlock + 32 * chunk);
-        // Q6_K/Q3_K: o * (pair sums of x), taken off each (u, x) pair sum: (u - o) q, exact in int16.
-        const __m256i offset = W::kOffset != 0 ? _mm256_maddubs_epi16(_mm256_set1_epi8(W::kOffset), x) : _mm256_setzero_si256();
-        for (int c = 0; c < C; ++c) {
-          __m256i pairs = _mm256_maddubs_epi16(u[c], x);
-          if constexpr (W::kOffset != 0) pairs = _mm256_sub_epi16(pairs, offset);
-          S[r][c] = _mm256_add_epi32(S[r][c], _mm256_madd_epi16(pairs, sc[c]));
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m256i sums = load256(xsum[r] + b * 16);
-      for (int c = 0; c < C; ++c) acc[r][c] = W::finish(p[c], S[r][c], sums, xs[r][b], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      const float y = reduce8(acc[r][c]);
-      a.y[(m0 + r) * a.y_stride + n0 + c] = a.bias != nullptr ? y + a.bias[n0 + c] : y;
-    }
-  }
-}
+// The AVX2 integer steps of kquant_tile: 32 codes, vpmaddubsw, vpmaddwd by the scales.
+struct Dot {
+  using I = __m256i;
+  static constexpr int kCodes = 32;
+  static I zero() { return _mm256_setzero_si256(); }
+  static I load(const int8_t* p) { return load256(p); }
+  static I set1_i8(char v) { return _mm256_set1_epi8(v); }
+  static I pair_sums(I u, I x) { return _mm256_maddubs_epi16(u, x); }
+  static I sub_i16(I a, I b) { return _mm256_sub_epi16(a, b); }
+  static I accumulate(I S, I pairs, I sc) { return _mm256_add_epi32(S, _mm256_madd_epi16(pairs, sc)); }
+  static __m256i fold(I S) { return S; }
+};
 
 template <class W>
 void run(const MatmulArgs& a) {
-  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { tile<W, R, C>(a, m0, n0); });
+  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { kquant_tile<Dot, W, R, C>(a, m0, n0); });
 }
 
 }  // namespace

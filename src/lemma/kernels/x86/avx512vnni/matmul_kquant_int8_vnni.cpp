@@ -1,17 +1,16 @@
 // GGUF Q4_K/Q5_K/Q6_K/Q2_K/Q3_K weights x Q8_K-style int8 activations (q8k_activations.h) with
-// AVX-512 VNNI. Register tile of up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each
-// W row is decoded once to 64 unsigned codes and the chunks' int16 scales; per x row one zmm of
-// codes: vpmaddubsw gives exact int16 pair sums (Q6_K/Q3_K less o * x's) and vpdpwssd multiplies
-// them by the scales and adds them to 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15). At
-// the block's end the two halves add (exact) to the reference's S_l, and the f32 part runs on 8
-// lanes exactly as the AVX2 kernel does.
+// AVX-512 VNNI: the weight formats' decoders for kquant_tile (kquant_int8_tile.h), register tiles of
+// up to 4 rows of x by 2 rows of W. Per pair of 32-value chunks each W row is decoded once to 64
+// unsigned codes and the chunks' int16 scales; vpdpwssd multiplies the pair sums by the scales into
+// 16 int32 lanes (chunk 2p in lanes 0..7, 2p + 1 in 8..15), whose halves add (exact) to the
+// reference's S_l at the block's end; the f32 part runs on 8 lanes exactly as the AVX2 kernel's.
 #include <immintrin.h>
 
 #include "lemma/kernels/q8k_activations.h"
-#include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_kernels.h"
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/kquant_int8_parts.h"
+#include "lemma/kernels/x86/kquant_int8_tile.h"
 
 namespace lemma::kernels::x86 {
 
@@ -159,64 +158,23 @@ struct Q23K {
   }
 };
 
-template <class W, int R, int C>
-void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
-  const int64_t blocks = a.K / kQ8KBlock;
-  const uint8_t* w[C];
-  for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
-  const int8_t* xc[R];
-  const float* xs[R];
-  const int16_t* xsum[R];
-  for (int r = 0; r < R; ++r) {
-    xc[r] = q8k_codes(a.xq, a.K, m0 + r);
-    xs[r] = q8k_scales(a.xq, a.K, m0 + r);
-    xsum[r] = q8k_sums(a.xq, a.K, m0 + r);
-  }
-  __m256 acc[R][C];
-  for (auto& row : acc)
-    for (auto& v : row) v = _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    typename W::Prep p[C];
-    for (int c = 0; c < C; ++c) p[c] = W::prepare(w[c] + b * W::kBytes);
-    __m512i S[R][C];
-    for (auto& row : S)
-      for (auto& v : row) v = _mm512_setzero_si512();
-    for (int pair = 0; pair < 4; ++pair) {
-      __m512i u[C], sc[C];
-      for (int c = 0; c < C; ++c) {
-        u[c] = W::codes(p[c], pair);
-        sc[c] = W::scales(p[c], pair);
-      }
-      for (int r = 0; r < R; ++r) {
-        const __m512i x = _mm512_load_si512(xc[r] + b * kQ8KBlock + 64 * pair);
-        // Q6_K/Q3_K: o * (pair sums of x), taken off each (u, x) pair sum: (u - o) q, exact in int16.
-        const __m512i offset = W::kOffset != 0 ? _mm512_maddubs_epi16(_mm512_set1_epi8(W::kOffset), x) : _mm512_setzero_si512();
-        for (int c = 0; c < C; ++c) {
-          __m512i pairs = _mm512_maddubs_epi16(u[c], x);
-          if constexpr (W::kOffset != 0) pairs = _mm512_sub_epi16(pairs, offset);
-          S[r][c] = _mm512_dpwssd_epi32(S[r][c], pairs, sc[c]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m256i sums = load256(xsum[r] + b * 16);
-      for (int c = 0; c < C; ++c) {
-        const __m256i folded = _mm256_add_epi32(_mm512_castsi512_si256(S[r][c]), _mm512_extracti64x4_epi64(S[r][c], 1));
-        acc[r][c] = W::finish(p[c], folded, sums, xs[r][b], acc[r][c]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      const float y = reduce8(acc[r][c]);
-      a.y[(m0 + r) * a.y_stride + n0 + c] = a.bias != nullptr ? y + a.bias[n0 + c] : y;
-    }
-  }
-}
+// The AVX-512 VNNI integer steps of kquant_tile: 64 codes (chunks 2p in lanes 0..7 of each 128 bits'
+// pairs, 2p + 1 in 8..15), vpmaddubsw, vpdpwssd by the scales; the two halves add (exactly) at the end.
+struct Dot {
+  using I = __m512i;
+  static constexpr int kCodes = 64;
+  static I zero() { return _mm512_setzero_si512(); }
+  static I load(const int8_t* p) { return _mm512_load_si512(p); }
+  static I set1_i8(char v) { return _mm512_set1_epi8(v); }
+  static I pair_sums(I u, I x) { return _mm512_maddubs_epi16(u, x); }
+  static I sub_i16(I a, I b) { return _mm512_sub_epi16(a, b); }
+  static I accumulate(I S, I pairs, I sc) { return _mm512_dpwssd_epi32(S, pairs, sc); }
+  static __m256i fold(I S) { return _mm256_add_epi32(_mm512_castsi512_si256(S), _mm512_extracti64x4_epi64(S, 1)); }
+};
 
 template <class W>
 void run(const MatmulArgs& a) {
-  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { tile<W, R, C>(a, m0, n0); });
+  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { kquant_tile<Dot, W, R, C>(a, m0, n0); });
 }
 
 }  // namespace

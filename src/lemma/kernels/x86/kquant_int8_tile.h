@@ -19,9 +19,10 @@
 #include "lemma/kernels/x86/int8_tiles.h"
 
 namespace lemma::kernels::x86 {
+namespace {
 
 template <class Dot, class W, int R, int C>
-static inline void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
+void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   using I = typename Dot::I;
   constexpr int kSteps = static_cast<int>(kQ8KBlock) / Dot::kCodes;
   const int64_t blocks = a.K / kQ8KBlock;
@@ -66,7 +67,11 @@ static inline void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       for (int c = 0; c < C; ++c) acc[r][c] = W::finish(p[c], Dot::fold(S[r][c]), sums, xs[r][b], acc[r][c]);
     }
   }
-  store_sums<R, C>(a, m0, n0, [&](int r, int c) { return reduce8(acc[r][c]); });
+  float y[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) y[r][c] = reduce8(acc[r][c]);
+  store_sums<R, C>(a, m0, n0, y);
 }
 
+}  // namespace
 }  // namespace lemma::kernels::x86

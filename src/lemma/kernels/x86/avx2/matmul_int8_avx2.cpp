@@ -95,7 +95,10 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       }
     }
   }
-  store_sums<R, C>(a, m0, n0, [&](int r, int c) { return reduce8(_mm256_add_ps(acc[0][r][c], acc[1][r][c])); });
+  float y[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) y[r][c] = reduce8(_mm256_add_ps(acc[0][r][c], acc[1][r][c]));
+  store_sums<R, C>(a, m0, n0, y);
 }
 
 template <class W>

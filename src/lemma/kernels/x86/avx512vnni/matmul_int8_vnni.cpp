@@ -166,7 +166,10 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
       }
     }
   }
-  store_sums<R, C>(a, m0, n0, [&](int r, int c) { return reduce16(acc[r][c]); });
+  float y[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) y[r][c] = reduce16(acc[r][c]);
+  store_sums<R, C>(a, m0, n0, y);
 }
 
 template <class W>

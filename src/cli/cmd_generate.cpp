@@ -80,7 +80,7 @@ void register_generate(CLI::App& app) {
       out["prompt_ids"] = prompt;
       out["ids"] = result.ids;
       out["text"] = text;
-      out["finish_reason"] = to_string(result.finish_reason);
+      out["finish_reason"] = std::string(finish_reason(result.status));
       out["timings"] = timings_json(result.timings, load_ms);
       std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
@@ -92,7 +92,7 @@ void register_generate(CLI::App& app) {
                    "(%.1f tok/s) | finish: %s\n",
                    load_ms, static_cast<long long>(t.prompt_tokens), t.prefill_ms, t.prefill_tokens_per_second(),
                    static_cast<long long>(t.generated_tokens), t.decode_ms, t.decode_tokens_per_second(),
-                   to_string(result.finish_reason));
+                   std::string(finish_reason(result.status)).c_str());
     }
     return 0;
   });

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "lemma/runtime/generator.h"
+#include "lemma/engine/generate.h"
 
 namespace lemma::cli {
 

@@ -42,7 +42,7 @@ TEST(CliTrace, GenerateWritesNestedForwardLayerAndKernelRanges) {
   const auto ranges = read_trace(path);
   std::filesystem::remove(path);
   const auto names = range_names(ranges);
-  for (const char* n : {"prefill_step", "decode_step", "forward", "layer", "attn_norm", "qkv", "rope_kv_write", "attention",
+  for (const char* n : {"engine_step", "schedule", "update", "forward", "layer", "attn_norm", "qkv", "rope_kv_write", "attention",
                         "o_proj", "add_ffn_norm", "gate_up", "silu_mul", "down", "add_attn_norm", "add_final_norm", "lm_head", "sampling"})
     EXPECT_TRUE(names.contains(n)) << n;
   int layers = 0, forwards = 0;
@@ -59,7 +59,7 @@ TEST(CliTrace, GenerateWritesNestedForwardLayerAndKernelRanges) {
     }
     if (x.name == "forward") {
       ++forwards;
-      EXPECT_TRUE(parent_name(ranges, x) == "prefill_step" || parent_name(ranges, x) == "decode_step");
+      EXPECT_EQ(parent_name(ranges, x), "engine_step");  // generate runs through the Engine
     }
   }
   EXPECT_EQ(forwards, 4);

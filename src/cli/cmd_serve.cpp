@@ -46,6 +46,7 @@ struct ServeOptions {
   uint64_t seed = 0;
   bool no_prefix_caching = false;
   bool no_chunked_prefill = false;
+  bool allow_special_tokens_in_content = false;
 };
 
 constexpr uint64_t kDefaultKvBudgetBytes = 4ull << 30;
@@ -138,6 +139,7 @@ int serve(const ServeOptions& o) {
   config.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
   config.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
   config.max_connections = server::resolve_max_connections(static_cast<size_t>(o.max_connections));
+  config.allow_special_tokens_in_content = o.allow_special_tokens_in_content;
   std::fprintf(stderr,
                "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens %s, "
                "max_num_seqs %d, token budget %lld, %d threads, %zu connections at most)\n",
@@ -174,6 +176,9 @@ void register_serve(CLI::App& app) {
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")
       ->capture_default_str();
+  sub->add_flag("--allow-special-tokens-in-content", o->allow_special_tokens_in_content,
+                "Read special-token text in request messages (e.g. <|im_end|>) as control tokens, as other servers "
+                "do (default: plain text; only the chat template makes control tokens)");
   sub->add_option("--max-connections", o->max_connections,
                   "Client connections at most; beyond it idle keep-alive ones are closed, else 503 (0: half the "
                   "open-file limit)")

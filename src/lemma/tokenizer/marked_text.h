@@ -58,41 +58,12 @@ class MarkedText {
     text_ += s;
     for (const auto& r : marks) add_mark(at + r.begin, at + r.end);
   }
-  void append(const MarkedText& other) { append(other.text_, other.marks_); }
-  // Appends other's bytes [begin, end) with their marks.
-  void append(const MarkedText& other, size_t begin, size_t end) { append_slice(other.text_, other.marks_, begin, end); }
+  // Appends bytes [begin, end) of `s` whose own marks are `marks`.
   void append_slice(std::string_view s, std::span<const ByteRange> marks, size_t begin, size_t end) {
     const size_t at = text_.size();
     text_.append(s.substr(begin, end - begin));
     for (const auto& r : slice_marks(marks, begin, end)) add_mark(at + r.begin, at + r.end);
   }
-  // Marks bytes [begin, end) of this text.
-  void mark(size_t begin, size_t end) {
-    if (begin >= end) return;
-    std::vector<ByteRange> merged;
-    merged.reserve(marks_.size() + 1);
-    bool placed = false;
-    for (const auto& r : marks_) {
-      if (!placed && begin <= r.begin) {
-        push_merged(merged, {begin, end});
-        placed = true;
-      }
-      push_merged(merged, r);
-    }
-    if (!placed) push_merged(merged, {begin, end});
-    marks_ = std::move(merged);
-  }
-  void mark_all() { mark(0, text_.size()); }
-
-  // Whether any byte of [begin, end) is marked.
-  bool any_marked(size_t begin, size_t end) const { return overlaps(marks_, begin, end); }
-  // Start of the first marked byte at or after `pos`, or size() when there is none.
-  size_t next_marked(size_t pos) const {
-    auto it = std::upper_bound(marks_.begin(), marks_.end(), pos, [](size_t p, const ByteRange& r) { return p < r.end; });
-    if (it == marks_.end()) return text_.size();
-    return std::max(it->begin, pos);
-  }
-
   // Maximal runs of equally marked bytes, in order (empty text: no spans).
   std::vector<TextSpan> spans() const {
     std::vector<TextSpan> out;

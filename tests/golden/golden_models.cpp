@@ -15,22 +15,16 @@ namespace lemma::testing {
 
 namespace fs = std::filesystem;
 
-std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why, const std::string& dtype) {
+std::optional<fs::path> generated_dir(const std::string& name, const std::string& command, std::string& why) {
   const fs::path root = build_scratch("golden-models");
-  const fs::path dir = root / (dtype == "f32" ? preset : preset + "-" + dtype);
-  PresetFiles files{dir / (preset + "-" + dtype + ".gguf"), dir / "hf"};
-  if (fs::exists(dir / "complete")) return files;
-  const fs::path tool = shared_dir() / "tools" / "make_bench_model.py";
-  if (!fs::exists(tool) || !fs::exists("/usr/bin/python3")) {
-    why = "cannot regenerate " + preset + ": need /usr/bin/python3 and " + tool.string();
-    return std::nullopt;
-  }
+  const fs::path dir = root / name;
+  if (fs::exists(dir / "complete")) return dir;
   // Generate into a private folder, then rename it into place (atomic; a concurrent test that
   // wins the race leaves its copy, which is identical).
-  const fs::path tmp = root / (dir.filename().string() + ".tmp." + std::to_string(::getpid()));
+  const fs::path tmp = root / (name + ".tmp." + std::to_string(::getpid()));
   fs::remove_all(tmp);
-  const std::string cmd = "/usr/bin/python3 '" + tool.string() + "' --preset " + preset +
-                          " --seed 0 --dtype " + dtype + " --out '" + tmp.string() + "' > /dev/null 2>&1";
+  std::string cmd = command;
+  for (size_t at; (at = cmd.find("{OUT}")) != std::string::npos;) cmd.replace(at, 5, "'" + tmp.string() + "'");
   if (std::system(cmd.c_str()) != 0) {
     why = "generator failed: " + cmd;
     fs::remove_all(tmp);
@@ -40,7 +34,23 @@ std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string&
   std::error_code ec;
   fs::rename(tmp, dir, ec);
   if (ec) fs::remove_all(tmp);
-  return files;
+  return dir;
+}
+
+std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why, const std::string& dtype) {
+  const std::string name = dtype == "f32" ? preset : preset + "-" + dtype;
+  const fs::path tool = shared_dir() / "tools" / "make_bench_model.py";
+  if (!fs::exists(build_scratch("golden-models") / name / "complete") &&
+      (!fs::exists(tool) || !fs::exists("/usr/bin/python3"))) {
+    why = "cannot regenerate " + preset + ": need /usr/bin/python3 and " + tool.string();
+    return std::nullopt;
+  }
+  const auto dir = generated_dir(name,
+                                 "/usr/bin/python3 '" + tool.string() + "' --preset " + preset + " --seed 0 --dtype " +
+                                     dtype + " --out {OUT} > /dev/null 2>&1",
+                                 why);
+  if (!dir) return std::nullopt;
+  return PresetFiles{*dir / (preset + "-" + dtype + ".gguf"), *dir / "hf"};
 }
 
 const nlohmann::json& golden_json(const std::string& relative) {

@@ -23,6 +23,12 @@ struct PresetFiles {
 std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why,
                                          const std::string& dtype = "f32");
 
+// <build>/test-scratch/golden-models/<name>, made once per build tree by running the shell `command`
+// with each "{OUT}" replaced by a private (quoted) folder that is then renamed into place; nullopt
+// with `why` when the command fails.
+std::optional<std::filesystem::path> generated_dir(const std::string& name, const std::string& command,
+                                                   std::string& why);
+
 // Parsed shared/data/golden/<relative>; cached per process.
 const nlohmann::json& golden_json(const std::string& relative);
 

@@ -1,9 +1,12 @@
 // Every tiny-* preset, from both its GGUF and its HF copy: all-position logits of the four golden
 // sequences within golden/README.md's f32 tolerance with argmax equal everywhere, and the 32-token
-// greedy continuation exactly (llama.cpp b4748 / 2026-07 as the reference).
+// greedy continuation exactly (llama.cpp b4748 / 2026-07 as the reference; the float64 numpy forward
+// for tiny-mistral, whose sliding window of 16 bites on len64/len200 and in the greedy decode).
 #include <gtest/gtest.h>
 
 #include "golden_models.h"
+#include "lemma/io/gguf.h"
+#include "lemma/model/config_from_hf.h"
 #include "lemma/model/greedy_generate.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
@@ -98,12 +101,55 @@ TEST_P(ModelGolden, GreedyContinuation) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* p : {"tiny", "tiny-gqa", "tiny-mqa", "tiny-qwen2", "tiny-qwen3", "tiny-rope-linear", "tiny-rope-yarn",
-                        "tiny-rope-llama3", "tiny-tied"})
+                        "tiny-rope-llama3", "tiny-tied", "tiny-mistral"})
     for (bool gguf : {true, false}) cases.push_back({p, gguf});
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, ModelGolden, ::testing::ValuesIn(all_cases()), case_name);
+
+// tiny-mistral's window reaches the model from both files: config.json "sliding_window" (arch
+// mistral) and the GGUF's llama.attention.sliding_window (arch llama, which has no window of its
+// own), on every layer. The golden says the window changes the len64/len200 logits by far more than
+// the tolerance, so ModelGolden's tiny_mistral cases pass only with the window applied.
+TEST(MistralSlidingWindow, ReadFromHfConfigAndGguf) {
+  const auto json_path = shared_data("golden/models/tiny-mistral.json");
+  LEMMA_REQUIRE_SHARED(json_path);
+  std::string why;
+  const auto files = ensure_preset("tiny-mistral", why);
+  if (!files) {
+    if (running_in_ci()) FAIL() << why;
+    GTEST_SKIP() << why;
+  }
+  const auto& golden = golden_json("models/tiny-mistral.json");
+  const int64_t window = golden["sliding_window"]["window"].get<int64_t>();
+  ASSERT_EQ(window, 16);
+
+  const auto hf_json = nlohmann::json::parse(read_file(files->hf_dir / "config.json"));
+  EXPECT_EQ(hf_json.at("sliding_window").get<int64_t>(), window);
+  const GgufFile gguf = GgufFile::open(files->gguf.string());
+  EXPECT_EQ(gguf.get_string("general.architecture"), "llama");
+  EXPECT_EQ(gguf.get_int("llama.attention.sliding_window"), window);
+
+  const ModelConfig from_hf = config_from_hf_file(files->hf_dir / "config.json");
+  EXPECT_EQ(from_hf.arch, "mistral");
+  const Model from_gguf = Model::open(files->gguf);
+  EXPECT_EQ(from_gguf.config().arch, "llama");
+  for (const ModelConfig* c : {&from_hf, &from_gguf.config()}) {
+    ASSERT_EQ(c->num_layers, 2);
+    EXPECT_EQ(c->sliding_window, std::vector<int64_t>(2, window)) << c->arch;
+    for (int64_t l = 0; l < c->num_layers; ++l) EXPECT_EQ(c->layer_sliding_window(l), window) << c->arch;
+  }
+  EXPECT_EQ(Model::open(files->hf_dir).config().sliding_window, std::vector<int64_t>(2, window));
+
+  for (const auto& seq : golden["sequences"]) {
+    const auto& effect = seq["sliding_window_effect"];
+    if (seq["tokens"].size() <= static_cast<size_t>(window)) continue;
+    // The stored logits against full causal attention and against a window of 17.
+    EXPECT_GT(effect["max_abs_diff_vs_full_attention"].get<double>(), 1.0) << seq["name"];
+    EXPECT_GT(effect["max_abs_diff_vs_window_plus_1"].get<double>(), 1.0) << seq["name"];
+  }
+}
 
 }  // namespace
 }  // namespace lemma::testing

@@ -9,6 +9,7 @@
 
 #include "golden_models.h"
 #include "run_command.h"
+#include "support/shared_data.h"
 
 namespace lemma::testing {
 namespace {
@@ -21,8 +22,15 @@ std::string tiny_model() {
   return files ? files->gguf.string() : std::string();
 }
 
-#define REQUIRE_TINY(path)                     \
-  if ((path).empty()) GTEST_SKIP() << "tiny preset unavailable (no /usr/bin/python3 with numpy)"
+// Skips without the tiny preset; under CI=true that is a failure.
+#define REQUIRE_TINY(path)                                                         \
+  do {                                                                             \
+    if ((path).empty()) {                                                          \
+      const char* why = "tiny preset unavailable (no /usr/bin/python3 with numpy)"; \
+      if (running_in_ci()) FAIL() << why;                                          \
+      GTEST_SKIP() << why;                                                         \
+    }                                                                              \
+  } while (0)
 
 TEST(CliBench, ModelPrintsPrefillAndDecodeFigures) {
   const std::string model = tiny_model();

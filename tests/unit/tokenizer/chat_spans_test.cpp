@@ -53,7 +53,7 @@ json conversation(const std::string& user_text) {
 
 void check_injection(const Injection& c) {
   const auto dir = testing::shared_data("hf/" + c.tokenizer);
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "missing " << dir;
+  LEMMA_REQUIRE_SHARED(dir);
   const Tokenizer& tok = shared_tokenizer(c.tokenizer);
   const ChatTemplate tmpl = c.template_name.empty() ? ChatTemplate(kDefaultChatTemplate, "chatml") : shared_template(c.template_name);
   ChatTemplateInputs clean, forged;

@@ -23,6 +23,18 @@ ModelRunnerConfig runner_config(const EngineConfig& c) {
   return r;
 }
 
+// The window KvManager frees blocks behind: the widest layer window when every layer has one, else 0
+// (a full-attention layer reads the whole context). Matches ModelConfig::first_attended_position.
+KvManagerConfig kv_config(const Model& model, const EngineConfig& c) {
+  KvManagerConfig kv = c.kv;
+  kv.sliding_window = 0;
+  const ModelConfig& m = model.config();
+  if (c.drop_blocks_outside_window && !m.sliding_window.empty() &&
+      std::none_of(m.sliding_window.begin(), m.sliding_window.end(), [](int64_t w) { return w <= 0; }))
+    kv.sliding_window = *std::max_element(m.sliding_window.begin(), m.sliding_window.end());
+  return kv;
+}
+
 EngineOutput wrap(RequestOutput out, std::string error = {}) {
   EngineOutput e;
   e.output = std::move(out);
@@ -33,7 +45,10 @@ EngineOutput wrap(RequestOutput out, std::string error = {}) {
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineConfig& config)
-    : model_(model), config_(config), scheduler_(config.scheduler, config.kv), runner_(model, runner_config(config)) {
+    : model_(model),
+      config_(config),
+      scheduler_(config.scheduler, kv_config(model, config)),
+      runner_(model, runner_config(config)) {
   runner_.set_keep_logits(config.keep_logits);
 }
 

@@ -21,10 +21,14 @@ namespace lemma {
 struct EngineConfig {
   SchedulerConfig scheduler;
   KvManagerConfig kv;            // num_device_blocks, block_size, host blocks, watermark, prefix caching
+                                 // (kv.sliding_window is set from the model)
   KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
   int num_threads = 1;           // threads per forward
   uint64_t default_seed = 0;     // for requests whose SamplingParams carry no seed
   bool keep_logits = false;      // ModelRunner::last_logits (tests)
+  // When every layer of the model has a sliding window, free the blocks wholly before the widest one
+  // (their keys are never read again). Off: sequences keep every block (for comparisons).
+  bool drop_blocks_outside_window = true;
 };
 
 // New tokens (or the end) of one request after a step or an abort.

@@ -21,6 +21,25 @@ int32_t KvManager::blocks_for(int64_t num_tokens) const {
   return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
 }
 
+int64_t KvManager::first_live_position(int64_t num_computed_tokens) const {
+  if (config_.sliding_window <= 0) return 0;
+  return std::max<int64_t>(0, num_computed_tokens - config_.sliding_window + 1);
+}
+
+size_t KvManager::num_dead_blocks(int64_t num_computed_tokens) const {
+  return static_cast<size_t>(first_live_position(num_computed_tokens) / config_.block_size);
+}
+
+int32_t KvManager::max_live_blocks(int64_t num_tokens, int64_t max_step_tokens) const {
+  const int32_t all = blocks_for(num_tokens);
+  if (config_.sliding_window <= 0) return all;
+  // Positions [c - window + 1, c + n - 1] are read or written by a step from c; L consecutive
+  // positions span at most ceil((L - 1) / block_size) + 1 blocks.
+  const int64_t span = config_.sliding_window + std::max<int64_t>(1, max_step_tokens) - 1;
+  const int64_t live = (span - 1 + config_.block_size - 1) / config_.block_size + 1;
+  return static_cast<int32_t>(std::min<int64_t>(all, live));
+}
+
 PrefixHit KvManager::find_cached_prefix(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys) {
   PrefixHit hit;
   if (!config_.enable_prefix_caching || token_ids.empty()) return hit;
@@ -46,7 +65,8 @@ int32_t KvManager::num_blocks_needed(SeqId seq, int64_t num_computed_tokens, int
       throw std::logic_error(fmt::format("KvManager: seq {} starts at {} computed tokens but its hit covers {}", seq,
                                          num_computed_tokens, hit->num_tokens));
     int32_t revived = 0;
-    for (BlockId b : hit->blocks) revived += device_.ref_count(b) == 0;
+    for (size_t i = num_dead_blocks(num_computed_tokens); i < hit->blocks.size(); ++i)
+      revived += device_.ref_count(hit->blocks[i]) == 0;
     return revived + std::max(0, target - static_cast<int32_t>(hit->blocks.size()));
   }
   const Sequence& s = it->second;
@@ -71,8 +91,11 @@ std::optional<SlotAllocation> KvManager::allocate_slots(SeqId seq, int64_t num_c
   auto [it, created] = seqs_.try_emplace(seq);
   Sequence& s = it->second;
   if (created && hit != nullptr) {
-    for (BlockId b : hit->blocks) device_.add_ref(b);
+    // Hit blocks wholly before the window are never read: the sequence does not take them.
     s.table = hit->blocks;
+    s.num_dropped = std::min(num_dead_blocks(num_computed_tokens), s.table.size());
+    std::fill_n(s.table.begin(), s.num_dropped, kNoBlock);
+    for (BlockId b : s.held()) device_.add_ref(b);
     s.hashes = hit->hashes;
     s.num_registered = hit->blocks.size();
   }
@@ -112,15 +135,26 @@ void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_
   const size_t num_full = std::min(static_cast<size_t>(num_computed_tokens / config_.block_size), s.table.size());
   if (s.num_registered >= num_full) return;
   prefix_cache_->extend_hashes(token_ids.first(num_full * config_.block_size), extra_keys, s.hashes);
-  for (size_t i = s.num_registered; i < num_full; ++i)
+  for (size_t i = std::max(s.num_registered, s.num_dropped); i < num_full; ++i)
     prefix_cache_->insert(s.table[i], s.hashes[i], token_ids.subspan(i * config_.block_size, config_.block_size));
   s.num_registered = num_full;
+}
+
+bool KvManager::can_fork(SeqId parent, int64_t num_tokens) const {
+  const auto it = seqs_.find(parent);
+  if (it == seqs_.end()) return false;
+  if (num_tokens < 0) return true;
+  const Sequence& s = it->second;
+  const size_t num_blocks = std::min(s.table.size(), static_cast<size_t>(blocks_for(num_tokens)));
+  return s.num_dropped <= std::min(num_blocks, num_dead_blocks(num_tokens));
 }
 
 void KvManager::fork(SeqId parent, SeqId child, int64_t num_tokens) {
   const auto it = seqs_.find(parent);
   if (it == seqs_.end()) throw std::logic_error(fmt::format("KvManager: fork of unknown seq {}", parent));
   if (seqs_.count(child) != 0) throw std::logic_error(fmt::format("KvManager: fork into existing seq {}", child));
+  if (!can_fork(parent, num_tokens))
+    throw std::logic_error(fmt::format("KvManager: seq {} dropped blocks a fork at {} tokens reads", parent, num_tokens));
   Sequence copy = it->second;
   if (num_tokens >= 0) {
     const size_t num_blocks = std::min(copy.table.size(), static_cast<size_t>(blocks_for(num_tokens)));
@@ -128,9 +162,11 @@ void KvManager::fork(SeqId parent, SeqId child, int64_t num_tokens) {
     copy.table.resize(num_blocks);
     copy.hashes.resize(std::min(copy.hashes.size(), num_full));
     copy.num_registered = std::min(copy.num_registered, num_full);
+    copy.num_dropped = std::min(num_blocks, num_dead_blocks(num_tokens));
+    std::fill_n(copy.table.begin(), copy.num_dropped, kNoBlock);
   }
   BlockPool& pool = copy.swapped ? host_ : device_;
-  for (BlockId b : copy.table) pool.add_ref(b);
+  for (BlockId b : copy.held()) pool.add_ref(b);
   seqs_.emplace(child, std::move(copy));
 }
 
@@ -139,24 +175,45 @@ bool KvManager::free(SeqId seq) {
   if (it == seqs_.end()) return false;
   BlockPool& pool = it->second.swapped ? host_ : device_;
   // Tail blocks first: among cached blocks they are the least likely to be shared, so they go LRU first.
-  for (auto b = it->second.table.rbegin(); b != it->second.table.rend(); ++b) pool.free(*b);
+  const auto held = it->second.held();
+  for (auto b = held.rbegin(); b != held.rend(); ++b) pool.free(*b);
   seqs_.erase(it);
   return true;
 }
 
+int32_t KvManager::drop_dead_blocks(SeqId seq, int64_t num_computed_tokens, std::vector<int32_t>* dropped) {
+  const auto it = seqs_.find(seq);
+  if (config_.sliding_window <= 0 || it == seqs_.end() || it->second.swapped) return 0;
+  Sequence& s = it->second;
+  const size_t dead = std::min(num_dead_blocks(num_computed_tokens), s.table.size());
+  if (dead <= s.num_dropped) return 0;
+  // Newest first, as in free(): the older blocks, likelier shared prefixes, stay cached longest.
+  for (size_t i = dead; i-- > s.num_dropped;) {
+    device_.free(s.table[i]);
+    s.table[i] = kNoBlock;
+  }
+  if (dropped != nullptr)
+    for (size_t i = s.num_dropped; i < dead; ++i) dropped->push_back(static_cast<int32_t>(i));
+  const auto n = static_cast<int32_t>(dead - s.num_dropped);
+  s.num_dropped = dead;
+  return n;
+}
+
 bool KvManager::can_swap_out(SeqId seq) const {
   const auto it = seqs_.find(seq);
-  return it != seqs_.end() && !it->second.swapped && host_.can_allocate(static_cast<int32_t>(it->second.table.size()));
+  return it != seqs_.end() && !it->second.swapped &&
+         host_.can_allocate(static_cast<int32_t>(it->second.held().size()));
 }
 
 std::vector<BlockCopy> KvManager::swap_out(SeqId seq) {
   if (!can_swap_out(seq)) throw std::logic_error(fmt::format("KvManager: cannot swap out seq {}", seq));
   Sequence& s = seqs_.at(seq);
-  const std::vector<BlockId> host = host_.allocate(static_cast<int32_t>(s.table.size()));
+  const auto held = s.held();
+  const std::vector<BlockId> host = host_.allocate(static_cast<int32_t>(held.size()));
   std::vector<BlockCopy> copies;
-  for (size_t i = 0; i < host.size(); ++i) copies.push_back({s.table[i], host[i]});
-  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) device_.free(*b);
-  s.table = host;
+  for (size_t i = 0; i < host.size(); ++i) copies.push_back({held[i], host[i]});
+  for (auto b = held.rbegin(); b != held.rend(); ++b) device_.free(*b);
+  std::copy(host.begin(), host.end(), s.table.begin() + static_cast<std::ptrdiff_t>(s.num_dropped));
   s.swapped = true;
   s.num_registered = 0;
   return copies;
@@ -165,18 +222,19 @@ std::vector<BlockCopy> KvManager::swap_out(SeqId seq) {
 bool KvManager::can_swap_in(SeqId seq, int32_t extra_blocks) const {
   const auto it = seqs_.find(seq);
   if (it == seqs_.end() || !it->second.swapped) return false;
-  const int32_t need = static_cast<int32_t>(it->second.table.size()) + extra_blocks;
+  const int32_t need = static_cast<int32_t>(it->second.held().size()) + extra_blocks;
   return device_.num_free_blocks() - need >= watermark_blocks_;
 }
 
 std::vector<BlockCopy> KvManager::swap_in(SeqId seq) {
   if (!can_swap_in(seq)) throw std::logic_error(fmt::format("KvManager: cannot swap in seq {}", seq));
   Sequence& s = seqs_.at(seq);
-  const std::vector<BlockId> device = device_.allocate(static_cast<int32_t>(s.table.size()));
+  const auto held = s.held();
+  const std::vector<BlockId> device = device_.allocate(static_cast<int32_t>(held.size()));
   std::vector<BlockCopy> copies;
-  for (size_t i = 0; i < device.size(); ++i) copies.push_back({s.table[i], device[i]});
-  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) host_.free(*b);
-  s.table = device;
+  for (size_t i = 0; i < device.size(); ++i) copies.push_back({held[i], device[i]});
+  for (auto b = held.rbegin(); b != held.rend(); ++b) host_.free(*b);
+  std::copy(device.begin(), device.end(), s.table.begin() + static_cast<std::ptrdiff_t>(s.num_dropped));
   s.swapped = false;
   s.num_registered = 0;
   return copies;
@@ -185,6 +243,11 @@ std::vector<BlockCopy> KvManager::swap_in(SeqId seq) {
 int32_t KvManager::num_table_blocks(SeqId seq) const {
   const auto it = seqs_.find(seq);
   return it == seqs_.end() ? 0 : static_cast<int32_t>(it->second.table.size());
+}
+
+int32_t KvManager::num_held_blocks(SeqId seq) const {
+  const auto it = seqs_.find(seq);
+  return it == seqs_.end() ? 0 : static_cast<int32_t>(it->second.held().size());
 }
 
 bool KvManager::is_swapped(SeqId seq) const {
@@ -205,7 +268,12 @@ void KvManager::check_invariants() const {
   std::vector<int32_t> device_refs(device_.num_blocks(), 0), host_refs(host_.num_blocks(), 0);
   for (const auto& [id, s] : seqs_) {
     auto& refs = s.swapped ? host_refs : device_refs;
-    for (BlockId b : s.table) {
+    if (s.num_dropped > s.table.size())
+      throw std::logic_error(fmt::format("KvManager: seq {} dropped {} of {} blocks", id, s.num_dropped, s.table.size()));
+    for (size_t i = 0; i < s.num_dropped; ++i)
+      if (s.table[i] != kNoBlock)
+        throw std::logic_error(fmt::format("KvManager: seq {} holds block {} at dropped index {}", id, s.table[i], i));
+    for (BlockId b : s.held()) {
       if (b < 0 || b >= static_cast<BlockId>(refs.size()))
         throw std::logic_error(fmt::format("KvManager: seq {} holds invalid block {}", id, b));
       ++refs[b];

@@ -1,7 +1,8 @@
 // KvManager: owns the device BlockPool, its PrefixCache and a host BlockPool (swap tier), and the block
 // table of every sequence. It plans, then applies: a call that cannot be satisfied returns nullopt /
 // false and changes nothing. Data movement is the caller's: copies come back as plain (src, dst) lists.
-// Not thread-safe (the engine thread owns it).
+// With a sliding window, blocks wholly before every layer's window are dropped from the tables (entry
+// kNoBlock, never read again). Not thread-safe (the engine thread owns it).
 #pragma once
 
 #include <cstdint>
@@ -19,12 +20,20 @@ namespace lemma {
 
 using SeqId = uint64_t;
 
+// A block table entry whose block was dropped: its positions lie wholly before the sliding window, so
+// no forward reads them again. Dropped entries form a prefix of the table.
+inline constexpr BlockId kNoBlock = -1;
+
 struct KvManagerConfig {
   int32_t num_device_blocks = 0;
   int32_t block_size = 16;           // tokens per block
   int32_t num_host_blocks = 0;       // swap tier; 0 disables swapping
   double watermark = 0.01;           // fraction of device blocks kept free when admitting a sequence
   bool enable_prefix_caching = true;
+  // > 0: every layer attends only to keys p' with p - p' < sliding_window (0: some layer sees the whole
+  // context). A query at position >= num_computed_tokens then never reads positions before
+  // first_live_position(num_computed_tokens), and drop_dead_blocks frees the blocks wholly before it.
+  int64_t sliding_window = 0;
 };
 
 // Copy one block's K/V (all layers): device->device for copy-on-write, device->host for swap-out,
@@ -79,9 +88,26 @@ class KvManager {
 
   // `child` shares the blocks of `parent` that cover its first num_tokens tokens (all blocks when
   // num_tokens < 0) for parallel sampling; a write to a shared block then copies it (copy-on-write).
+  // Blocks before first_live_position(num_tokens) are not shared (kNoBlock). Throws std::logic_error
+  // when !can_fork.
   void fork(SeqId parent, SeqId child, int64_t num_tokens = -1);
+  // The parent still holds every block a child computing from num_tokens would read (a sliding window
+  // may have dropped them).
+  bool can_fork(SeqId parent, int64_t num_tokens) const;
   // Drops the sequence's blocks (device or host). Returns false when `seq` is unknown (idempotent).
   bool free(SeqId seq);
+
+  // Sliding window: the first position a forward from num_computed_tokens reads (0 without a window).
+  int64_t first_live_position(int64_t num_computed_tokens) const;
+  // Frees `seq`'s device blocks wholly before first_live_position(num_computed_tokens) and marks their
+  // table entries kNoBlock; appends the indices dropped now to `dropped` (if given). Returns how many.
+  // A cached block keeps its prefix-cache entry until the pool evicts it (its K/V is unchanged).
+  // No-op without a window, for unknown or swapped sequences.
+  int32_t drop_dead_blocks(SeqId seq, int64_t num_computed_tokens, std::vector<int32_t>* dropped = nullptr);
+  // The most blocks one sequence holds at once on its way to num_tokens tokens when a step adds at most
+  // max_step_tokens: blocks_for(num_tokens) without a window; with one, the blocks spanned by the
+  // window and a step's tokens (sliding_window + max_step_tokens - 1 positions), if fewer.
+  int32_t max_live_blocks(int64_t num_tokens, int64_t max_step_tokens) const;
 
   // Swap tier. swap_out: device blocks -> fresh host blocks (the device blocks are released);
   // swap_in: host -> fresh device blocks (keeping `extra_blocks` more free, plus the watermark).
@@ -92,10 +118,12 @@ class KvManager {
   bool is_swapped(SeqId seq) const;
 
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
-  // The device block table (empty for unknown or swapped sequences).
+  // The device block table (empty for unknown or swapped sequences); dropped entries are kNoBlock.
   std::span<const BlockId> block_table(SeqId seq) const;
-  // Entries in the sequence's table (device or host), 0 when unknown.
+  // Entries in the sequence's table (device or host, dropped ones included), 0 when unknown.
   int32_t num_table_blocks(SeqId seq) const;
+  // Blocks the sequence holds (its table less the dropped entries), 0 when unknown.
+  int32_t num_held_blocks(SeqId seq) const;
   // Blocks needed to hold num_tokens tokens.
   int32_t blocks_for(int64_t num_tokens) const;
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
@@ -118,11 +146,16 @@ class KvManager {
 
  private:
   struct Sequence {
-    std::vector<BlockId> table;  // device blocks, or host blocks while swapped
+    std::vector<BlockId> table;  // device blocks, or host blocks while swapped; kNoBlock for dropped ones
     std::vector<BlockHash> hashes;
     size_t num_registered = 0;  // leading blocks already offered to the prefix cache
+    size_t num_dropped = 0;     // table[0, num_dropped) are kNoBlock, the rest are held
     bool swapped = false;
+
+    std::span<const BlockId> held() const { return std::span(table).subspan(num_dropped); }
   };
+  // Table entries wholly before first_live_position(num_computed_tokens).
+  size_t num_dead_blocks(int64_t num_computed_tokens) const;
 
   KvManagerConfig config_;
   int32_t watermark_blocks_ = 0;

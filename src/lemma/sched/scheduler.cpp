@@ -30,16 +30,20 @@ void Scheduler::validate(const Request& request) const {
     fail<InvalidArgument>("request {}: prompt of {} tokens leaves no room within max_model_len {}", id,
                           request.num_prompt_tokens(), config_.max_model_len);
   const int64_t capacity = static_cast<int64_t>(kv_.device_pool().num_blocks() - kv_.watermark_blocks());
-  if (kv_.blocks_for(std::min(max_len, config_.max_model_len)) > capacity)
-    fail<InvalidArgument>("request {}: {} tokens need more than the KV cache's {} usable blocks", id,
-                          std::min(max_len, config_.max_model_len), capacity);
+  const int64_t num_tokens = std::min(max_len, config_.max_model_len);
+  int64_t max_step_tokens = std::min(num_tokens, config_.max_num_batched_tokens);
+  if (config_.enable_chunked_prefill && config_.long_prefill_token_threshold > 0)
+    max_step_tokens = std::min(max_step_tokens, config_.long_prefill_token_threshold);
+  if (kv_.max_live_blocks(num_tokens, max_step_tokens) > capacity)
+    fail<InvalidArgument>("request {}: {} tokens need more than the KV cache's {} usable blocks", id, num_tokens,
+                          capacity);
 }
 
 void Scheduler::add_request(Request request) {
   validate(request);
   const RequestId id = request.id();
   request.set_status(RequestStatus::kWaiting);
-  requests_.emplace(id, Entry{std::move(request), 0});
+  requests_.emplace(id, Entry{std::move(request), 0, {}});
   enqueue_waiting(id, /*at_front=*/false);
 }
 
@@ -74,11 +78,23 @@ StepPlan Scheduler::schedule() {
                      [&](RequestId a, RequestId b) { return before(entry(a).request, entry(b).request); });
   int64_t budget = config_.max_num_batched_tokens;
   bool preempted = false;
+  drop_dead_blocks();
   schedule_running(plan, budget, preempted);
   // After a preemption the pool is tight: admitting now would only preempt again next step.
   if (!preempted) schedule_waiting(plan, budget);
   plan.num_batched_tokens = config_.max_num_batched_tokens - budget;
   return plan;
+}
+
+// Sliding window: blocks wholly before what the next forward of each running request reads go back
+// to the pool first, so this step's growth and admissions can use them. The runner learns of them
+// with the request's next diff.
+void Scheduler::drop_dead_blocks() {
+  for (RequestId id : running_) {
+    Entry& e = entry(id);
+    num_blocks_dropped_ += static_cast<uint64_t>(
+        kv_.drop_dead_blocks(id, e.request.num_computed_tokens(), &e.dropped_unsent));
+  }
 }
 
 void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempted) {
@@ -114,6 +130,8 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     e.num_tokens_sent = r.num_tokens();
     d.new_block_ids = std::move(alloc->new_blocks);
     for (const auto& rep : alloc->replaced) d.replaced_blocks.push_back({rep.index, rep.copy.dst});
+    for (int32_t index : e.dropped_unsent) d.replaced_blocks.push_back({index, kNoBlock});
+    e.dropped_unsent.clear();
     d.num_computed_tokens = c;
     plan.cached_requests.push_back(std::move(d));
     plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens()});
@@ -139,6 +157,7 @@ void Scheduler::preempt_back(StepPlan& plan) {
   r.count_preemption();
   ++num_preemptions_;
   e.num_tokens_sent = 0;
+  e.dropped_unsent.clear();
   plan.preempted_ids.push_back(id);
   enqueue_waiting(id, /*at_front=*/true);
 }
@@ -195,6 +214,7 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
   d.block_table.assign(table.begin(), table.end());
   d.sampling = r.sampling();
   e.num_tokens_sent = r.num_tokens();
+  e.dropped_unsent.clear();  // the table above shows them
   plan.new_requests.push_back(std::move(d));
   plan.scheduled.push_back(
       {r.id(), r.num_computed_tokens(), num_new_tokens, r.num_computed_tokens() + num_new_tokens == r.num_tokens()});
@@ -249,13 +269,17 @@ bool Scheduler::fork_request(RequestId parent_id, RequestId child_id, RequestOpt
   const int64_t shared = parent.num_prompt_tokens() - 1;
   if (parent.status() != RequestStatus::kRunning || parent.num_computed_tokens() < shared) return false;
   std::vector<int32_t> prompt(parent.prompt_token_ids().begin(), parent.prompt_token_ids().end());
+  if (!kv_.can_fork(parent_id, shared)) {  // the window moved past blocks the child would read
+    add_request(Request(child_id, std::move(prompt), std::move(options)));
+    return true;
+  }
   Request child(child_id, std::move(prompt), std::move(options));
   validate(child);
   child.set_num_computed_tokens(shared);
   child.set_num_cached_tokens(shared);
   child.set_status(RequestStatus::kRunning);
   kv_.fork(parent_id, child_id, shared);
-  requests_.emplace(child_id, Entry{std::move(child), 0});
+  requests_.emplace(child_id, Entry{std::move(child), 0, {}});
   running_.push_back(child_id);
   return true;
 }
@@ -313,6 +337,7 @@ SchedulerStats Scheduler::stats() const {
   s.prefix_cache_queried_tokens = prefix_.queried_tokens;
   s.prefix_cache_hit_tokens = prefix_.hit_tokens;
   s.num_preemptions = num_preemptions_;
+  s.num_blocks_dropped = num_blocks_dropped_;
   s.num_steps = next_step_id_;
   s.num_finished = num_finished_by_status_;
   return s;

@@ -47,7 +47,8 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Queues a request. Throws InvalidArgument (nothing queued) for a duplicate id, an empty prompt,
-  // max_tokens < 1, or prompt + max_tokens beyond max_model_len or the KV capacity.
+  // max_tokens < 1, or prompt + max_tokens beyond max_model_len or the KV capacity (with a sliding
+  // window, the blocks the request holds at once: KvManager::max_live_blocks).
   void add_request(Request request);
 
   // Plans one step. Never throws for capacity reasons: what does not fit waits.
@@ -62,7 +63,9 @@ class Scheduler {
   // (copy-on-write). The child recomputes only the last prompt token, so it samples its own first
   // token. Returns false (nothing changed) unless the parent is running with at least
   // num_prompt_tokens - 1 tokens computed and a running slot is free; the caller may then retry later
-  // or add the child as an ordinary request. Throws InvalidArgument for a duplicate child id.
+  // or add the child as an ordinary request. When a sliding window has already dropped blocks the child
+  // would read, the child is queued as an ordinary request instead (it recomputes its prompt) and true
+  // is returned. Throws InvalidArgument for a duplicate child id.
   bool fork_request(RequestId parent_id, RequestId child_id, RequestOptions options);
 
   // Finishes a live request with `status` (a finished state) and frees its blocks. nullopt when the
@@ -89,11 +92,13 @@ class Scheduler {
   struct Entry {
     Request request;
     int64_t num_tokens_sent = 0;  // tokens the runner has been told about; 0: it has no state
+    std::vector<int32_t> dropped_unsent;  // table indices dropped (sliding window) the runner still lists
   };
   Entry& entry(RequestId id) { return requests_.at(id); }
   void validate(const Request& request) const;  // add_request's checks
   bool before(const Request& a, const Request& b) const;  // queue order under the policy
   void enqueue_waiting(RequestId id, bool at_front);
+  void drop_dead_blocks();
   void preempt_back(StepPlan& plan);
   void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
   void schedule_waiting(StepPlan& plan, int64_t& budget);
@@ -109,6 +114,7 @@ class Scheduler {
   std::vector<RequestId> finished_since_plan_;
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;
+  uint64_t num_blocks_dropped_ = 0;
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
   struct {

@@ -33,6 +33,7 @@ struct SchedulerStats {
   uint64_t prefix_cache_queried_tokens = 0;
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t num_preemptions = 0;
+  uint64_t num_blocks_dropped = 0;   // blocks freed because they fell wholly before the sliding window
   uint64_t num_steps = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished{};  // by finished_index(status)
 };

@@ -23,7 +23,8 @@ struct NewRequestData {
   SamplingParams sampling;
 };
 
-// A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies).
+// A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies),
+// or to kNoBlock: dropped, its positions lie wholly before the sliding window and are never read again.
 struct BlockReplacement {
   int32_t index = 0;
   BlockId block = -1;

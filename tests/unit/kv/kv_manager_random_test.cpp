@@ -1,8 +1,10 @@
 // Random operations on a KvManager (admission with prefix hits, growth, copy-on-write after forks,
-// swap out/in, caching, frees) against a simulated K/V store: after every operation each sequence
-// reads back its own tokens through its block table, and pools, cache and tables agree.
+// swap out/in, caching, frees, and with a sliding window the dropping of dead blocks) against a
+// simulated K/V store: after every operation each sequence reads back its own tokens through its block
+// table (from the first position its next forward reads), and pools, cache and tables agree.
 #include <map>
 #include <random>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -18,8 +20,8 @@ struct SimSeq {
 
 class KvRandom {
  public:
-  KvRandom(uint64_t seed, int32_t blocks, int32_t host_blocks, int32_t block_size)
-      : rng_(seed), bs_(block_size), kv_(config(blocks, host_blocks, block_size)),
+  KvRandom(uint64_t seed, int32_t blocks, int32_t host_blocks, int32_t block_size, int64_t window = 0)
+      : rng_(seed), bs_(block_size), kv_(config(blocks, host_blocks, block_size, window)),
         device_(static_cast<size_t>(blocks) * block_size, -1), host_(static_cast<size_t>(host_blocks) * block_size, -1) {
     for (int p = 0; p < 3; ++p) {
       std::vector<int32_t> prefix(static_cast<size_t>(uniform(1, 4) * bs_));
@@ -47,7 +49,10 @@ class KvRandom {
       }
       return;
     }
-    if (op == 8) return kv_.cache_computed_blocks(id, s.tokens, s.computed, {});
+    if (op == 8) {
+      if (uniform(0, 1) == 0) dropped += static_cast<uint64_t>(kv_.drop_dead_blocks(id, s.computed));
+      return kv_.cache_computed_blocks(id, s.tokens, s.computed, {});
+    }
     EXPECT_TRUE(kv_.free(id));
     seqs_.erase(id);
   }
@@ -58,7 +63,7 @@ class KvRandom {
       if (kv_.is_swapped(id)) continue;
       const auto table = kv_.block_table(id);
       ASSERT_GE(static_cast<int64_t>(table.size()) * bs_, s.computed) << "seq " << id;
-      for (int64_t p = 0; p < s.computed; ++p)
+      for (int64_t p = kv_.first_live_position(s.computed); p < s.computed; ++p)
         ASSERT_EQ(device_[slot(table, p)], s.tokens[static_cast<size_t>(p)]) << "seq " << id << " position " << p;
     }
   }
@@ -72,11 +77,12 @@ class KvRandom {
   }
 
   uint64_t hits() const { return kv_.num_prefix_hits(); }
-  uint64_t cow = 0, forks = 0;
+  uint64_t cow = 0, forks = 0, dropped = 0;
 
  private:
-  static KvManagerConfig config(int32_t blocks, int32_t host_blocks, int32_t block_size) {
+  static KvManagerConfig config(int32_t blocks, int32_t host_blocks, int32_t block_size, int64_t window) {
     KvManagerConfig c;
+    c.sliding_window = window;
     c.num_device_blocks = blocks;
     c.num_host_blocks = host_blocks;
     c.block_size = block_size;
@@ -84,6 +90,8 @@ class KvRandom {
     return c;
   }
   size_t slot(std::span<const BlockId> table, int64_t p) const {
+    if (table[static_cast<size_t>(p / bs_)] == kNoBlock)
+      throw std::logic_error("position " + std::to_string(p) + " is in a dropped block");
     return static_cast<size_t>(table[static_cast<size_t>(p / bs_)]) * bs_ + static_cast<size_t>(p % bs_);
   }
   void write(SeqId id, SimSeq& s, int64_t n) {
@@ -121,6 +129,7 @@ class KvRandom {
     if (s.computed == static_cast<int64_t>(s.tokens.size()))
       for (int k = uniform(1, 5); k > 0; --k) s.tokens.push_back(uniform(0, 9));
     const int64_t n = uniform(1, static_cast<int>(s.tokens.size() - s.computed));
+    if (uniform(0, 1) == 0) dropped += static_cast<uint64_t>(kv_.drop_dead_blocks(id, s.computed));
     const int32_t free_before = kv_.num_free_blocks();
     const auto alloc = kv_.allocate_slots(id, s.computed, n);
     if (!alloc) {
@@ -136,6 +145,7 @@ class KvRandom {
 
   void fork(SeqId id, SimSeq& s) {
     const int64_t t = uniform(0, static_cast<int>(s.computed));
+    if (!kv_.can_fork(id, t)) return;
     SimSeq child{std::vector<int32_t>(s.tokens.begin(), s.tokens.begin() + t), t};
     const SeqId cid = next_id_++;
     kv_.fork(id, cid, t);
@@ -169,6 +179,29 @@ TEST(KvManagerRandom, TablesAlwaysReadBackTheirOwnTokens) {
   EXPECT_GT(hits, 0u);
   EXPECT_GT(cow, 0u);
   EXPECT_GT(forks, 0u);
+}
+
+// The same with sliding windows of 1 to 3 blocks and a bit: dropped blocks go back to the pool and,
+// when cached, may be hit again until evicted; every hit must still read back its own tokens.
+TEST(KvManagerRandom, WindowedTablesReadBackTheirLiveTokens) {
+  uint64_t hits = 0, forks = 0, dropped = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const int32_t bs = seed % 2 ? 4 : 8;
+    KvRandom sim(seed, 24 + static_cast<int32_t>(seed % 16), static_cast<int32_t>(seed % 3) * 12, bs,
+                 static_cast<int64_t>(1 + seed % 3) * bs + static_cast<int64_t>(seed % 5));
+    for (int i = 0; i < 400; ++i) {
+      sim.step();
+      sim.verify();
+      if (::testing::Test::HasFailure()) return;
+    }
+    sim.finish();
+    hits += sim.hits();
+    forks += sim.forks;
+    dropped += sim.dropped;
+  }
+  EXPECT_GT(hits, 0u);
+  EXPECT_GT(forks, 0u);
+  EXPECT_GT(dropped, 0u);
 }
 
 }  // namespace

@@ -196,5 +196,127 @@ TEST(KvManager, SwapOutNeedsHostRoom) {
   kv.check_invariants();
 }
 
+// Sliding window 6, blocks of 4: a forward from c computed tokens reads positions >= c - 5, so the
+// blocks wholly before that are dropped (entries kNoBlock) and go back to the pool.
+KvManagerConfig window_config(int32_t blocks, int32_t host_blocks = 0) {
+  KvManagerConfig c = small_config(blocks, host_blocks);
+  c.sliding_window = 6;
+  return c;
+}
+
+TEST(KvManager, DropsBlocksWhollyBeforeTheWindow) {
+  KvManager kv(window_config(8));
+  EXPECT_EQ(kv.first_live_position(5), 0);
+  EXPECT_EQ(kv.first_live_position(12), 7);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 12));  // 3 blocks, positions 0..11
+  const std::vector<BlockId> table(kv.block_table(1).begin(), kv.block_table(1).end());
+  std::vector<int32_t> dropped;
+  EXPECT_EQ(kv.drop_dead_blocks(1, 7, &dropped), 0);  // reads from position 2: block 0 is live
+  EXPECT_EQ(kv.drop_dead_blocks(1, 12, &dropped), 1);  // reads from 7: block 0 (0..3) is dead, block 1 not
+  EXPECT_EQ(dropped, std::vector<int32_t>{0});
+  EXPECT_EQ(kv.drop_dead_blocks(1, 12, &dropped), 0);  // idempotent
+  EXPECT_EQ(kv.block_table(1)[0], kNoBlock);
+  EXPECT_EQ(kv.block_table(1)[1], table[1]);
+  EXPECT_EQ(kv.device_pool().ref_count(table[0]), 0);
+  EXPECT_EQ(kv.num_held_blocks(1), 2);
+  EXPECT_EQ(kv.num_table_blocks(1), 3);
+  EXPECT_EQ(kv.num_free_blocks(), 6);
+  ASSERT_TRUE(kv.allocate_slots(1, 12, 1));  // growth appends after the dropped prefix
+  EXPECT_EQ(kv.drop_dead_blocks(1, 13, &dropped), 1);  // reads from 8: block 1 (4..7) is dead
+  EXPECT_EQ(dropped, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(kv.num_held_blocks(1), 2);
+  kv.check_invariants();
+  EXPECT_TRUE(kv.free(1));
+  EXPECT_EQ(kv.num_free_blocks(), 8);
+  kv.check_invariants();
+}
+
+TEST(KvManager, WithoutAWindowNothingIsDropped) {
+  KvManager kv(small_config(8));
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 20));
+  EXPECT_EQ(kv.drop_dead_blocks(1, 20), 0);
+  EXPECT_EQ(kv.first_live_position(20), 0);
+  EXPECT_EQ(kv.max_live_blocks(1000, 1), 250);
+}
+
+TEST(KvManager, MaxLiveBlocksIsTheWorstSpanOfWindowAndStep) {
+  const KvManager kv(window_config(8));
+  // Brute force: a step of n tokens from c holds blocks first_live_position(c) / 4 .. (c + n - 1) / 4.
+  for (int64_t n : {1, 3, 8}) {
+    int32_t worst = 0;
+    for (int64_t c = 0; c + n <= 200; ++c)
+      worst = std::max(worst, static_cast<int32_t>((c + n - 1) / 4 - kv.first_live_position(c) / 4 + 1));
+    EXPECT_EQ(kv.max_live_blocks(200, n), worst) << "step " << n;
+  }
+  EXPECT_EQ(kv.max_live_blocks(5, 1), 2);  // a short sequence never holds more than its blocks
+}
+
+// A dropped block keeps its prefix-cache entry (its K/V is intact) until the pool hands it out again;
+// then lookups no longer find it.
+TEST(KvManager, DroppedCachedBlocksHitUntilEvicted) {
+  KvManager kv(window_config(5));
+  auto tokens = iota_tokens(13);
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 12));
+  kv.cache_computed_blocks(1, tokens, 12, {});
+  const BlockId first = kv.block_table(1)[0];
+  ASSERT_EQ(kv.drop_dead_blocks(1, 12), 1);
+  EXPECT_TRUE(kv.device_pool().is_cached(first));
+  EXPECT_EQ(kv.find_cached_prefix(tokens, {}).num_tokens, 12);
+  // A hit never takes the blocks before its window: block 0 stays free.
+  PrefixHit hit = kv.find_cached_prefix(tokens, {});
+  EXPECT_EQ(kv.num_blocks_needed(2, 12, 1, &hit), 1);  // block 0 skipped, blocks 1-2 shared, block 3 new
+  ASSERT_TRUE(kv.allocate_slots(2, 12, 1, &hit, true));
+  EXPECT_EQ(kv.block_table(2)[0], kNoBlock);
+  EXPECT_EQ(kv.block_table(2)[1], kv.block_table(1)[1]);
+  EXPECT_EQ(kv.device_pool().ref_count(first), 0);
+  kv.check_invariants();
+  // Two more blocks exhaust the free list: the cached dropped block is evicted and reused.
+  ASSERT_TRUE(kv.allocate_slots(3, 0, 8));
+  EXPECT_FALSE(kv.device_pool().is_cached(first));
+  EXPECT_EQ(kv.find_cached_prefix(tokens, {}).num_tokens, 0);  // block 0's content is gone
+  kv.check_invariants();
+}
+
+TEST(KvManager, SwapMovesOnlyHeldBlocks) {
+  KvManager kv(window_config(6, 2));
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 12));
+  ASSERT_EQ(kv.drop_dead_blocks(1, 12), 1);
+  const std::vector<BlockId> device(kv.block_table(1).begin(), kv.block_table(1).end());
+  ASSERT_TRUE(kv.can_swap_out(1));  // 2 held blocks fit the 2 host blocks
+  const auto out = kv.swap_out(1);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].src, device[1]);
+  EXPECT_EQ(out[1].src, device[2]);
+  EXPECT_EQ(kv.num_free_blocks(), 6);
+  kv.check_invariants();
+  ASSERT_TRUE(kv.can_swap_in(1, 4));
+  EXPECT_FALSE(kv.can_swap_in(1, 5));
+  const auto in = kv.swap_in(1);
+  ASSERT_EQ(in.size(), 2u);
+  const auto table = kv.block_table(1);
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0], kNoBlock);
+  EXPECT_EQ(in[0].dst, table[1]);
+  EXPECT_EQ(in[1].dst, table[2]);
+  kv.check_invariants();
+}
+
+TEST(KvManager, ForkNeedsTheBlocksTheChildReads) {
+  KvManager kv(window_config(8));
+  ASSERT_TRUE(kv.allocate_slots(1, 0, 16));
+  ASSERT_EQ(kv.drop_dead_blocks(1, 14), 2);  // reads from 9: blocks 0 and 1 dropped
+  EXPECT_FALSE(kv.can_fork(1, 11));          // a child at 11 reads from 6, in dropped block 1
+  EXPECT_THROW(kv.fork(1, 2, 11), std::logic_error);
+  EXPECT_FALSE(kv.contains(2));
+  ASSERT_TRUE(kv.can_fork(1, 13));  // reads from 8: block 2 on
+  kv.fork(1, 2, 13);
+  const auto child = kv.block_table(2);
+  ASSERT_EQ(child.size(), 4u);
+  EXPECT_EQ(child[1], kNoBlock);
+  EXPECT_EQ(child[2], kv.block_table(1)[2]);
+  EXPECT_EQ(kv.device_pool().ref_count(child[2]), 2);
+  kv.check_invariants();
+}
+
 }  // namespace
 }  // namespace lemma

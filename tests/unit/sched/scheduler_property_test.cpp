@@ -1,8 +1,9 @@
 // Property tests: seeded random workloads (arrivals, prompt lengths with shared prefixes, max_tokens,
-// stop tokens, cancellations) on tiny KV pools, every preemption mode and policy, chunked or not.
-// After every step: the budget and max_num_seqs hold, pools and tables agree; at the end every block
-// is free, every request finished exactly once, and each one's tokens equal what the simulated model
-// produces for it alone, without chunking, preemption or prefix caching.
+// stop tokens, cancellations) on tiny KV pools, every preemption mode and policy, chunked or not, with
+// or without a sliding window. After every step: the budget and max_num_seqs hold, pools and tables
+// agree, no request holds more blocks than KvManager::max_live_blocks; at the end every block is free,
+// every request finished exactly once, and each one's tokens equal what the simulated model produces
+// for it alone, without chunking, preemption, prefix caching or dropped blocks.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -34,11 +35,11 @@ struct Expected {
 };
 
 // Generation of one request on its own, token by token.
-Expected reference(const Spec& s, int64_t max_model_len) {
+Expected reference(const Spec& s, int64_t max_model_len, int64_t window) {
   Expected e;
   std::vector<int32_t> context = s.prompt;
   while (true) {
-    const int32_t t = test::sim_next_token(context, s.seed, kVocab);
+    const int32_t t = test::sim_next_token(context, s.seed, kVocab, window);
     context.push_back(t);
     e.outputs.push_back(t);
     const auto done = check_stop(s.options.stop, e.outputs, static_cast<int64_t>(context.size()), max_model_len);
@@ -56,7 +57,7 @@ struct Workload {
 };
 
 Workload make_workload(uint64_t seed, PreemptionMode mode, bool chunked, bool prefix_caching,
-                       SchedulingPolicy policy) {
+                       SchedulingPolicy policy, bool window = false) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Workload w;
@@ -72,6 +73,7 @@ Workload make_workload(uint64_t seed, PreemptionMode mode, bool chunked, bool pr
   w.kv.num_host_blocks = uniform(0, 2) == 0 ? 0 : uniform(4, 40);
   w.kv.watermark = uniform(0, 1) == 0 ? 0.0 : 0.05;
   w.kv.enable_prefix_caching = prefix_caching;
+  w.kv.sliding_window = window ? uniform(1, 24) : 0;
 
   std::vector<std::vector<int32_t>> shared_prefixes;
   for (int i = 0; i < 3; ++i) {
@@ -121,17 +123,21 @@ struct RunStats {
   uint64_t swap_ins = 0;
   uint64_t forks = 0;
   uint64_t cow_copies = 0;
+  uint64_t dropped_blocks = 0;
   int64_t slot_mismatches = 0;
   std::map<RequestId, Expected> outputs;
 };
 
-// Runs the workload to completion, asserting the per-step properties.
-RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool skip_cow_copies = false) {
+// Runs the workload to completion, asserting the per-step properties. The simulated model attends to
+// the KvManager's window unless model_window >= 0 says otherwise.
+RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool skip_cow_copies = false,
+                      int64_t model_window = -1) {
   RunStats stats;
   Scheduler sched(w.config, w.kv);
   test::SimRunner runner(w.kv.num_device_blocks, w.kv.num_host_blocks, w.kv.block_size, kVocab);
   runner.skip_swap_in_copies = skip_swap_in_copies;
   runner.skip_cow_copies = skip_cow_copies;
+  runner.window = model_window >= 0 ? model_window : w.kv.sliding_window;
   std::unordered_map<RequestId, uint64_t> seeds;
   std::map<RequestId, int> finish_count;
   auto record = [&](const RequestOutput& out) {
@@ -195,6 +201,9 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
       EXPECT_TRUE(ids.insert(s.id).second) << "request scheduled twice in one step";
       total += s.num_new_tokens;
       if (!s.needs_sample) ++stats.chunked_prefills;
+      const int64_t end = s.num_computed_tokens + s.num_new_tokens;
+      EXPECT_LE(sched.kv().num_held_blocks(s.id), sched.kv().max_live_blocks(end, s.num_new_tokens))
+          << "request " << s.id << " at " << s.num_computed_tokens << " + " << s.num_new_tokens;
     }
     EXPECT_EQ(total, plan.num_batched_tokens);
     EXPECT_LE(total, w.config.max_num_batched_tokens);
@@ -216,6 +225,7 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
   sched.check_invariants();
   for (const Spec& s : w.specs) EXPECT_EQ(finish_count[s.id], 1) << "request " << s.id;
   stats.preemptions = sched.num_preemptions();
+  stats.dropped_blocks = sched.stats().num_blocks_dropped;
   stats.prefix_hits = sched.kv().num_prefix_hits();
   stats.slot_mismatches = runner.num_slot_mismatches;
   return stats;
@@ -223,7 +233,7 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
 
 void expect_reference_outputs(const Workload& w, const RunStats& stats, uint64_t seed) {
   for (const Spec& s : w.specs) {
-    const Expected want = reference(s, w.config.max_model_len);
+    const Expected want = reference(s, w.config.max_model_len, w.kv.sliding_window);
     const Expected& got = stats.outputs.at(s.id);
     if (got.status == RequestStatus::kFinishedCancelled) {
       ASSERT_LE(got.outputs.size(), want.outputs.size()) << "seed " << seed << " request " << s.id;
@@ -241,6 +251,7 @@ struct Mode {
   bool chunked;
   bool prefix_caching;
   SchedulingPolicy policy;
+  bool window = false;  // a sliding window: dead blocks are dropped
 };
 
 class SchedulerProperty : public ::testing::TestWithParam<Mode> {};
@@ -251,7 +262,7 @@ TEST_P(SchedulerProperty, RandomWorkloadsMatchTheUnbatchedReference) {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     const Workload w = make_workload(seed * 7919 + static_cast<uint64_t>(m.preemption) * 31 + m.chunked * 17 +
                                          m.prefix_caching * 5 + static_cast<uint64_t>(m.policy),
-                                     m.preemption, m.chunked, m.prefix_caching, m.policy);
+                                     m.preemption, m.chunked, m.prefix_caching, m.policy, m.window);
     const RunStats stats = run_workload(w);
     EXPECT_EQ(stats.slot_mismatches, 0) << "seed " << seed;
     expect_reference_outputs(w, stats, seed);
@@ -262,6 +273,7 @@ TEST_P(SchedulerProperty, RandomWorkloadsMatchTheUnbatchedReference) {
     total.swap_ins += stats.swap_ins;
     total.forks += stats.forks;
     total.cow_copies += stats.cow_copies;
+    total.dropped_blocks += stats.dropped_blocks;
   }
   RecordProperty("forks", std::to_string(total.forks));
   RecordProperty("cow_copies", std::to_string(total.cow_copies));
@@ -284,6 +296,12 @@ TEST_P(SchedulerProperty, RandomWorkloadsMatchTheUnbatchedReference) {
   if (m.preemption == PreemptionMode::kSwap) {
     EXPECT_GT(total.swap_ins, 0u);
   }
+  RecordProperty("dropped_blocks", std::to_string(total.dropped_blocks));
+  if (m.window) {
+    EXPECT_GT(total.dropped_blocks, 0u);
+  } else {
+    EXPECT_EQ(total.dropped_blocks, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -294,12 +312,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Mode{PreemptionMode::kSwap, true, true, SchedulingPolicy::kFcfs},
                       Mode{PreemptionMode::kSwap, false, false, SchedulingPolicy::kFcfs},
                       Mode{PreemptionMode::kRecompute, true, true, SchedulingPolicy::kPriority},
-                      Mode{PreemptionMode::kSwap, true, true, SchedulingPolicy::kPriority}),
+                      Mode{PreemptionMode::kSwap, true, true, SchedulingPolicy::kPriority},
+                      Mode{PreemptionMode::kRecompute, true, true, SchedulingPolicy::kFcfs, true},
+                      Mode{PreemptionMode::kSwap, true, true, SchedulingPolicy::kFcfs, true},
+                      Mode{PreemptionMode::kSwap, false, true, SchedulingPolicy::kFcfs, true}),
     [](const auto& info) {
       const Mode& m = info.param;
       return std::string(m.preemption == PreemptionMode::kSwap ? "Swap" : "Recompute") +
              (m.chunked ? "Chunked" : "Whole") + (m.prefix_caching ? "Prefix" : "NoPrefix") +
-             (m.policy == SchedulingPolicy::kPriority ? "Priority" : "Fcfs");
+             (m.policy == SchedulingPolicy::kPriority ? "Priority" : "Fcfs") + (m.window ? "Window" : "");
     });
 
 // The property test can fail: a runner that skips the swap-in (or copy-on-write) copies reads stale
@@ -311,7 +332,8 @@ bool detects_missing_copies(bool skip_swap_in, bool skip_cow) {
     const RunStats stats = run_workload(w, skip_swap_in, skip_cow);
     if ((skip_swap_in && stats.swap_ins == 0) || (skip_cow && stats.cow_copies == 0)) continue;
     bool differs = stats.slot_mismatches > 0;
-    for (const Spec& s : w.specs) differs |= stats.outputs.at(s.id).outputs != reference(s, w.config.max_model_len).outputs;
+    for (const Spec& s : w.specs)
+      differs |= stats.outputs.at(s.id).outputs != reference(s, w.config.max_model_len, 0).outputs;
     detected = differs;
   }
   return detected;
@@ -319,6 +341,19 @@ bool detects_missing_copies(bool skip_swap_in, bool skip_cow) {
 
 TEST(SchedulerPropertyMeta, MissingSwapCopiesAreDetected) { EXPECT_TRUE(detects_missing_copies(true, false)); }
 TEST(SchedulerPropertyMeta, MissingCopyOnWriteCopiesAreDetected) { EXPECT_TRUE(detects_missing_copies(false, true)); }
+
+// ... and a KvManager whose window is a block narrower than the model's drops blocks the model still
+// reads: the runner finds dropped entries where it expects keys.
+TEST(SchedulerPropertyMeta, DroppingInsideTheWindowIsDetected) {
+  bool detected = false;
+  for (uint64_t seed = 1; seed <= 60 && !detected; ++seed) {
+    Workload w = make_workload(seed, PreemptionMode::kRecompute, true, true, SchedulingPolicy::kFcfs, true);
+    const int64_t model_window = w.kv.sliding_window + w.kv.block_size;
+    const RunStats stats = run_workload(w, false, false, model_window);
+    detected = stats.slot_mismatches > 0;
+  }
+  EXPECT_TRUE(detected);
+}
 
 }  // namespace
 }  // namespace lemma

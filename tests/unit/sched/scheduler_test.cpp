@@ -210,6 +210,82 @@ TEST(Scheduler, SwapPreemptionMovesBlocksToTheHostAndBack) {
   sched.check_invariants();
 }
 
+// Sliding window 6, blocks of 4, 4 steps of at most 4 tokens: a request holds at most 3 blocks (the 9
+// positions a step reads or writes), so 45 tokens run in a 4-block pool. The runner learns of each
+// dropped block through the request's diff (entry kNoBlock), and its view equals the KvManager's.
+TEST(Scheduler, SlidingWindowDropsDeadBlocksAndTellsTheRunner) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 4;
+  KvManagerConfig kv = kv_config(4);
+  EXPECT_THROW(Scheduler(c, kv).add_request(make_request(1, 5, 40)), InvalidArgument);  // 12 blocks > 4
+  kv.sliding_window = 6;
+  Scheduler sched(c, kv);
+  EXPECT_EQ(sched.kv().max_live_blocks(45, 4), 3);
+  sched.add_request(make_request(1, 5, 40));
+  std::vector<BlockId> runner_table;
+  int64_t outputs = 0, dropped_in_diffs = 0;
+  while (sched.find(1) != nullptr) {
+    const StepPlan p = sched.schedule();
+    ASSERT_EQ(p.scheduled.size(), 1u);
+    for (const auto& n : p.new_requests) runner_table = n.block_table;
+    for (const auto& d : p.cached_requests) {
+      runner_table.insert(runner_table.end(), d.new_block_ids.begin(), d.new_block_ids.end());
+      for (const auto& r : d.replaced_blocks) {
+        EXPECT_EQ(r.block, kNoBlock);
+        runner_table.at(static_cast<size_t>(r.index)) = r.block;
+        ++dropped_in_diffs;
+      }
+    }
+    const auto table = sched.kv().block_table(1);
+    ASSERT_EQ(runner_table, std::vector<BlockId>(table.begin(), table.end()));
+    const ScheduledRequest& s = p.scheduled[0];
+    // Entries before the window's first block are dropped; every block the step reads or writes is held.
+    const int64_t first_block = sched.kv().first_live_position(s.num_computed_tokens) / 4;
+    for (int64_t b = 0; b < static_cast<int64_t>(table.size()); ++b)
+      EXPECT_EQ(table[static_cast<size_t>(b)] == kNoBlock, b < first_block) << "block " << b;
+    EXPECT_LE(sched.kv().num_held_blocks(1), 3);
+    sched.check_invariants();
+    for (const auto& out : sched.update(p, ones(p))) outputs += static_cast<int64_t>(out.new_token_ids.size());
+  }
+  EXPECT_EQ(outputs, 40);
+  // The last step computed token 43 from 43 computed: the blocks wholly before position 38 (0..8) went.
+  EXPECT_EQ(sched.stats().num_blocks_dropped, 9u);
+  EXPECT_EQ(dropped_in_diffs, 9);
+  EXPECT_EQ(sched.kv().num_free_blocks(), 4);
+  // A step budget whose span no longer fits the pool is refused: 6 + 16 - 1 positions span 6 blocks.
+  SchedulerConfig wide = c;
+  wide.max_num_batched_tokens = 16;
+  EXPECT_THROW(Scheduler(wide, kv).add_request(make_request(2, 5, 40)), InvalidArgument);
+}
+
+// A choice forks off its parent while the parent still holds the blocks its last prompt token reads;
+// once the window has moved past them, the choice runs as an ordinary request instead.
+TEST(Scheduler, ForkAfterTheWindowMovedPastThePromptRunsAlone) {
+  KvManagerConfig kv = kv_config(16);
+  kv.sliding_window = 6;
+  Scheduler sched({}, kv);
+  sched.add_request(make_request(1, 9, 10));
+  StepPlan p = sched.schedule();  // prefill 9 tokens: positions 0..8
+  sched.update(p, ones(p));
+  RequestOptions choice;
+  choice.stop.max_tokens = 4;
+  EXPECT_TRUE(sched.fork_request(1, 2, choice));  // reads from position 3, block 0
+  EXPECT_EQ(sched.find(2)->status(), RequestStatus::kRunning);
+  p = sched.schedule();  // drops block 0 of request 1 (position 9 reads from 4); child 2 still holds it
+  EXPECT_EQ(sched.kv().block_table(1)[0], kNoBlock);
+  EXPECT_NE(sched.kv().block_table(2)[0], kNoBlock);
+  sched.update(p, ones(p));
+  EXPECT_TRUE(sched.fork_request(1, 3, choice));
+  EXPECT_EQ(sched.find(3)->status(), RequestStatus::kWaiting);
+  EXPECT_FALSE(sched.kv().contains(3));
+  sched.check_invariants();
+  while (sched.has_unfinished_requests()) {
+    p = sched.schedule();
+    sched.update(p, ones(p));
+  }
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+}
+
 TEST(Scheduler, AbortFinishesOnceAndFreesBlocks) {
   Scheduler sched({}, kv_config(16));
   sched.add_request(make_request(1, 10, 5));

@@ -2,9 +2,12 @@
 // (tokens, block table) built only from StepPlans, stores (token, position) in simulated device and host
 // KV blocks, performs the plan's swap and copy-on-write copies, and "samples" the next token as a hash
 // of the context it reads back through the block table. A wrong table, a missing copy or a stale prefix
-// block changes the context it reads and so the tokens it produces. Single-threaded test helper.
+// block changes the context it reads and so the tokens it produces. With a sliding window the model
+// sees only the last `window` tokens, and a read of a dropped (kNoBlock) entry counts as a mismatch.
+// Single-threaded test helper.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -14,8 +17,11 @@
 
 namespace lemma::test {
 
-// The deterministic "model": next token from the whole context and a per-request seed.
-inline int32_t sim_next_token(std::span<const int32_t> context, uint64_t seed, int32_t vocab_size) {
+// The deterministic "model": next token from the context (its last `window` tokens when window > 0)
+// and a per-request seed.
+inline int32_t sim_next_token(std::span<const int32_t> context, uint64_t seed, int32_t vocab_size,
+                              int64_t window = 0) {
+  if (window > 0 && static_cast<int64_t>(context.size()) > window) context = context.last(static_cast<size_t>(window));
   uint64_t h = 0x9e3779b97f4a7c15ull ^ seed;
   for (int32_t t : context) {
     h ^= static_cast<uint32_t>(t) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
@@ -34,6 +40,7 @@ class SimRunner {
 
   bool skip_swap_in_copies = false;  // to show the property test notices a missing copy
   bool skip_cow_copies = false;
+  int64_t window = 0;                // > 0: the model attends to the last `window` positions only
   int64_t num_slot_mismatches = 0;   // slots read back that do not hold (token, position)
 
   StepResult run(const StepPlan& plan, const std::unordered_map<RequestId, uint64_t>& seeds) {
@@ -62,12 +69,13 @@ class SimRunner {
       if (!s.needs_sample) continue;
       State& st = state_.at(s.id);
       std::vector<int32_t> context;
-      for (int64_t p = 0; p < s.num_computed_tokens + s.num_new_tokens; ++p) {
-        const int64_t v = slot(st, p);
+      const int64_t end = s.num_computed_tokens + s.num_new_tokens;
+      for (int64_t p = window > 0 ? std::max<int64_t>(0, end - window) : 0; p < end; ++p) {
+        const int64_t v = read_slot(st, p);
         if (v != encode(st.tokens.at(static_cast<size_t>(p)), p)) ++num_slot_mismatches;
         context.push_back(static_cast<int32_t>(v >> 32));
       }
-      result.sampled.push_back({s.id, {sim_next_token(context, seeds.at(s.id), vocab_size_)}});
+      result.sampled.push_back({s.id, {sim_next_token(context, seeds.at(s.id), vocab_size_, window)}});
     }
     return result;
   }
@@ -82,6 +90,10 @@ class SimRunner {
   };
   static int64_t encode(int32_t token, int64_t position) {
     return (static_cast<int64_t>(token) << 32) | static_cast<uint32_t>(position);
+  }
+  int64_t read_slot(State& st, int64_t position) {
+    if (st.table.at(static_cast<size_t>(position / block_size_)) == kNoBlock) return kEmpty;
+    return slot(st, position);
   }
   int64_t& slot(State& st, int64_t position) {
     const BlockId b = st.table.at(static_cast<size_t>(position / block_size_));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lemma/base/error.h"
+#include "lemma/base/logging.h"
 
 namespace lemma {
 
@@ -145,11 +146,19 @@ void Scheduler::preempt_back(StepPlan& plan) {
   running_.pop_back();
   Entry& e = entry(id);
   Request& r = e.request;
-  if (config_.preemption_mode == PreemptionMode::kSwap && kv_.can_swap_out(id)) {
+  const bool swap = config_.preemption_mode == PreemptionMode::kSwap;
+  if (swap && kv_.can_swap_out(id)) {
     const auto copies = kv_.swap_out(id);
     plan.swap_out.insert(plan.swap_out.end(), copies.begin(), copies.end());
     r.set_status(RequestStatus::kSwapped);
+    ++num_swap_outs_;
   } else {
+    if (swap) {
+      ++num_swap_fallbacks_;
+      log().warn("request {}: swap preemption falls back to recompute: {} blocks to swap, the host tier has {} free "
+                 "of {}",
+                 id, kv_.num_held_blocks(id), kv_.num_free_host_blocks(), kv_.host_pool().num_blocks());
+    }
     kv_.free(id);
     r.set_num_computed_tokens(0);
     r.set_status(RequestStatus::kPreempted);
@@ -177,6 +186,7 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
       if (!kv_.can_swap_in(id, extra)) break;
       const auto copies = kv_.swap_in(id);
       plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
+      ++num_swap_ins_;
       const auto alloc = kv_.allocate_slots(id, c, n);
       if (!alloc || !alloc->replaced.empty())
         throw std::logic_error(fmt::format("Scheduler: swap-in of request {} planned but slots failed", id));
@@ -337,6 +347,9 @@ SchedulerStats Scheduler::stats() const {
   s.prefix_cache_queried_tokens = prefix_.queried_tokens;
   s.prefix_cache_hit_tokens = prefix_.hit_tokens;
   s.num_preemptions = num_preemptions_;
+  s.num_swap_outs = num_swap_outs_;
+  s.num_swap_ins = num_swap_ins_;
+  s.num_swap_fallbacks = num_swap_fallbacks_;
   s.num_blocks_dropped = num_blocks_dropped_;
   s.num_steps = next_step_id_;
   s.num_finished = num_finished_by_status_;

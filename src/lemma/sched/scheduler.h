@@ -20,7 +20,8 @@ namespace lemma {
 
 enum class PreemptionMode : uint8_t {
   kRecompute,  // free the blocks; the request recomputes its tokens later
-  kSwap,       // copy the blocks to the host tier and back (recompute when the host tier is full)
+  kSwap,       // copy the blocks to the host tier and back (recompute, logged and counted, when the
+               // host tier cannot take them)
 };
 
 enum class SchedulingPolicy : uint8_t {
@@ -114,7 +115,7 @@ class Scheduler {
   std::vector<RequestId> finished_since_plan_;
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;
-  uint64_t num_blocks_dropped_ = 0;
+  uint64_t num_swap_outs_ = 0, num_swap_ins_ = 0, num_swap_fallbacks_ = 0, num_blocks_dropped_ = 0;
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
   struct {

@@ -1,5 +1,5 @@
 // SchedulerStats: a snapshot of the scheduler's gauges and counters for metrics (lemma_requests_*,
-// lemma_kv_blocks_*, lemma_prefix_cache_*, lemma_preemptions_total). Plain data, copyable; taken on the
+// lemma_kv_blocks_*, lemma_prefix_cache_*, lemma_preemptions_total, lemma_swap_*). Plain data, copyable; taken on the
 // engine thread and handed to whoever publishes it.
 #pragma once
 
@@ -33,6 +33,9 @@ struct SchedulerStats {
   uint64_t prefix_cache_queried_tokens = 0;
   uint64_t prefix_cache_hit_tokens = 0;
   uint64_t num_preemptions = 0;
+  uint64_t num_swap_outs = 0;        // preemptions by swap: requests moved to the host tier
+  uint64_t num_swap_ins = 0;         // swapped requests moved back
+  uint64_t num_swap_fallbacks = 0;   // swap preemptions that recomputed instead (no host room; logged)
   uint64_t num_blocks_dropped = 0;   // blocks freed because they fell wholly before the sliding window
   uint64_t num_steps = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished{};  // by finished_index(status)

@@ -55,17 +55,31 @@ Workload mixed_workload() {
   return w;
 }
 
-void expect_batched_equals_alone(const EngineConfig& config, const std::string& label) {
+// What a batched run left in the scheduler's stats, and the most host blocks it held after a step.
+struct BatchedRun {
+  SchedulerStats stats;
+  int32_t max_host_blocks_used = 0;
+};
+
+BatchedRun expect_batched_equals_alone(const EngineConfig& config, const std::string& label) {
   const Workload w = mixed_workload();
   Engine engine(stories_model(), config);
   for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
-  auto batched = run_to_completion(engine);
+  BatchedRun run;
+  std::map<RequestId, Finished> batched;
+  for (int i = 0; i < 10000 && engine.has_unfinished_requests(); ++i) {
+    collect(engine.step(), engine, batched);
+    run.max_host_blocks_used = std::max(run.max_host_blocks_used, engine.scheduler().stats().host_blocks_used);
+  }
   engine.scheduler().check_invariants();
-  EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0) << label;
+  run.stats = engine.scheduler().stats();
+  EXPECT_EQ(run.stats.kv_blocks_used, 0) << label;
+  EXPECT_EQ(run.stats.host_blocks_used, 0) << label;
   for (size_t i = 0; i < w.prompts.size(); ++i) {
     SCOPED_TRACE(label);
     expect_same(run_alone(i + 1, w.prompts[i], w.options[i]), batched.at(i + 1), i + 1);
   }
+  return run;
 }
 
 TEST_F(EngineTest, BatchedEqualsAloneBitwise) { expect_batched_equals_alone(engine_config(64), "batched"); }
@@ -112,13 +126,24 @@ TEST_F(EngineTest, PreemptionBySwapEqualsAlone) {
   EngineConfig c = engine_config(14, 64);
   c.scheduler.preemption_mode = PreemptionMode::kSwap;
   c.kv.num_host_blocks = 64;
-  expect_batched_equals_alone(c, "swap preemption");
-  Engine engine(stories_model(), c);
-  const Workload w = mixed_workload();
-  for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
-  run_to_completion(engine);
-  EXPECT_GT(engine.scheduler().num_preemptions(), 0u);
-  EXPECT_EQ(engine.scheduler().stats().host_blocks_used, 0);
+  const BatchedRun run = expect_batched_equals_alone(c, "swap preemption");
+  // Every preemption really went through the host tier and came back.
+  EXPECT_GT(run.stats.num_preemptions, 0u);
+  EXPECT_EQ(run.stats.num_swap_outs, run.stats.num_preemptions);
+  EXPECT_EQ(run.stats.num_swap_ins, run.stats.num_swap_outs);
+  EXPECT_EQ(run.stats.num_swap_fallbacks, 0u);
+  EXPECT_GT(run.max_host_blocks_used, 0);
+}
+
+// A one-block host tier: a victim holding more blocks recomputes instead; each such fallback is
+// counted (beside the swaps that did fit), and the outputs do not change.
+TEST_F(EngineTest, SwapFallbackToRecomputeEqualsAlone) {
+  EngineConfig c = engine_config(14, 64);
+  c.scheduler.preemption_mode = PreemptionMode::kSwap;
+  c.kv.num_host_blocks = 1;
+  const BatchedRun run = expect_batched_equals_alone(c, "swap fallback");
+  EXPECT_GT(run.stats.num_swap_fallbacks, 0u);
+  EXPECT_EQ(run.stats.num_swap_fallbacks + run.stats.num_swap_outs, run.stats.num_preemptions);
 }
 
 TEST_F(EngineTest, PrefixCacheHitGivesIdenticalOutput) {

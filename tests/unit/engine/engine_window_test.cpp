@@ -136,5 +136,22 @@ TEST(EngineWindow, LongGenerationHoldsBoundedBlocksWithIdenticalOutputs) {
   expect_same_outputs(reference, dropped);
 }
 
+// Swap preemption of a request whose table has dropped entries: only held blocks move, the runner's
+// table keeps the dropped prefix, and the outputs stay those of the reference.
+TEST(EngineWindow, SwapPreemptionWithDroppedBlocksKeepsOutputs) {
+  REQUIRE_MISTRAL();
+  const int32_t per_request = live_blocks_per_request(model_window());
+  const WindowRun reference = run_two(window_config(128, /*drop=*/false));
+  EngineConfig c = window_config(per_request + 2, /*drop=*/true);  // too small for both at once
+  c.scheduler.preemption_mode = PreemptionMode::kSwap;
+  c.kv.num_host_blocks = 32;
+  const WindowRun swapped = run_two(c);
+  EXPECT_GT(swapped.stats.num_swap_outs, 0u);
+  EXPECT_EQ(swapped.stats.num_swap_fallbacks, 0u);
+  EXPECT_EQ(swapped.stats.num_swap_ins, swapped.stats.num_swap_outs);
+  EXPECT_GT(swapped.stats.num_blocks_dropped, 0u);
+  expect_same_outputs(reference, swapped);
+}
+
 }  // namespace
 }  // namespace lemma::testing

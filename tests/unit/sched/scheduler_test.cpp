@@ -1,10 +1,14 @@
 #include "lemma/sched/scheduler.h"
 
+#include <algorithm>
 #include <numeric>
+#include <sstream>
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include "lemma/base/error.h"
+#include "lemma/base/logging.h"
 
 namespace lemma {
 namespace {
@@ -195,6 +199,9 @@ TEST(Scheduler, SwapPreemptionMovesBlocksToTheHostAndBack) {
   EXPECT_EQ(sched.find(2)->status(), RequestStatus::kSwapped);
   EXPECT_EQ(sched.find(2)->num_computed_tokens(), 8);
   EXPECT_EQ(sched.kv().num_free_host_blocks(), 2);
+  EXPECT_EQ(sched.stats().num_swap_outs, 1u);
+  EXPECT_EQ(sched.stats().num_swapped, 1);
+  EXPECT_EQ(sched.stats().host_blocks_used, 2);
   sched.check_invariants();
   sched.update(p, ones(p));
   while (sched.find(1) != nullptr) {
@@ -207,7 +214,60 @@ TEST(Scheduler, SwapPreemptionMovesBlocksToTheHostAndBack) {
   EXPECT_EQ(p.new_requests[0].num_computed_tokens, 8);
   EXPECT_EQ(p.scheduled[0].num_new_tokens, 1);
   EXPECT_EQ(sched.kv().num_free_host_blocks(), 4);
+  const SchedulerStats stats = sched.stats();
+  EXPECT_EQ(stats.num_swap_ins, 1u);
+  EXPECT_EQ(stats.num_swap_fallbacks, 0u);
+  EXPECT_EQ(stats.num_preemptions, 1u);
   sched.check_invariants();
+}
+
+// Captures what lemma::log() writes while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) { log().sinks().push_back(sink_); }
+  ~LogCapture() {
+    auto& sinks = log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  int count(const std::string& needle) const {
+    const std::string text = out_.str();
+    int n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// A swap preemption the host tier cannot take recomputes instead: counted, and logged once per
+// occurrence with the reason.
+TEST(Scheduler, SwapFallbackToRecomputeIsCountedAndLogged) {
+  for (int32_t host_blocks : {0, 1}) {  // no host tier; one too small for the victim's 2 blocks
+    SchedulerConfig c;
+    c.preemption_mode = PreemptionMode::kSwap;
+    Scheduler sched(c, kv_config(4, host_blocks));
+    sched.add_request(make_request(1, 7, 8));
+    sched.add_request(make_request(2, 7, 8));
+    LogCapture logs;
+    StepPlan p;
+    for (int i = 0; i < 3; ++i) {
+      p = sched.schedule();
+      if (i < 2) sched.update(p, ones(p));
+    }
+    EXPECT_EQ(p.preempted_ids, std::vector<RequestId>{2});
+    EXPECT_TRUE(p.swap_out.empty());
+    EXPECT_EQ(sched.find(2)->status(), RequestStatus::kPreempted);
+    EXPECT_EQ(sched.find(2)->num_computed_tokens(), 0);
+    const SchedulerStats stats = sched.stats();
+    EXPECT_EQ(stats.num_preemptions, 1u);
+    EXPECT_EQ(stats.num_swap_fallbacks, 1u);
+    EXPECT_EQ(stats.num_swap_outs, 0u);
+    EXPECT_EQ(logs.count("swap preemption falls back to recompute"), 1) << "host blocks " << host_blocks;
+    EXPECT_EQ(logs.count(fmt::format("the host tier has {} free of {}", host_blocks, host_blocks)), 1);
+    sched.check_invariants();
+  }
 }
 
 // Sliding window 6, blocks of 4, 4 steps of at most 4 tokens: a request holds at most 3 blocks (the 9

@@ -15,6 +15,16 @@ uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
   return KvCache::kv_cache_bytes_per_token(config.num_layers, config.num_kv_heads, config.head_dim, dtype);
 }
 
+uint64_t kv_cache_bytes(const ModelConfig& config, int64_t num_blocks, int64_t block_size, KvDtype dtype) {
+  // model/kv_cache.cpp's layout: elements [layers, 2, blocks, block_size, kv_heads, head_dim], then
+  // (int8/fp8) f32 scales [layers, 2, blocks, block_size, kv_heads] from the next 64-byte boundary.
+  constexpr uint64_t kScaleAlignment = 64;
+  const auto slots = static_cast<uint64_t>(config.num_layers * 2 * num_blocks * block_size * config.num_kv_heads);
+  const uint64_t elements = slots * static_cast<uint64_t>(config.head_dim * kernels::kv_element_bytes(dtype));
+  if (!kernels::kv_dtype_has_scales(dtype)) return elements;
+  return (elements + kScaleAlignment - 1) / kScaleAlignment * kScaleAlignment + slots * sizeof(float);
+}
+
 WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights) {
   WeightBytes b;
   uint64_t matrices = 0, vectors = floats_bytes(weights.final_norm);
@@ -50,6 +60,8 @@ CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_b
   p.kv_bytes_per_sequence = blocks_per_sequence * block_bytes;
   const uint64_t kv_budget = memory_bytes > resident_weight_bytes ? memory_bytes - resident_weight_bytes : 0;
   p.max_blocks = block_bytes > 0 ? static_cast<int64_t>(kv_budget / block_bytes) : 0;
+  // The scales' alignment padding can push the last block over the budget.
+  while (p.max_blocks > 0 && kv_cache_bytes(config, p.max_blocks, block_size, dtype) > kv_budget) --p.max_blocks;
   p.max_sequences = static_cast<int64_t>(static_cast<uint64_t>(p.max_blocks) / blocks_per_sequence);
   return p;
 }

@@ -15,6 +15,11 @@ namespace lemma::bench {
 // x (head_dim x element bytes + one f32 scale for int8/fp8).
 uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype = KvDtype::kF32);
 
+// What KvCache::for_model(config, num_blocks, block_size, dtype) allocates: num_blocks x block_size x
+// kv_bytes_per_token, plus (int8/fp8) the padding that starts the scales on a 64-byte boundary.
+uint64_t kv_cache_bytes(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
+                        KvDtype dtype = KvDtype::kF32);
+
 struct WeightBytes {
   uint64_t resident = 0;        // every tensor the model holds (matrices in file dtype, 1-D tensors as f32)
   uint64_t read_per_token = 0;  // what one decode step streams: all layer matrices + LM head + one embedding row
@@ -29,7 +34,7 @@ struct CapacityPlan {
   int64_t block_size = 0;               // KV block size (tokens); a sequence holds whole blocks
   uint64_t kv_bytes_per_sequence = 0;   // ceil(context / block_size) blocks
   int64_t max_sequences = 0;            // floor((memory - weights) / kv_bytes_per_sequence), >= 0
-  int64_t max_blocks = 0;               // KV blocks that fit in (memory - weights)
+  int64_t max_blocks = 0;               // the most KV blocks whose cache (kv_cache_bytes) fits in memory - weights
 };
 
 // Throws InvalidArgument for a non-positive context or block size.

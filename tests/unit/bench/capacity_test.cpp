@@ -1,6 +1,9 @@
 // The capacity and cost models against independent arithmetic and against what KvCache really
-// allocates (KvCache::bytes()).
+// allocates: this test binary's calloc (KvCache's allocator) counts the bytes asked for while armed.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
 
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
@@ -8,8 +11,35 @@
 #include "lemma/model/kv_cache.h"
 #include "random_model.h"
 
+extern "C" void* __libc_calloc(size_t count, size_t size);  // glibc's own
+
+namespace {
+std::atomic<bool> g_count_calloc{false};
+std::atomic<uint64_t> g_calloc_bytes{0};
+}  // namespace
+
+extern "C" void* calloc(size_t count, size_t size) {
+  if (g_count_calloc.load(std::memory_order_relaxed)) g_calloc_bytes.fetch_add(count * size);
+  return __libc_calloc(count, size);
+}
+
 namespace lemma::bench {
 namespace {
+
+constexpr KvDtype kAllKvDtypes[] = {KvDtype::kF32, KvDtype::kBf16, KvDtype::kInt8, KvDtype::kFp8};
+
+// Bytes KvCache::for_model asks calloc for.
+uint64_t allocated_by_cache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, KvDtype dtype) {
+  g_calloc_bytes.store(0);
+  g_count_calloc.store(true);
+  {
+    const KvCache cache = KvCache::for_model(c, num_blocks, block_size, dtype);
+    g_count_calloc.store(false);
+  }
+  const uint64_t bytes = g_calloc_bytes.load();
+  EXPECT_GT(bytes, 0u) << "KvCache no longer allocates through calloc: measure its allocation another way";
+  return bytes;
+}
 
 ModelConfig config_with(int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim) {
   ModelConfig c = testing::small_config();
@@ -35,6 +65,39 @@ TEST(Capacity, KvBytesPerTokenMatchesTheCacheLayout) {
   }
 }
 
+// The model's bytes against what the cache allocates, for every KV dtype: exactly (kv_cache_bytes),
+// and per token (the tokens' kv_bytes_per_token plus, for int8/fp8, under 64 bytes of alignment).
+TEST(Capacity, PredictedBytesEqualWhatTheCacheAllocates) {
+  for (const ModelConfig& c : {config_with(2, 4, 4, 8), config_with(3, 6, 3, 24), config_with(1, 4, 1, 20)}) {
+    for (KvDtype d : kAllKvDtypes) {
+      for (auto [blocks, block_size] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {10, 16}}) {
+        SCOPED_TRACE(::testing::Message() << kernels::kv_dtype_name(d) << " head_dim " << c.head_dim << ", " << blocks
+                                        << " blocks of " << block_size);
+        const uint64_t real = allocated_by_cache(c, blocks, block_size, d);
+        EXPECT_EQ(kv_cache_bytes(c, blocks, block_size, d), real);
+        const uint64_t tokens_bytes = static_cast<uint64_t>(blocks * block_size) * kv_bytes_per_token(c, d);
+        ASSERT_GE(real, tokens_bytes);
+        if (kernels::kv_dtype_has_scales(d)) {
+          EXPECT_LT(real - tokens_bytes, 64u);
+        } else {
+          EXPECT_EQ(real, tokens_bytes);
+        }
+      }
+    }
+  }
+}
+
+// The scales' padding can be all that stops a block from fitting: int8, 1 layer x 1 KV head x 20,
+// blocks of one token: 2 x (20 + 4) = 48 bytes a token, but one block allocates 40 bytes of keys and
+// values padded to 64, then 8 bytes of scales = 72 bytes, more than a 48-byte budget.
+TEST(Capacity, AlignmentPaddingCountsAgainstTheBudget) {
+  const ModelConfig c = config_with(1, 4, 1, 20);
+  ASSERT_EQ(kv_bytes_per_token(c, KvDtype::kInt8), 48u);
+  EXPECT_EQ(allocated_by_cache(c, 1, 1, KvDtype::kInt8), 72u);
+  EXPECT_EQ(plan_capacity(c, 0, 48, 1, 1, KvDtype::kInt8).max_blocks, 0);
+  EXPECT_EQ(plan_capacity(c, 0, 72, 1, 1, KvDtype::kInt8).max_blocks, 1);
+}
+
 // G5: the predicted KV memory of the planned sequences against a real allocation, within 10%.
 TEST(Capacity, PlannedSequencesFitAMeasuredAllocation) {
   struct Case {
@@ -46,18 +109,20 @@ TEST(Capacity, PlannedSequencesFitAMeasuredAllocation) {
                         {config_with(3, 4, 2, 16), 257, 7, 0, 8u << 20},
                         {config_with(4, 8, 1, 32), 64, 1, 1u << 20, 6u << 20}};
   for (const Case& k : cases) {
-    const CapacityPlan plan = plan_capacity(k.config, k.weights, k.memory, k.context, k.block_size);
-    ASSERT_GT(plan.max_sequences, 0);
-    const int64_t blocks_per_seq = (k.context + k.block_size - 1) / k.block_size;
-    const KvCache sequences = KvCache::for_model(k.config, plan.max_sequences * blocks_per_seq, k.block_size);
-    const double predicted = static_cast<double>(plan.kv_bytes_per_sequence) * static_cast<double>(plan.max_sequences);
-    EXPECT_NEAR(static_cast<double>(sequences.bytes()), predicted, 0.1 * predicted);
-    // Everything planned fits the budget left after the weights, and one more sequence would not.
-    const KvCache blocks = KvCache::for_model(k.config, plan.max_blocks, k.block_size);
-    EXPECT_LE(blocks.bytes() + k.weights, k.memory);
-    EXPECT_GT(KvCache::for_model(k.config, plan.max_blocks + 1, k.block_size).bytes() + k.weights, k.memory);
-    EXPECT_GT(static_cast<double>(plan.max_sequences + 1) * static_cast<double>(plan.kv_bytes_per_sequence),
-              static_cast<double>(k.memory - k.weights));
+    for (KvDtype d : kAllKvDtypes) {
+      SCOPED_TRACE(kernels::kv_dtype_name(d));
+      const CapacityPlan plan = plan_capacity(k.config, k.weights, k.memory, k.context, k.block_size, d);
+      ASSERT_GT(plan.max_sequences, 0);
+      const int64_t blocks_per_seq = (k.context + k.block_size - 1) / k.block_size;
+      const double predicted = static_cast<double>(plan.kv_bytes_per_sequence) * static_cast<double>(plan.max_sequences);
+      const uint64_t sequences = allocated_by_cache(k.config, plan.max_sequences * blocks_per_seq, k.block_size, d);
+      EXPECT_NEAR(static_cast<double>(sequences), predicted, 0.1 * predicted);
+      // Everything planned fits the budget left after the weights, and one more block would not.
+      EXPECT_LE(allocated_by_cache(k.config, plan.max_blocks, k.block_size, d) + k.weights, k.memory);
+      EXPECT_GT(allocated_by_cache(k.config, plan.max_blocks + 1, k.block_size, d) + k.weights, k.memory);
+      EXPECT_GT(static_cast<double>(plan.max_sequences + 1) * static_cast<double>(plan.kv_bytes_per_sequence),
+                static_cast<double>(k.memory - k.weights));
+    }
   }
 }
 

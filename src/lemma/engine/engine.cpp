@@ -152,7 +152,9 @@ StepReport Engine::step() {
   std::unordered_map<RequestId, std::vector<SampleResult>> details;
   for (auto& d : ran.details) details.emplace(d.id, std::move(d.samples));
   trace::Scope t_update("update", "engine");
-  for (auto& out : scheduler_.update(plan, ran.result)) {
+  auto outputs = scheduler_.update(plan, ran.result);
+  report.outputs.reserve(report.outputs.size() + outputs.size());
+  for (auto& out : outputs) {
     request_trace_.produced(out);
     EngineOutput e = wrap(std::move(out));
     if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())

@@ -10,6 +10,8 @@ namespace lemma {
 PrefixCache::PrefixCache(BlockPool& pool, int32_t block_size)
     : pool_(&pool), block_size_(block_size), entries_(static_cast<size_t>(pool.num_blocks())) {
   if (block_size <= 0) throw std::invalid_argument(fmt::format("PrefixCache: block_size {} <= 0", block_size));
+  tokens_.resize(static_cast<size_t>(pool.num_blocks()) * static_cast<size_t>(block_size));
+  by_hash_.reserve(static_cast<size_t>(pool.num_blocks()));
   pool.set_eviction_listener([this](BlockId b) { evict(b); });
 }
 
@@ -29,7 +31,7 @@ std::vector<BlockId> PrefixCache::find(std::span<const BlockHash> hashes, std::s
     const BlockId b = lookup(hashes[i]);
     if (b < 0) break;
     const auto want = token_ids.subspan(i * block_size_, block_size_);
-    const auto& have = entries_[b].tokens;
+    const auto have = tokens_of(b);
     if (!std::equal(want.begin(), want.end(), have.begin(), have.end())) break;  // a collision: treat as miss
     blocks.push_back(b);
   }
@@ -43,7 +45,8 @@ bool PrefixCache::insert(BlockId block, const BlockHash& hash, std::span<const i
   if (pool_->ref_count(block) <= 0) throw std::logic_error(fmt::format("PrefixCache: caching free block {}", block));
   if (entries_[block].valid || by_hash_.count(hash) != 0) return false;
   by_hash_.emplace(hash, block);
-  entries_[block] = Entry{hash, std::vector<int32_t>(block_tokens.begin(), block_tokens.end()), true};
+  entries_[block] = Entry{hash, true};
+  std::copy(block_tokens.begin(), block_tokens.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(block) * block_size_);
   pool_->set_cached(block, true);
   return true;
 }

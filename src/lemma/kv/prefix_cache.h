@@ -49,15 +49,18 @@ class PrefixCache {
  private:
   struct Entry {
     BlockHash hash;
-    std::vector<int32_t> tokens;
     bool valid = false;
   };
   void evict(BlockId block);
+  std::span<const int32_t> tokens_of(BlockId block) const {
+    return std::span(tokens_).subspan(static_cast<size_t>(block) * block_size_, static_cast<size_t>(block_size_));
+  }
 
   BlockPool* pool_;
   int32_t block_size_;
   std::unordered_map<BlockHash, BlockId, BlockHashHasher> by_hash_;
-  std::vector<Entry> entries_;  // indexed by block id
+  std::vector<Entry> entries_;   // indexed by block id
+  std::vector<int32_t> tokens_;  // [num_blocks, block_size]: each valid entry's token ids (no allocation per insert)
 };
 
 }  // namespace lemma

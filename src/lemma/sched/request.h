@@ -59,6 +59,8 @@ class Request {
   void set_num_computed_tokens(int64_t n);
   void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
   void count_preemption() { ++num_preemptions_; }
+  // Room for `n` tokens in all, so appending outputs up to n never reallocates.
+  void reserve_tokens(int64_t n) { token_ids_.reserve(static_cast<size_t>(n)); }
 
  private:
   RequestId id_;

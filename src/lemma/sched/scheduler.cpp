@@ -1,6 +1,8 @@
 #include "lemma/sched/scheduler.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <tuple>
 
@@ -44,6 +46,8 @@ void Scheduler::add_request(Request request) {
   validate(request);
   const RequestId id = request.id();
   request.set_status(RequestStatus::kWaiting);
+  // Decode steps then append without reallocating (the longest a request gets is max_model_len).
+  request.reserve_tokens(std::min(request.num_prompt_tokens() + request.stop().max_tokens, config_.max_model_len));
   requests_.emplace(id, Entry{std::move(request), 0, {}});
   enqueue_waiting(id, /*at_front=*/false);
 }
@@ -77,6 +81,9 @@ StepPlan Scheduler::schedule() {
   if (config_.policy == SchedulingPolicy::kPriority)
     std::stable_sort(running_.begin(), running_.end(),
                      [&](RequestId a, RequestId b) { return before(entry(a).request, entry(b).request); });
+  // One allocation per list rather than one per doubling.
+  plan.cached_requests.reserve(running_.size());
+  plan.scheduled.reserve(std::min(running_.size() + waiting_.size(), static_cast<size_t>(config_.max_num_seqs)));
   int64_t budget = config_.max_num_batched_tokens;
   bool preempted = false;
   drop_dead_blocks();
@@ -231,9 +238,19 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
 }
 
 std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepResult& result) {
-  std::unordered_map<RequestId, const SampledTokens*> sampled;
-  for (const auto& s : result.sampled) sampled[s.id] = &s;
+  // Sampled tokens by request id, in a buffer kept across steps (no allocation per step).
+  // A request named twice takes its last entry.
+  sampled_index_.clear();
+  for (size_t i = 0; i < result.sampled.size(); ++i) sampled_index_.emplace_back(result.sampled[i].id, i);
+  std::sort(sampled_index_.begin(), sampled_index_.end());
+  const auto find_sampled = [&](RequestId id) -> const SampledTokens* {
+    const auto it = std::upper_bound(sampled_index_.begin(), sampled_index_.end(),
+                                     std::pair<RequestId, size_t>(id, SIZE_MAX));
+    return it != sampled_index_.begin() && std::prev(it)->first == id ? &result.sampled[std::prev(it)->second]
+                                                                       : nullptr;
+  };
   std::vector<RequestOutput> outputs;
+  outputs.reserve(plan.scheduled.size());
   for (const ScheduledRequest& s : plan.scheduled) {
     const auto it = requests_.find(s.id);
     if (it == requests_.end()) continue;  // aborted since the plan
@@ -242,14 +259,14 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
     kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
     if (!s.needs_sample) continue;
-    const auto sit = sampled.find(s.id);
-    if (sit == sampled.end() || sit->second->token_ids.empty()) {
+    const SampledTokens* sampled = find_sampled(s.id);
+    if (sampled == nullptr || sampled->token_ids.empty()) {
       outputs.push_back(finish(s.id, RequestStatus::kFinishedFailed, {}));
       continue;
     }
     std::vector<int32_t> new_tokens;
     std::optional<RequestStatus> done;
-    for (const int32_t token : sit->second->token_ids) {
+    for (const int32_t token : sampled->token_ids) {
       r.append_output_tokens(std::span(&token, 1));
       new_tokens.push_back(token);
       done = check_stop(r.stop(), r.output_token_ids(), r.num_tokens(), config_.max_model_len);

@@ -113,6 +113,7 @@ class Scheduler {
   std::deque<RequestId> waiting_;
   std::vector<RequestId> running_;  // admission order (FCFS) or policy order; the back is preempted first
   std::vector<RequestId> finished_since_plan_;
+  std::vector<std::pair<RequestId, size_t>> sampled_index_;  // update()'s (id, index) lookup, reused
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;
   uint64_t num_swap_outs_ = 0, num_swap_ins_ = 0, num_swap_fallbacks_ = 0, num_blocks_dropped_ = 0;

@@ -18,6 +18,13 @@ size_t ConnectionTable::size() const {
   return entries_.size();
 }
 
+size_t ConnectionTable::num_idle() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [id, entry] : entries_) n += entry.idle ? 1 : 0;
+  return n;
+}
+
 std::unique_ptr<ConnectionTable::Lease> ConnectionTable::open(Closer closer) {
   std::lock_guard lock(mu_);
   const uint64_t id = next_id_++;

@@ -38,6 +38,7 @@ class ConnectionTable {
   explicit ConnectionTable(size_t capacity) : capacity_(capacity) {}
   size_t capacity() const { return capacity_; }
   size_t size() const;
+  size_t num_idle() const;  // keep-alive connections waiting for their next request
   bool is_full() const { return size() >= capacity_; }
   // Registers a connection (the caller checked room first; the count may pass the cap briefly).
   std::unique_ptr<Lease> open(Closer closer);

@@ -70,6 +70,12 @@ struct EngineStats {
   int64_t prefix_cache_queries = 0;  // monotonically increasing
   int64_t prefix_cache_hits = 0;     // monotonically increasing
   int64_t preemptions = 0;           // monotonically increasing
+  int64_t swap_outs = 0;          // monotonically increasing
+  int64_t swap_ins = 0;           // monotonically increasing
+  int64_t swap_fallbacks = 0;     // swap preemptions recomputed instead; monotonically increasing
+  int64_t requests_swapped = 0;
+  int64_t host_blocks_used = 0;
+  int64_t kv_blocks_dropped = 0;  // sliding window; monotonically increasing
   // Sequences per engine step: cumulative bucket counts for kBatchSizeBuckets, plus sum/count.
   std::vector<int64_t> batch_size_bucket_counts;  // empty: not reported
   double batch_size_sum = 0.0;

@@ -256,6 +256,12 @@ void EngineService::publish_stats(int64_t batch_size) {
   stats_.prefix_cache_queries = static_cast<int64_t>(s.prefix_cache_queries);
   stats_.prefix_cache_hits = static_cast<int64_t>(s.prefix_cache_hits);
   stats_.preemptions = static_cast<int64_t>(s.num_preemptions);
+  stats_.swap_outs = static_cast<int64_t>(s.num_swap_outs);
+  stats_.swap_ins = static_cast<int64_t>(s.num_swap_ins);
+  stats_.swap_fallbacks = static_cast<int64_t>(s.num_swap_fallbacks);
+  stats_.requests_swapped = s.num_swapped;
+  stats_.host_blocks_used = s.host_blocks_used;
+  stats_.kv_blocks_dropped = static_cast<int64_t>(s.num_blocks_dropped);
   if (batch_size > 0) {
     for (size_t b = 0; b < std::size(kBatchSizeBuckets); ++b)
       if (static_cast<double>(batch_size) <= kBatchSizeBuckets[b]) ++stats_.batch_size_bucket_counts[b];

@@ -83,6 +83,14 @@ std::string Metrics::render(const EngineStats& engine) const {
   counter("lemma_prefix_cache_queries_total", "Prefix-cache block lookups.", engine.prefix_cache_queries);
   counter("lemma_prefix_cache_hits_total", "Prefix-cache block hits.", engine.prefix_cache_hits);
   counter("lemma_preemptions_total", "Requests preempted by the scheduler.", engine.preemptions);
+  counter("lemma_swap_outs_total", "Preempted requests whose KV blocks moved to the host tier.", engine.swap_outs);
+  counter("lemma_swap_ins_total", "Swapped requests whose KV blocks moved back from the host tier.", engine.swap_ins);
+  counter("lemma_swap_fallbacks_total", "Swap preemptions recomputed instead because the host tier had no room.",
+          engine.swap_fallbacks);
+  gauge("lemma_requests_swapped", "Preempted requests whose KV blocks are in the host tier.", engine.requests_swapped);
+  gauge("lemma_kv_host_blocks_used", "Host-tier (swap) KV blocks in use.", engine.host_blocks_used);
+  counter("lemma_kv_blocks_dropped_total", "KV blocks freed because they fell wholly before the sliding window.",
+          engine.kv_blocks_dropped);
 
   std::lock_guard lock(mu_);
   header(out, "lemma_http_requests_total", "counter", "HTTP requests by endpoint and status class.");

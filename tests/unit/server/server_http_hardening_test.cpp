@@ -168,6 +168,7 @@ TEST_F(ServerTest, ConnectionCapRefusesOrEvictsIdle) {
   // Make one of them an idle keep-alive connection: a newcomer takes its place.
   held[0]->send("\r\n");
   held[0]->read_until("\"ok\"}", 2000);
+  ASSERT_TRUE(eventually([&] { return server_->context().connections.num_idle() == 1; }));
   auto r = http_request(port_, "GET", "/health");
   EXPECT_EQ(r.status, 200);
   held[0]->read_until("NEVER", 300);

@@ -84,7 +84,7 @@ LogitComparison compare_logits(const std::vector<float>& logits, int64_t vocab, 
       r.max_abs_golden = std::max(r.max_abs_golden, std::abs(g));
       r.max_abs_diff = std::max(r.max_abs_diff, std::abs(g - logits[t * static_cast<size_t>(vocab) + static_cast<size_t>(v)]));
     }
-    const auto got = argmax(std::span<const float>(logits).subspan(t * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+    const auto got = greedy_token(std::span<const float>(logits).subspan(t * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
     if (got != argmax_json[t].get<int32_t>()) ++r.argmax_mismatches;
   }
   return r;

@@ -1,14 +1,14 @@
 #include "lemma/model/greedy_generate.h"
 
+#include <algorithm>
+
 #include "lemma/base/error.h"
+#include "lemma/kernels/vocab_ops.h"
 
 namespace lemma {
 
-int32_t argmax(std::span<const float> values) {
-  size_t best = 0;
-  for (size_t i = 1; i < values.size(); ++i)
-    if (values[i] > values[best]) best = i;
-  return static_cast<int32_t>(best);
+int32_t greedy_token(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max<int64_t>(0, kernels::argmax_first(logits)));
 }
 
 std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t> prompt, int64_t num_new,
@@ -28,7 +28,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
   int32_t next = 0;
   for (int64_t step = 0; step < num_new; ++step) {
     model.forward(batch, cache, workspace, logits);
-    next = argmax(logits);
+    next = greedy_token(logits);
     out.push_back(next);
     if (stop_token && next == *stop_token) break;
     batch.sequences[0] = {std::span<const int32_t>(&next, 1),

@@ -13,8 +13,8 @@
 
 namespace lemma {
 
-// Index of the largest value, the lowest index on ties.
-int32_t argmax(std::span<const float> values);
+// The greedy next token: the largest logit, the lowest id on ties (NaN counts as -inf).
+int32_t greedy_token(std::span<const float> logits);
 
 // Returns the `num_new` generated ids (the prompt is not repeated). Stops early after
 // `stop_token` when given. Throws InvalidArgument for an empty prompt.

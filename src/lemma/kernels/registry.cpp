@@ -62,13 +62,9 @@ void int8_avx512(const MatmulArgs& args) {
 }
 
 // Int8 activations on AMX: the AMX-INT8 kernel from MinRows rows of x, the VNNI kernel below (the
-// same bits, so the switch keeps every output independent of M). matmul_bench, qwen05b-shape,
-// 2 threads, W from DRAM (cold:1). Q8_0x16: at M = 16 the tiles lose 15-25%; at M = 32 (one-group
-// panels, interleaved_amx_kernel.h) gate is even, down 10-20% faster, 896 x 896 even to 10% slower,
-// and batched decode of 32 sequences ran 1-10% faster end to end in six alternating rounds (389-426
-// vs 372-397 tok/s, a loaded hour); from 128 rows the tiles gain 5-35%. The nibble forms unpack
-// their codes while staging, which a few rows of x do not repay: Q4_0x16 lost 5-30% at M = 32 and
-// 64 (32-sequence decode 406-411 vs 415-444 tok/s) and was even to 15% faster at 128.
+// same bits, so the switch keeps every output independent of M). The tiles pay off from 32 rows for
+// Q8_0x16 (one-group panels, interleaved_amx_kernel.h; below, staging costs more than they save);
+// the nibble forms unpack their codes while staging, which only 128 rows and more repay.
 constexpr int64_t kAmxQ8MinRows = 32;
 constexpr int64_t kAmxNibbleMinRows = 128;
 template <MatmulFn Amx, MatmulFn Vnni, int64_t MinRows>

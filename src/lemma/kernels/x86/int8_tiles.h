@@ -17,9 +17,9 @@ static inline void weight_rows(const MatmulArgs& a, int64_t n0, const uint8_t* (
   for (int c = 0; c < C; ++c) w[c] = static_cast<const uint8_t*>(a.w) + (n0 + c) * a.w_row_bytes;
 }
 
-// y[m0 + r, n0 + c] = sums[r][c] (+ bias[n0 + c]) for the tile's outputs. (The sums come as an
-// array, reduced by the caller: a lambda reading the accumulators kept them out of registers and
-// cost the AVX2 Q4_K kernel 10%.)
+// y[m0 + r, n0 + c] = sums[r][c] (+ bias[n0 + c]) for the tile's outputs. The sums come as an array
+// the caller reduced: a lambda reading the accumulators instead changes how the compiler keeps them
+// in registers, and slowed the AVX2 Q4_K kernel.
 template <int R, int C>
 static inline void store_sums(const MatmulArgs& a, int64_t m0, int64_t n0, const float (&sums)[R][C]) {
   for (int r = 0; r < R; ++r) {

@@ -26,15 +26,10 @@ static inline void group_starts(const MatmulArgs& a, int64_t g0, int64_t blocks,
 // Software prefetch of W for the interleaved kernels: each group of 16 rows is one forward stream,
 // prefetched ahead of the bytes being read, by a distance that depends on how many streams a
 // register tile reads at once. A tile of several groups (prefill, bf16 decode) reads several
-// streams, each prefetched 1 KiB ahead: measured on qwen05b-shape decode (2 threads), prefetching
-// the next register tile's groups instead (tens to hundreds of KiB ahead, past L1) was 10-15% slower
-// for bf16x16 and Q8_0x16; 1, 1.5 and 2 KiB ahead were alike, 4 KiB per stream slower. A tile of one
-// group (int8 decode) walks a thread's rows as one contiguous stream, since groups lie one after the
-// other: prefetched 8 KiB ahead, the LM head's Q4_0 GEMV (2 threads) went from 58-63 to 82-91 GB/s
-// and Q8_0's from 57-60 to 68-73 (matmul_bench; 4, 12, 16 and 24 KiB were lower). Past a group's end
-// the prefetch reaches into the next group, which the next tile reads. (Measured later against no
-// software prefetch at all, Q8_0x16 / Q4_0x16 / Q5_0x16 decode read faster without one and dropped
-// it, see matmul_interleaved_vnni.cpp; the int8 GEMVs now prefetch into L2, see below.)
+// streams, each prefetched 1 KiB ahead (into L1; much farther, past L1, was slower). A tile of one
+// group walks a thread's rows as one contiguous stream, since groups lie one after the other, and
+// prefetches 8 KiB ahead; past a group's end that reaches into the next group, which the next tile
+// reads. (The int8 decode GEMVs prefetch into L2 instead, below.)
 constexpr int64_t kStreamPrefetchBytes = 1024;
 constexpr int64_t kOneStreamPrefetchBytes = 8192;
 template <int Streams>
@@ -45,11 +40,8 @@ static inline void prefetch_stream(const void* reading, int64_t bytes) {
 }
 
 // The int8 decode kernels' one stream per thread (Q8_0x16 / Q4_0x16 / ... GEMV, matmul_interleaved_vnni.cpp):
-// into L2 (T1), 4 KiB ahead. On the Sapphire-Rapids-class VM (2 threads, matmul_bench from DRAM,
-// alternating rounds 2026-12-06): LM head Q8_0x16 23.7-24.7 -> 26.5-26.8 GB/s, Q4_0x16 23.3 -> 25.4-26.7,
-// gate 4864x896 Q4_0x16 21.1-21.8 -> 24.3-25.1; T0 at 4-8 KiB was slower than no prefetch for Q4_0x16
-// (15.8-19.3) and T1 at 16-64 KiB or T2 no better. (On the Zen 5 of earlier sessions T0 at 8 KiB
-// was slower than no prefetch; T1 was not tried there.)
+// into L2 (T1), 4 KiB ahead: faster from DRAM than none, and than T0 (which competes with the
+// kernel's own loads for L1) or T1 much farther ahead.
 constexpr int64_t kDecodeStreamPrefetchBytes = 4096;
 static inline void prefetch_decode_stream(const void* reading, int64_t bytes) {
   const char* ahead = static_cast<const char*>(reading) + kDecodeStreamPrefetchBytes;
@@ -58,15 +50,10 @@ static inline void prefetch_decode_stream(const void* reading, int64_t bytes) {
 
 // The same prefetch spread over a superblock's work: part `step` of `Steps` of its lines, so the
 // core never issues more prefetches at once than its miss buffers take. The K-quant superblocks
-// are 36 (Q4_Kx16) and 53 (Q6_Kx16) lines; issued in one burst, the core stalled until most had
-// arrived and compute stopped overlapping memory. llama1b-shape Q4_K_M decode, 2 threads, alternating:
-// 25.1-32.0 -> 34.4-38.4 tok/s; matmul_bench Q6_Kx16 LM head from DRAM 17.6-23.3 -> 24.1-30.7 GB/s.
-// Q8_0x16 / Q4_0x16 (9 and 5 lines per superblock) showed no difference.
-// One stream (the K-quant decode GEMVs) goes into L2 (T1) 4 KiB ahead like prefetch_decode_stream:
-// on the Sapphire-Rapids-class VM (matmul_bench M=1 from DRAM, 2 threads, 2026-12-06) against T0
-// 8 KiB ahead: Q4_Kx16 LM head 20.4-20.9 -> 25.8-27.9 GB/s, llama1b down 23.1-25.5 -> 26.6-27.5,
-// Q5_Kx16 LM head 17.6-19.2 -> 25.9-26.1, Q6_Kx16 LM head 17.4-17.7 -> 24.2-24.8, qwen down
-// 18.4-19.1 -> 22.9-23.4; T1 8 KiB ahead was in between. Several streams keep T0 1 KiB ahead.
+// are 36 (Q4_Kx16) to 53 (Q6_Kx16) lines; issued in one burst, the core stalled until most had
+// arrived and compute stopped overlapping memory (the small Q8_0x16 / Q4_0x16 superblocks, 9 and 5
+// lines, do not care). One stream (the K-quant decode GEMVs) goes into L2 (T1) 4 KiB ahead like
+// prefetch_decode_stream; several streams keep T0 1 KiB ahead.
 template <int Streams, int Steps>
 static inline void prefetch_stream_part(const void* reading, int64_t bytes, int step) {
   constexpr bool kOneStream = Streams == 1;
@@ -99,19 +86,24 @@ static inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// Runs tile.template operator()<R, G>(m0, g0) over every row of x and 16-row group of W: one group
-// at a time for decode (M == 1: each thread's rows one forward stream), else R rows by G groups.
-template <int R, int G, class Tile>
+// A register tile's shape: rows of x by 16-row groups of W.
+struct TileShape {
+  int rows, groups;
+};
+
+// Runs tile.template operator()<R, G>(m0, g0) over every row of x and 16-row group of W, in tiles of
+// up to kDecode's shape while M <= kDecodeRows (decode: the tiles that keep W's reads one stream),
+// else of kPrefill's.
+template <int kDecodeRows, TileShape kDecode, TileShape kPrefill, class Tile>
 static inline void for_each_group_tile(const MatmulArgs& a, Tile&& tile) {
   const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  if (a.M == 1) {
-    for_each_tile<1, 1>(a.M, groups, tile);
+  if (a.M <= kDecodeRows) {
+    for_each_tile<kDecode.rows, kDecode.groups>(a.M, groups, tile);
   } else {
-    for_each_tile<R, G>(a.M, groups, tile);
+    for_each_tile<kPrefill.rows, kPrefill.groups>(a.M, groups, tile);
   }
 }
 
-// y rows m0.. and the outputs of groups g0.., the last group masked to N (+ bias, one add).
 // The float interleaved kernels' walk (bf16x16, f16x16): blocks of groups (about 256 KiB of W,
 // `group_bytes` per group, staying in L2) outer, rows of x in tiles of MaxR, groups in tiles of MaxG,
 // remainders as smaller tiles: tile.template operator()<R, G>(m0, g0, next_block), next_block = the

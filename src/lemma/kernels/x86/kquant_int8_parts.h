@@ -54,6 +54,16 @@ static inline __m256 accumulate(float d, __m256i S, float dx, __m256 acc) {
   return _mm256_fmadd_ps(_mm256_set1_ps(d * dx), _mm256_cvtepi32_ps(S), acc);
 }
 
+// The block's f32 part, with mins (Q4_K/Q5_K/Q2_K) or without (Q6_K/Q3_K: mins unused).
+template <bool kMins>
+static inline __m256 finish_block(float d, float dmin, __m256i mins, __m256i S, __m256i sums, float dx, __m256 acc) {
+  if constexpr (kMins) {
+    return accumulate_with_mins(d, dmin, mins, S, sums, dx, acc);
+  } else {
+    return accumulate(d, S, dx, acc);
+  }
+}
+
 // Q3_K's 16 scales (with their -32) as int16: unpack_k3_scale on 32-bit words (4 scales each).
 static inline __m256i k3_scales(const uint8_t* packed) {
   uint32_t w[3];

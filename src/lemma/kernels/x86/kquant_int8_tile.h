@@ -1,7 +1,8 @@
 // The K-quant int8-activation tile (q8k_activations.h) both ISAs run, over an ISA's integer dot
-// steps `Dot` (AVX2: 32 codes per step, vpmaddubsw then vpmaddwd by the chunk's scales; AVX-512 VNNI:
-// 64 codes per step, vpmaddubsw then vpdpwssd) and a weight format `W` (the ISA file's decoder:
-// prepare(block), codes(prep, step), scales(prep, step), finish(...), kOffset). Per 256-value block
+// steps `Dot` (its vector layer plus kCodes, load_codes, accumulate and fold; AVX2: 32 codes per
+// step, vpmaddubsw then vpmaddwd by the chunk's scales; AVX-512 VNNI: 64 codes per step, vpmaddubsw
+// then vpdpwssd) and a weight format `W` (the ISA file's decoder: prepare(block), codes(prep, step),
+// scales(prep, step), finish(...), kOffset). Per 256-value block
 // each W row is prepared once; per step its unsigned codes are decoded once and every x row meets
 // them: vpmaddubsw(u, q_x) gives exact int16 pair sums (2 * 63 * 127 < 32768; Q6_K/Q3_K then take
 // off o * x's pair sums), and Dot::accumulate adds them times the int16 scales into int32 lanes; at
@@ -44,7 +45,7 @@ void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
     for (int c = 0; c < C; ++c) p[c] = W::prepare(w[c] + b * W::kBytes);
     I S[R][C];
     for (auto& row : S)
-      for (auto& v : row) v = Dot::zero();
+      for (auto& v : row) v = Dot::zero_i32();
     for (int step = 0; step < kSteps; ++step) {
       I u[C], sc[C];
       for (int c = 0; c < C; ++c) {
@@ -52,11 +53,11 @@ void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
         sc[c] = W::scales(p[c], step);
       }
       for (int r = 0; r < R; ++r) {
-        const I x = Dot::load(xc[r] + b * kQ8KBlock + Dot::kCodes * step);
+        const I x = Dot::load_codes(xc[r] + b * kQ8KBlock + Dot::kCodes * step);
         // Q6_K/Q3_K: o * (pair sums of x), taken off each (u, x) pair sum: (u - o) q, exact in int16.
-        const I offset = W::kOffset != 0 ? Dot::pair_sums(Dot::set1_i8(W::kOffset), x) : Dot::zero();
+        const I offset = W::kOffset != 0 ? Dot::pair_sums_u8i8(Dot::set1_i8(W::kOffset), x) : Dot::zero_i32();
         for (int c = 0; c < C; ++c) {
-          I pairs = Dot::pair_sums(u[c], x);
+          I pairs = Dot::pair_sums_u8i8(u[c], x);
           if constexpr (W::kOffset != 0) pairs = Dot::sub_i16(pairs, offset);
           S[r][c] = Dot::accumulate(S[r][c], pairs, sc[c]);
         }

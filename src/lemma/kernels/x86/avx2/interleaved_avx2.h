@@ -20,11 +20,7 @@
 namespace lemma::kernels::x86 {
 
 // 4 signed codes of x broadcast to every 32-bit lane (the signed operand of vpmaddubsw).
-static inline __m256i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+static inline __m256i broadcast4(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
 
 // int16 pair sums -> int32 per row (each row's 32-bit lane holds two int16).
 static inline __m256i widen(__m256i pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
@@ -70,16 +66,11 @@ template <int R, int H>
   }
 }
 
-// tile.template operator()<R, 1>(m0, g) over every row of x and 16-row group of W: up to 2 rows of x
-// per tile for M <= 2 (decode), up to PrefillRows otherwise.
+// The AVX2 interleaved kernels' walk: one group per tile, up to 2 rows of x for M <= 2 (decode), up
+// to PrefillRows otherwise.
 template <int PrefillRows, class Tile>
 static inline void for_each_group(const MatmulArgs& a, Tile&& tile) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, tile);
-  } else {
-    for_each_tile<PrefillRows, 1>(a.M, groups, tile);
-  }
+  for_each_group_tile<2, TileShape{2, 1}, TileShape{PrefillRows, 1}>(a, tile);
 }
 
 }  // namespace lemma::kernels::x86

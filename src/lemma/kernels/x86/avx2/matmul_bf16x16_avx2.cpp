@@ -8,8 +8,7 @@
 // results: the kernel runs with MXCSR's DAZ and FTZ set (restored before the outputs, whose + bias
 // is an ordinary add, as the oracle's). Register tile: for M <= 2 up to 2 rows of x by 2 groups (4
 // or more independent FMA chains, as each output's chain is K long); else up to 4 rows by one group,
-// whose 16 rows stay in L1 while the rows of x pass (pp512 under LEMMA_ISA=avx2, qwen05b-shape /
-// llama1b-shape: 2 x 2 tiles 128-130 / 48-49 tok/s, 4 x 1 193-194 / 77-78, 6 x 1 168-173 / 67).
+// whose 16 rows stay in L1 while the rows of x pass (faster for prefill than 2 x 2 or 6 x 1).
 // No software prefetch: each group is one forward stream. Rows never depend on M.
 #include <immintrin.h>
 
@@ -19,6 +18,7 @@
 #include "lemma/kernels/bf16_activations.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/x86/avx2/interleaved_avx2.h"
+#include "lemma/kernels/x86/interleaved_tiles.h"
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 
@@ -74,13 +74,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 // Every tile under DAZ + FTZ; a separate, not inlined function so that no arithmetic moves across
 // the MXCSR writes around it.
 [[gnu::noinline]] void run_tiles(const MatmulArgs& a) {
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); };
-  if (a.M <= 2) {
-    for_each_tile<2, 2>(a.M, groups, t);
-  } else {
-    for_each_tile<4, 1>(a.M, groups, t);
-  }
+  for_each_group_tile<2, TileShape{2, 2}, TileShape{4, 1}>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); });
 }
 
 }  // namespace

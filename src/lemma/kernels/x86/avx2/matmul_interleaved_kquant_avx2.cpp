@@ -215,9 +215,8 @@ void q6_tile(const MatmulArgs& a, int64_t m0, int64_t g) {
   store_group<VecAvx2, R>(a, m0, g, [&](int r, int h) { return acc[r][h]; });
 }
 
-// Rows of x per register tile for M > 2, measured (llama1b-shape down 2048x8192, M = 512, 2 threads,
-// GFLOP/s): Q4_K 2 / 3 / 4 rows 260-278 / 306-320 / 295-330, Q5_K 178-188 / 219-220 / 231-245, Q6_K
-// 181-189 / 165-168 / 131-137 (its four code vectors per step already fill the registers).
+// Rows of x per register tile for M > 2, the fastest measured: 4 for Q4_K / Q5_K (their decoding
+// shared by more rows), 2 for Q6_K (its four code vectors per step already fill the registers).
 constexpr int kPrefillRows45 = 4, kPrefillRows6 = 2;
 
 }  // namespace

@@ -7,8 +7,7 @@
 // is weighted by the rows' scales (vpmulld). Q2_K's mins meet x's 16-value code sums in 8 vpmaddwd
 // of int16 pairs. All integer sums are exact, so every output is bit for bit the oracle's
 // (matmul_q2_kx16_int8_reference / q3). Register tile: up to 2 rows of x by one group; each block
-// runs half 0 then half 1 of the rows (4 rows of x per tile measured no faster at M = 512: Q2_K
-// 238-247 -> 220 GFLOP/s, Q3_K 176-184 -> 186-187). Rows never depend on M.
+// runs half 0 then half 1 of the rows (4 rows of x per tile were no faster). Rows never depend on M.
 #include <immintrin.h>
 
 #include <cstdint>

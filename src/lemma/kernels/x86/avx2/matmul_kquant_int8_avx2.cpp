@@ -10,6 +10,7 @@
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/kquant_int8_parts.h"
 #include "lemma/kernels/x86/kquant_int8_tile.h"
+#include "lemma/kernels/x86/vec/vec_avx2.h"
 
 namespace lemma::kernels::x86 {
 
@@ -142,24 +143,15 @@ struct Q23K {
   }
   static __m256i scales(const Prep& p, int c) { return g16_chunk_scales(p.sc, c); }
   static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    if constexpr (Q3) {
-      return accumulate(p.d, S, dx, acc);
-    } else {
-      return accumulate_with_mins(p.d, p.dmin, p.mins, S, sums, dx, acc);
-    }
+    return finish_block<!Q3>(p.d, p.dmin, p.mins, S, sums, dx, acc);
   }
 };
 
-// The AVX2 integer steps of kquant_tile: 32 codes, vpmaddubsw, vpmaddwd by the scales.
-struct Dot {
-  using I = __m256i;
+// kquant_tile's integer steps on AVX2: 32 codes, vpmaddubsw, then vpmaddwd by the chunk's scales.
+struct Dot : VecAvx2 {
   static constexpr int kCodes = 32;
-  static I zero() { return _mm256_setzero_si256(); }
-  static I load(const int8_t* p) { return load256(p); }
-  static I set1_i8(char v) { return _mm256_set1_epi8(v); }
-  static I pair_sums(I u, I x) { return _mm256_maddubs_epi16(u, x); }
-  static I sub_i16(I a, I b) { return _mm256_sub_epi16(a, b); }
-  static I accumulate(I S, I pairs, I sc) { return _mm256_add_epi32(S, _mm256_madd_epi16(pairs, sc)); }
+  static I load_codes(const int8_t* p) { return load_i(p); }
+  static I accumulate(I S, I pairs, I sc) { return add_i32(S, _mm256_madd_epi16(pairs, sc)); }
   static __m256i fold(I S) { return S; }
 };
 

@@ -26,13 +26,10 @@ using Vec = VecAvx512;
 
 // What a tile prefetches besides its own reads: its own streams ahead (the first pass over a block
 // of W), the next block into L2 (the later passes over a block, from L2, then overlap the next
-// block's trip from memory; measured on the 151936-row LM head at M = 32, 608 -> 703 GFLOP/s), or
-// nothing. The next block is fetched over the kNextBlockPasses passes after the first (each takes every
-// kNextBlockPasses-th line), so that its trip from memory has that many passes' time and still ends
-// before the block's last pass. All of it in the second pass left 32-sequence decode waiting on
-// memory: `lemma bench --batch 32 -n 16` (qwen05b-shape bf16, 2 threads, alternating, 2026-12-05)
-// 462 / 480 / 485 / 502 tok/s with one pass -> 512 / 488 / 528 / 528 with two (three passes: 471 /
-// 495 / 506 / 502); pp512 unchanged within noise (655-699 -> 658-735).
+// block's trip from memory), or nothing. The next block is fetched over the kNextBlockPasses passes
+// after the first (each takes every kNextBlockPasses-th line), so that its trip from memory has that
+// many passes' time and still ends before the block's last pass (all of it in one pass left batched
+// decode waiting on memory; three passes were no better than two).
 enum class Fetch { kNone, kStream, kNextBlock };
 constexpr int64_t kNextBlockPasses = 2;
 

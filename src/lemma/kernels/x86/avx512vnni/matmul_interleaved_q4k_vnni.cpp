@@ -8,11 +8,9 @@
 // int16 (min, min) pairs against x's 32-value code sums. Then two conversions and two FMAs for 16
 // outputs. All integer sums are exact, so the bits equal the oracle's whatever the instruction order.
 // Register tile: up to 4 rows of x by 3 groups, so each block's scale unpacking and nibble (and fifth
-// bit) decoding serves 4 rows (matmul_bench, llama1b down 2048x8192, 2 threads, alternating: 2 x 2
-// tiles Q4_Kx16 470-480 GFLOP/s, Q5_Kx16 350-380; 4 x 2 510-580 / 390-465; 4 x 3 515-590 / 400-470;
-// 6 x 1 and, for Q6_K and Q2_K, any G > 1 were slower). Decode reads one group at a time, so each
-// thread's rows are one forward stream prefetched into L2 4 KiB ahead (llama1b-shape Q4_K_M tg32: 25.2-25.9
-// tok/s with 1 x 4 tiles, 29.4-31.0 with 1 x 1, alternating runs). Rows never depend on M.
+// bit) decoding serves 4 rows (the fastest of the shapes tried; 6 x 1, and for Q6_K and Q2_K any
+// G > 1, were slower). Decode reads one group at a time, so each thread's rows are one forward stream
+// prefetched into L2 4 KiB ahead (faster than several groups' streams). Rows never depend on M.
 #include <immintrin.h>
 
 #include <cstring>
@@ -129,7 +127,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 
 template <bool kFifthBit>
 void run(const MatmulArgs& a) {
-  for_each_group_tile<4, 3>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<kFifthBit, R, G>(a, m0, g0); });
+  for_each_group_tile<1, TileShape{1, 1}, TileShape{4, 3}>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<kFifthBit, R, G>(a, m0, g0); });
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 }  // namespace
 
 void matmul_q6_kx16_int8_avx512vnni(const MatmulArgs& a) {
-  for_each_group_tile<4, 1>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); });
+  for_each_group_tile<1, TileShape{1, 1}, TileShape{4, 1}>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); });
 }
 
 }  // namespace lemma::kernels::x86

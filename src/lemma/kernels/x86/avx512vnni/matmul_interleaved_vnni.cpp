@@ -1,31 +1,22 @@
-// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 / IQ4_XSx16 and I8Z32x16 / I4Z32x16 weights x
-// signed int8 activations
-// with AVX-512 VNNI (interleaved_blocks.h). Per block, per group of 16 W rows and row of x: 8 vpdpbusd (each 4 values
-// of the 16 rows against 4 codes of x broadcast from memory), started from -bias * (x's block sum),
-// give the 16 exact sums S_b; then one convert, one multiply by d_w * d_x and one FMA for 16
-// outputs. Register tile: up to R rows of x by G groups (6 x 2 for prefill, 4 x 2 for batched decode,
-// Q5_0x16 one group; 2 x 1 for decode).
+// Interleaved Q8_0x16 / Q4_0x16 / Q5_0x16 / Q4_1x16 / Q5_1x16 / IQ4_NLx16 / IQ4_XSx16 and I8Z32x16 /
+// I4Z32x16 weights x signed int8 activations with AVX-512 VNNI (interleaved_blocks.h). Per block, per
+// group of 16 W rows and row of x: 8 vpdpbusd (each 4 values of the 16 rows against 4 codes of x
+// broadcast from memory), started from -bias * (x's block sum), give the 16 exact sums S_b; then one
+// convert, one multiply by d_w * d_x and one FMA for 16 outputs. Register tile: up to R rows of x by
+// G groups (6 x 2 for prefill, 4 x 2 for batched decode, Q5_0x16 one group; 2 x 1 for decode).
 // Every output runs the same instructions whatever tile it lands in: rows never depend on M.
-// Decode reads one group at a time (Q8_0x16: four, see Q8x16) so that a thread's rows are one forward stream (groups lie one
-// after the other): 2 x 4 tiles read four streams 8-44 KiB apart, and an int8 GEMV from DRAM
-// reached about 60% of what the same kernel does from L2 plus memory time, as if the two never
-// overlapped. The blocks' int32 sums are exact and independent, so one group per tile still keeps
-// several vpdpbusd chains in flight. That stream is prefetched into L2 4 KiB ahead
-// (prefetch_decode_stream, interleaved_tiles.h: +8-15% from DRAM on Sapphire Rapids). Into L1 8 KiB
-// ahead it had made the LM head slower on a Zen 5 (Q8_0x16 28-32 -> 24-25 GB/s), since each such
-// prefetch holds a miss buffer the hardware stream would not. (The K-quant kernels read each
-// superblock in several places and keep their L1 prefetch: without it Q5_Kx16 / Q6_Kx16 fell to 8-10 GB/s.)
-// Batches of up to kFetchNextMaxRows rows (32-sequence decode) read each tile of groups from memory
-// in their first pass over it and from L1 in the others, while memory idles: the later passes
-// fetch the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1, so the next
-// first pass finds its W in cache. `lemma bench --batch 32 -n 16` (qwen05b-shape, 2 threads,
-// alternating, 2026-12-05): Q8_0 395-521 -> 489-629 tok/s (7 of 7 rounds faster), Q4_0 437-537 ->
-// 431-588 (mean of 10 rounds 479 -> 525). Two earlier rewrites of the same fetch (a contiguous range
-// of blocks per pass; a counter in place of the division) ran at about half speed even from cache;
-// that was likely the spills for_each_quad describes: with them gone the counter (no idiv per
-// block) runs as fast. At M = 512 fetching in the first later passes made pp512 slower (Q8_0
-// 581-708 -> 417-602; with 6-row tiles, fetching in pass 1 only: 668-743 against 676-740, even), so
-// prefill keeps the plain walk.
+// Decode reads one group at a time (Q8_0x16: four, see Q8x16) so that a thread's rows are one
+// forward stream (groups lie one after the other): tiles of several groups read streams kilobytes
+// apart, which the memory system overlapped poorly with compute. The blocks' int32 sums are exact
+// and independent, so one group per tile still keeps several vpdpbusd chains in flight. That stream
+// is prefetched into L2 4 KiB ahead (prefetch_decode_stream, interleaved_tiles.h; into L1 each
+// prefetch would hold a miss buffer the hardware stream does not). (The K-quant kernels read each
+// superblock in several places and keep their L1 prefetch.)
+// Batches of up to kFetchNextMaxRows rows (batched decode) read each tile of groups from memory in
+// their first pass over it and from L1 in the others, while memory idles: the later passes fetch
+// the next tile's blocks, pass p (1 .. P - 1) block b when b % (P - 1) == p - 1 (counted, no
+// division per block), so the next first pass finds its W in cache. Prefill (more rows) keeps the
+// plain walk: there the fetches slowed it down.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -54,10 +45,8 @@ constexpr int64_t kFetchNextMaxRows = 64;
 // zero points z at IntZx16Layout::kZerosAt: S starts at -z * x's block sum, per row lane).
 struct Q8x16 {
   static constexpr int kPrefillGroups = 2;  // 16-row groups per register tile for M > 2
-  // For M <= 2: four streams, each 4 KiB ahead into L2, read Q8_0x16 faster than one on Sapphire
-  // Rapids (qwen05b-shape tg64, 2 threads, alternating: 84.4-85.4% -> 89.5-91.3% of the roofline;
-  // matmul_bench LM head 26.0-26.5 -> 27.9-28.5 GB/s); Q4_0x16 read slower so (LM head 26.3-26.7 ->
-  // 24.4-26.0, gate 26.0 -> 23-24) and keeps one.
+  // For M <= 2: four streams, each 4 KiB ahead into L2, read Q8_0x16 faster than one (Q4_0x16,
+  // whose superblocks are half the bytes, read slower so and keeps one).
   static constexpr int kDecodeGroups = 4;
   static constexpr int64_t kSuperBytes = 16 * 34, kCodesAt = 32;
   static constexpr bool kZeros = false;
@@ -65,7 +54,7 @@ struct Q8x16 {
   // f(j, u): u[g] = the unsigned codes of values 4j..4j+3 of group g's 16 rows, j = 0..7, for the
   // G groups of a register tile in step, so that each broadcast of x meets every group at once.
   // (With the groups one after the other the compiler kept all 32 broadcasts of a 4 x 2 tile live
-  // and spilled the accumulators: Q8_0x16 M = 32 gate 527 -> 606 GFLOP/s, 2 threads.)
+  // and spilled the accumulators.)
   template <int G, class F>
   static void for_each_quad(const uint8_t* const* codes, F&& f) {
     for (int j = 0; j < 8; ++j) {
@@ -96,8 +85,7 @@ struct Q4x16 {
 };
 
 struct Q5x16 {
-  // One group per tile: the fifth-bit masks' adds leave too few registers for two (matmul_bench,
-  // 2 threads, alternating pairs: 4 x 1 tiles 4-10% faster than 4 x 2 on gate_up and down).
+  // One group per tile: the fifth-bit masks' adds leave too few registers for two.
   static constexpr int kPrefillGroups = 1;
   static constexpr int64_t kSuperBytes = 16 * 22, kCodesAt = 32;
   static constexpr bool kZeros = false;
@@ -286,8 +274,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0, Fetch fetch = {}) {
 }
 
 // Rows of x per register tile: 4 for batched decode (the passes that fetch the next tile), 6 for
-// prefill. At M = 512, 6 rows of the Q8_0x16 gate ran at 727 against 591 GFLOP/s for 4 (Q4_0x16
-// 643 / 590, down 484 / 455; matmul_bench, 2 threads); at M = 32, 6 were no faster.
+// prefill (faster there than 4; no faster at 32 rows).
 constexpr int kBatchRows = 4, kPrefillRows = 6;
 
 template <class W>

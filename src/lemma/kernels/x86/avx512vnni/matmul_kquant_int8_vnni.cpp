@@ -11,6 +11,7 @@
 #include "lemma/kernels/x86/register_tiles.h"
 #include "lemma/kernels/x86/kquant_int8_parts.h"
 #include "lemma/kernels/x86/kquant_int8_tile.h"
+#include "lemma/kernels/x86/vec/vec_avx512.h"
 
 namespace lemma::kernels::x86 {
 
@@ -150,24 +151,15 @@ struct Q23K {
   }
   static __m512i scales(const Prep& p, int pair) { return g16_pair_scales(p.sc, pair); }
   static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    if constexpr (Q3) {
-      return accumulate(p.d, S, dx, acc);
-    } else {
-      return accumulate_with_mins(p.d, p.dmin, p.mins, S, sums, dx, acc);
-    }
+    return finish_block<!Q3>(p.d, p.dmin, p.mins, S, sums, dx, acc);
   }
 };
 
-// The AVX-512 VNNI integer steps of kquant_tile: 64 codes (chunks 2p in lanes 0..7 of each 128 bits'
-// pairs, 2p + 1 in 8..15), vpmaddubsw, vpdpwssd by the scales; the two halves add (exactly) at the end.
-struct Dot {
-  using I = __m512i;
+// kquant_tile's integer steps on AVX-512 VNNI: 64 codes (chunk 2p in lanes 0..7 of each 128 bits,
+// 2p + 1 in 8..15), vpmaddubsw, vpdpwssd by the scales; the two halves add (exactly) at the end.
+struct Dot : VecAvx512 {
   static constexpr int kCodes = 64;
-  static I zero() { return _mm512_setzero_si512(); }
-  static I load(const int8_t* p) { return _mm512_load_si512(p); }
-  static I set1_i8(char v) { return _mm512_set1_epi8(v); }
-  static I pair_sums(I u, I x) { return _mm512_maddubs_epi16(u, x); }
-  static I sub_i16(I a, I b) { return _mm512_sub_epi16(a, b); }
+  static I load_codes(const int8_t* p) { return load_i_aligned(p); }
   static I accumulate(I S, I pairs, I sc) { return _mm512_dpwssd_epi32(S, pairs, sc); }
   static __m256i fold(I S) { return _mm256_add_epi32(_mm512_castsi512_si256(S), _mm512_extracti64x4_epi64(S, 1)); }
 };

@@ -58,13 +58,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
 
 void matmul_w8a8x16_avx512vnni(const MatmulArgs& a) {
   if (a.K > kW8A8MaxK) return write_nan_outputs(a);  // outside the format (lemma_int_blocks.h)
-  const int64_t groups = (a.N + kInterleaveRows - 1) / kInterleaveRows;
-  const auto t = [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); };
-  if (a.M <= 2) {
-    for_each_tile<2, 1>(a.M, groups, t);
-  } else {
-    for_each_tile<4, 2>(a.M, groups, t);
-  }
+  for_each_group_tile<2, TileShape{2, 1}, TileShape{4, 2}>(a, [&]<int R, int G>(int64_t m0, int64_t g0) { tile<R, G>(a, m0, g0); });
 }
 
 }  // namespace lemma::kernels::x86

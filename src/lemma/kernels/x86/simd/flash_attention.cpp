@@ -36,14 +36,15 @@ struct Bf16Dots {  // not on this ISA: every bf16 key is widened to f32
 #endif
 
 // Elements [d, d + min(kWidth, count)) of a stored row, widened to f32 without the scale (the rest
-// 0, nothing past them read); count >= 0. kFull: the caller knows count >= kWidth.
+// 0, nothing past them read); count >= 0 and m = Vec::first_lanes_mask(count). kFull: the caller
+// knows count >= kWidth.
 template <KvDtype D, bool kFull = false>
-F load_row(const char* row, int64_t d, int64_t count) {
+F load_row(const char* row, int64_t d, int64_t count, Vec::Mask m) {
   const char* p = row + d * kElementBytes<D>;
   const bool full = kFull || count >= W;
   if constexpr (D == KvDtype::kF32) {
     const auto* x = reinterpret_cast<const float*>(p);
-    return full ? Vec::load(x) : Vec::load_first(x, count);
+    return kFull ? Vec::load(x) : Vec::load_masked(x, m);
   } else if constexpr (D == KvDtype::kBf16) {
     const auto* x = reinterpret_cast<const uint16_t*>(p);
     return full ? Vec::load_bf16(x) : Vec::bf16_to_f32(Vec::load_h_first(x, count));
@@ -64,11 +65,12 @@ template <KvDtype D>
   int64_t d = 0;
   for (; d + W <= hd; d += W) {
     const F qv = Vec::load(q + d);
-    for (int i = 0; i < W; ++i) acc[i] = Vec::fmadd(qv, load_row<D, true>(k[i], d, W), acc[i]);
+    for (int i = 0; i < W; ++i) acc[i] = Vec::fmadd(qv, load_row<D, true>(k[i], d, W, Vec::first_lanes_mask(W)), acc[i]);
   }
   if (d < hd) {
-    const F qv = Vec::load_first(q + d, hd - d);
-    for (int i = 0; i < W; ++i) acc[i] = Vec::fmadd(qv, load_row<D>(k[i], d, hd - d), acc[i]);
+    const Vec::Mask m = Vec::first_lanes_mask(hd - d);
+    const F qv = Vec::load_masked(q + d, m);
+    for (int i = 0; i < W; ++i) acc[i] = Vec::fmadd(qv, load_row<D>(k[i], d, hd - d, m), acc[i]);
   }
   return Vec::reduce_add_each(acc);
 }
@@ -88,22 +90,32 @@ void accumulate_heads(float* const* acc, const float* const* p, const float* alp
   for (int64_t d0 = 0; d0 < hd; d0 += W * kChunks) {
     F o[kHeads][kChunks];
     int64_t count[kChunks];
-    for (int c = 0; c < kChunks; ++c) count[c] = max64(hd - d0 - W * c, 0);
+    Vec::Mask m[kChunks];
+    for (int c = 0; c < kChunks; ++c) {
+      count[c] = max64(hd - d0 - W * c, 0);
+      m[c] = Vec::first_lanes_mask(count[c]);
+    }
     for (int h = 0; h < kHeads; ++h)
       for (int c = 0; c < kChunks; ++c) {
-        o[h][c] = Vec::load_first(acc[h] + d0 + W * c, count[c]);
+        o[h][c] = kFull ? Vec::load(acc[h] + d0 + W * c) : Vec::load_masked(acc[h] + d0 + W * c, m[c]);
         if (alpha[h] != 1.0f) o[h][c] = Vec::mul(o[h][c], Vec::set1(alpha[h]));
       }
     for (int64_t i = 0; i < n; ++i) {
       F vc[kChunks];
-      for (int c = 0; c < kChunks; ++c) vc[c] = load_row<D, kFull>(v[i], d0 + W * c, count[c]);
+      for (int c = 0; c < kChunks; ++c) vc[c] = load_row<D, kFull>(v[i], d0 + W * c, count[c], m[c]);
       for (int h = 0; h < kHeads; ++h) {
         const F pi = Vec::set1(p[h][i]);
         for (int c = 0; c < kChunks; ++c) o[h][c] = Vec::fmadd(pi, vc[c], o[h][c]);
       }
     }
     for (int h = 0; h < kHeads; ++h)
-      for (int c = 0; c < kChunks; ++c) Vec::store_first(acc[h] + d0 + W * c, o[h][c], count[c]);
+      for (int c = 0; c < kChunks; ++c) {
+        if constexpr (kFull) {
+          Vec::store(acc[h] + d0 + W * c, o[h][c]);
+        } else {
+          Vec::store_masked(acc[h] + d0 + W * c, o[h][c], m[c]);
+        }
+      }
   }
 }
 

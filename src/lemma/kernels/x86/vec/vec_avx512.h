@@ -43,6 +43,9 @@ struct VecAvx512 {
   }
   // Writes lanes [0, min(count, 16)) to p; count >= 0.
   static void store_first(float* p, F v, int64_t count) { _mm512_mask_storeu_ps(p, tail_mask(count), v); }
+  // Lanes of m from p (masked lanes are 0 and never read) / to p; m from first_lanes_mask.
+  static F load_masked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store_masked(float* p, F v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
@@ -84,6 +87,12 @@ struct VecAvx512 {
   static I sub_i32(I a, I b) { return _mm512_sub_epi32(a, b); }
   static I min_i32(I a, I b) { return _mm512_min_epi32(a, b); }
   static I max_i32(I a, I b) { return _mm512_max_epi32(a, b); }
+  static I load_i(const void* p) { return _mm512_loadu_si512(p); }
+  static I load_i_aligned(const void* p) { return _mm512_load_si512(p); }  // p 64-byte aligned
+  static I set1_i8(char v) { return _mm512_set1_epi8(v); }
+  static I sub_i16(I a, I b) { return _mm512_sub_epi16(a, b); }
+  // Unsigned bytes u times signed bytes x, adjacent products summed to int16 (saturating).
+  static I pair_sums_u8i8(I u, I x) { return _mm512_maddubs_epi16(u, x); }
   static I and_i32(I a, I b) { return _mm512_and_si512(a, b); }
   static I or_i32(I a, I b) { return _mm512_or_si512(a, b); }
   template <int N>

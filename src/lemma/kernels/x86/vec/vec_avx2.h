@@ -26,6 +26,9 @@ struct VecAvx2 {
   using Mask = __m256;  // per lane all ones or zero (a comparison's result)
 
   // --- f32 lanes
+  // Whether `count` elements fill a vector: the common case, kept on the fall-through path (the
+  // buffer copies of a partial vector are laid out of line).
+  static bool whole(int64_t count) { return __builtin_expect(count >= kWidth, 1); }
   // A partial vector through an 8-element stack buffer: p's first `count` elements, the rest `fill`.
   template <auto load_full, class T>
   static auto via_buffer(const T* p, int64_t count, T fill) {
@@ -49,9 +52,9 @@ struct VecAvx2 {
   static void store_aligned(float* p, F v) { _mm256_store_ps(p, v); }
   // p[0, min(count, 8)), the other lanes 0 (or `fill`); count >= 0. Only those entries are read.
   static F load_first(const float* p, int64_t count) { return load_first(p, count, 0.0f); }
-  static F load_first(const float* p, int64_t count, float fill) { return count >= kWidth ? load(p) : via_buffer<load>(p, count, fill); }
+  static F load_first(const float* p, int64_t count, float fill) { return whole(count) ? load(p) : via_buffer<load>(p, count, fill); }
   // Writes lanes [0, min(count, 8)) to p; count >= 0.
-  static void store_first(float* p, F v, int64_t count) { count >= kWidth ? store(p, v) : store_via_buffer<store>(p, v, count); }
+  static void store_first(float* p, F v, int64_t count) { whole(count) ? store(p, v) : store_via_buffer<store>(p, v, count); }
   // Lanes of m from p (masked lanes are 0 and never read) / to p; m from first_lanes_mask.
   static F load_masked(const float* p, __m256 m) { return _mm256_maskload_ps(p, _mm256_castps_si256(m)); }
   static void store_masked(float* p, F v, __m256 m) { _mm256_maskstore_ps(p, _mm256_castps_si256(m), v); }
@@ -210,9 +213,9 @@ struct VecAvx2 {
   static F load_f16(const uint16_t* p) { return f16_to_f32(load_h(p)); }
   static F load_bf16(const uint16_t* p) { return bf16_to_f32(load_h(p)); }
   static H load_h_first(const uint16_t* p, int64_t count) {  // zero-filled; count >= 0
-    return count >= kWidth ? load_h(p) : via_buffer<load_h>(p, count, uint16_t{0});
+    return whole(count) ? load_h(p) : via_buffer<load_h>(p, count, uint16_t{0});
   }
-  static void store_h_first(uint16_t* p, H v, int64_t count) { count >= kWidth ? store_h(p, v) : store_via_buffer<store_h>(p, v, count); }
+  static void store_h_first(uint16_t* p, H v, int64_t count) { whole(count) ? store_h(p, v) : store_via_buffer<store_h>(p, v, count); }
   static F f16_to_f32(H h) { return _mm256_cvtph_ps(h); }
   // int8 values and fp8 e4m3 bytes (read as f16 s.0eeee.mmm0000000, exact for subnormals too: the
   // value / 2^8), 8 of them at p, or the first `count` (the rest 0).
@@ -223,9 +226,9 @@ struct VecAvx2 {
     const __m128i rest = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7);
     return _mm256_cvtph_ps(_mm_or_si128(sign, rest));
   }
-  static F load_i8_first(const int8_t* p, int64_t count) { return count >= kWidth ? load_i8(p) : via_buffer<load_i8>(p, count, int8_t{0}); }
+  static F load_i8_first(const int8_t* p, int64_t count) { return whole(count) ? load_i8(p) : via_buffer<load_i8>(p, count, int8_t{0}); }
   static F load_e4m3_first(const uint8_t* p, int64_t count) {
-    return count >= kWidth ? load_e4m3(p) : via_buffer<load_e4m3>(p, count, uint8_t{0});
+    return whole(count) ? load_e4m3(p) : via_buffer<load_e4m3>(p, count, uint8_t{0});
   }
   static H f32_to_f16(F v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static F bf16_to_f32(H h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }

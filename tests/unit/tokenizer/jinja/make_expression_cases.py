@@ -3,7 +3,7 @@
 operators, filters, tests, methods and subscripts, rendered by real Jinja2 in the transformers
 environment; writes data/expression_cases.json for semantics_test.cpp.
 
-    /usr/bin/python3 tests/unit/jinja/make_expression_cases.py
+    /usr/bin/python3 tests/unit/tokenizer/jinja/make_expression_cases.py
 
 Slices are left out here: Jinja2 constant-folds `(2)[1:]` into an undefined value but raises
 TypeError for the same slice of a variable; lemma implements the variable behaviour.

@@ -4,7 +4,7 @@ shared/tools/render_chat_templates.py: ImmutableSandboxedEnvironment, trim_block
 lstrip_blocks, loopcontrols, {% generation %}, HF tojson, raise_exception, frozen
 strftime_now) and writes data/semantics_cases.json for semantics_test.cpp.
 
-    /usr/bin/python3 tests/unit/jinja/make_semantics_cases.py
+    /usr/bin/python3 tests/unit/tokenizer/jinja/make_semantics_cases.py
 
 Each case: {"name", "template", "context", "output"} or, where Jinja2 raised,
 {"name", "template", "context", "error": "<Type>: <msg>", "line": <template line or 0>}.

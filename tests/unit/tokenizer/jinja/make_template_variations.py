@@ -5,8 +5,8 @@ string tool arguments, parallel tool calls, richer tool schemas, template switch
 enable_thinking -- using real Jinja2 in the transformers environment, and writes
 data/template_variations.json for template_variations_test.cpp.
 
-    /usr/bin/python3 tests/unit/jinja/make_template_variations.py [SHARED_DIR]
-    /usr/bin/python3 tests/unit/jinja/make_template_variations.py --show TEMPLATE CASE
+    /usr/bin/python3 tests/unit/tokenizer/jinja/make_template_variations.py [SHARED_DIR]
+    /usr/bin/python3 tests/unit/tokenizer/jinja/make_template_variations.py --show TEMPLATE CASE
 
 Outputs are stored as length + 64-bit FNV-1a of their UTF-8 bytes (to keep the file small);
 --show prints one expected output in full. Errors are stored as "<Type>: <msg>" and the line.
@@ -119,7 +119,7 @@ def main(argv):
     if argv and argv[0] == "--show":
         show = (argv[1], argv[2])
         argv = argv[3:]
-    SHARED = os.path.abspath(argv[0] if argv else os.path.join(HERE, "..", "..", "..", "..", "shared"))
+    SHARED = os.path.abspath(argv[0] if argv else os.path.join(HERE, "..", "..", "..", "..", "..", "shared"))
     tdir = os.path.join(SHARED, "data", "chat_templates")
     results = []
     for fn in sorted(os.listdir(tdir)):

@@ -3,7 +3,7 @@
 variant of tags ({%- -%}, {%+ +%}, {{- -}}, {#- -#}, raw blocks, nested if/for), rendered by real
 Jinja2 in the transformers environment; writes data/whitespace_cases.json for semantics_test.cpp.
 
-    /usr/bin/python3 tests/unit/jinja/make_whitespace_cases.py
+    /usr/bin/python3 tests/unit/tokenizer/jinja/make_whitespace_cases.py
 """
 import json
 import os

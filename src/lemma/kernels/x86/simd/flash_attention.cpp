@@ -168,7 +168,8 @@ void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* 
     }
     for (int h = 0; h < kHeads; ++h) {  // the tile's keys stay in L1 across the heads
       F tile_max = Vec::set1(kNegInf);
-      for (int64_t j = t; j < t + kTile; j += W) {  // scores dot * scale (* key scales), -inf past n
+      for (int part = 0; part < kTile / W; ++part) {  // scores dot * scale (* key scales), -inf past n
+        const int64_t j = t + W * part;
         F scores = Vec::set1(kNegInf);
         if (j < n) {
           F products;
@@ -182,7 +183,7 @@ void update_heads(const FlashSplitArgs& a, const float* const* q, float* const* 
           scores = Vec::select(Vec::first_lanes_mask(n - j), Vec::mul(products, Vec::set1(a.scale)), scores);
         }
         Vec::store_aligned(s[h] + j, scores);
-        tile_max = j == t ? scores : Vec::max(tile_max, scores);
+        tile_max = Vec::max(tile_max, scores);  // max(-inf, x) is x, NaN included
       }
       vmax[h] = Vec::max(vmax[h], tile_max);
     }

@@ -12,49 +12,13 @@
 
 #include "lemma/model/model.h"
 #include "random_model.h"
+#include "support/counting_new.h"
 
 namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<int64_t> g_allocations{0};
-
-void* counted_alloc(std::size_t size, std::size_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (size == 0) size = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (size + align - 1) / align * align)
-                                                : std::malloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
+// Short names for the counters of support/counting_new.h (this file is the one that includes it).
+std::atomic<bool>& g_counting = lemma::testing::allocations::counting;
+std::atomic<int64_t>& g_allocations = lemma::testing::allocations::count;
 }  // namespace
-
-void* operator new(std::size_t size) { return counted_alloc(size, alignof(std::max_align_t)); }
-void* operator new[](std::size_t size) { return counted_alloc(size, alignof(std::max_align_t)); }
-void* operator new(std::size_t size, std::align_val_t align) { return counted_alloc(size, static_cast<std::size_t>(align)); }
-void* operator new[](std::size_t size, std::align_val_t align) {
-  return counted_alloc(size, static_cast<std::size_t>(align));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(size, alignof(std::max_align_t));
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(size, alignof(std::max_align_t));
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace lemma::testing {
 namespace {

@@ -4,14 +4,11 @@
 // every block (drop_blocks_outside_window = false, a cache large enough for everything): the dropped
 // blocks were never read. The model is regenerated into the build tree where tests/golden keeps it.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <optional>
 
+#include "golden_models.h"
 #include "unit/engine/engine_fixture.h"
 
 namespace lemma::testing {
@@ -20,37 +17,13 @@ namespace {
 constexpr int32_t kBlockSize = 4;
 constexpr int64_t kStepTokens = 8;  // token budget per step: prompts prefill in chunks of 8
 
-// The tiny-mistral preset (seed 0, f32) in <build>/test-scratch/golden-models/tiny-mistral, the folder
-// tests/golden's ensure_preset uses (that helper is not linked here: its model/greedy_generate.h
-// argmax collides with sampling's at link time). Generated into a private folder renamed into place.
-std::optional<std::filesystem::path> tiny_mistral_gguf() {
-  namespace fs = std::filesystem;
-  const fs::path root = build_scratch("golden-models"), dir = root / "tiny-mistral";
-  const fs::path gguf = dir / "tiny-mistral-f32.gguf";
-  if (fs::exists(dir / "complete")) return gguf;
-  const fs::path tool = shared_dir() / "tools" / "make_bench_model.py";
-  if (!fs::exists(tool) || !fs::exists("/usr/bin/python3")) return std::nullopt;
-  const fs::path tmp = root / ("tiny-mistral.tmp." + std::to_string(::getpid()));
-  fs::remove_all(tmp);
-  const std::string cmd = "/usr/bin/python3 '" + tool.string() + "' --preset tiny-mistral --seed 0 --dtype f32 --out '" +
-                          tmp.string() + "' > /dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    fs::remove_all(tmp);
-    return std::nullopt;
-  }
-  std::ofstream(tmp / "complete") << "ok\n";
-  std::error_code ec;
-  fs::rename(tmp, dir, ec);
-  if (ec) fs::remove_all(tmp);
-  return gguf;
-}
-
 // Loaded once per test binary; null when the generator cannot run.
 const Model* mistral_model() {
   static const std::optional<Model> model = []() -> std::optional<Model> {
-    const auto gguf = tiny_mistral_gguf();
-    if (!gguf) return std::nullopt;
-    return Model::open(*gguf, LoadMode::kCopy);
+    std::string why;
+    const auto files = ensure_preset("tiny-mistral", why);  // tests/golden's generated tiny models
+    if (!files) return std::nullopt;
+    return Model::open(files->gguf, LoadMode::kCopy);
   }();
   return model ? &*model : nullptr;
 }

@@ -55,16 +55,21 @@ struct Sequence {
   std::vector<int32_t> outputs;
 };
 
-// A plan that prefills `s` (new to the runner) in one step.
-void add_prefill(StepPlan& plan, Sequence& s) {
+// `s` as a request new to the runner (first admitted, or resumed with `s.computed` tokens in the cache).
+NewRequestData new_request(const Sequence& s, int64_t num_prompt_tokens) {
   NewRequestData n;
   n.id = s.id;
   n.token_ids = s.tokens;
-  n.num_prompt_tokens = int64_t(s.tokens.size());
+  n.num_prompt_tokens = num_prompt_tokens;
   n.num_computed_tokens = s.computed;
   n.block_table = s.table;
   n.sampling = greedy();
-  plan.new_requests.push_back(n);
+  return n;
+}
+
+// A plan that prefills `s` (new to the runner) in one step.
+void add_prefill(StepPlan& plan, Sequence& s) {
+  plan.new_requests.push_back(new_request(s, int64_t(s.tokens.size())));
   plan.scheduled.push_back({s.id, s.computed, int64_t(s.tokens.size()) - s.computed, true});
   plan.num_batched_tokens += int64_t(s.tokens.size()) - s.computed;
 }
@@ -176,14 +181,7 @@ TEST_F(ModelRunnerTest, SwapOutAndBackInContinuesExactly) {
   for (size_t i = 0; i < fresh.size(); ++i) in.swap_in.push_back({BlockId(i), fresh[i]});
   s.table = fresh;
   next_free = 32 + BlockId(fresh.size());
-  NewRequestData n;
-  n.id = s.id;
-  n.token_ids = s.tokens;
-  n.num_prompt_tokens = int64_t(c.prompt.size());
-  n.num_computed_tokens = s.computed;
-  n.block_table = s.table;
-  n.sampling = greedy();
-  in.new_requests.push_back(n);
+  in.new_requests.push_back(new_request(s, int64_t(c.prompt.size())));
   in.scheduled.push_back({s.id, s.computed, 1, true});
   in.num_batched_tokens = 1;
   take(runner.run(in), s);

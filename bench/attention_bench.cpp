@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   }
   const lemma::KvDtype dtype = *parsed;
   std::printf("attention_bench: isa %s, %s K/V, %d threads, heads %lld/%lld, head_dim %lld, block %lld, best of %d%s\n",
-              std::string(lemma::kernels::isa_name(lemma::kernels::active_isa())).c_str(),
+              std::string(lemma::kernels::isa_name(lemma::kernels::detected_isa())).c_str(),
               lemma::kernels::kv_dtype_name(dtype), threads,
               static_cast<long long>(kHeads), static_cast<long long>(kKvHeads), static_cast<long long>(kHeadDim),
               static_cast<long long>(kBlockSize), reps, cold ? ", cold (K/V from DRAM)" : "");

@@ -161,10 +161,6 @@ void decoders(Isa isa) {
   }
 }
 
-bool runs_here(const MatmulKernel& k) {
-  return k.isa <= detected_isa() && (!k.needs_avx512_bf16 || cpu_features().avx512_bf16);
-}
-
 void matmuls() {
   constexpr int64_t N = 37;
   for (const MatmulKernel& k : matmul_kernels()) {

@@ -26,7 +26,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/model/thread_team.h"
 
@@ -167,7 +167,8 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
         lemma::kernels::plan_matmul(x.data(), K, M, ring[next], y.data(), N, nullptr, {v.isa, v.precision});
     next = (next + 1) % ring.size();
     if (v.amx_fn != nullptr) plan.fn = v.amx_fn;
-    lemma::kernels::prepare_activations(std::span(&plan, 1));
+    lemma::kernels::ActivationBuffer buffer;
+    lemma::kernels::prepare_activations(std::span(&plan, 1), buffer);
     threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile));
     });

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
@@ -25,7 +26,7 @@
 #include "lemma/bench/serving/arrival.h"
 #include "lemma/bench/serving/load_runner.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/model/model.h"
 #include "lemma/tensor/dtype.h"
@@ -104,7 +105,7 @@ bench::BandwidthResult measure_bandwidth(int threads, int64_t buffer_mib) {
 
 void print_machine(int threads) {
   std::printf("machine: %s, %s\n", cpu_model_name().c_str(), feature_list().c_str());
-  std::printf("isa: %s, threads: %d\n", std::string(kernels::isa_name(kernels::active_isa())).c_str(), threads);
+  std::printf("isa: %s, threads: %d\n", std::string(kernels::isa_name(runtime_options().isa)).c_str(), threads);
 }
 
 int run_roofline(const MachineFlags& flags) {
@@ -132,14 +133,15 @@ int run_roofline(const MachineFlags& flags) {
 
 // The probe whose peak is the compute ceiling of the model's matmuls: AMX's TDPBF16PS where bf16
 // weights run with bf16 activations under Isa::kAmx, the AVX512_BF16 dot where they run on vectors
-// (kernels/matmul_precision.h), the VNNI int8 dot where int8 activations
+// (kernels/kernel_policy.h), the VNNI int8 dot where int8 activations
 // run on AVX512_VNNI, else the active ISA's f32 FMA (the f32 and dequantising kernels use it; the
 // AVX2 int8 kernels' fraction is of it too).
 std::string matmul_peak_probe(DType weights) {
-  const auto isa = kernels::active_isa();
-  if (kernels::default_matmul_precision(weights, isa) == kernels::MatmulPrecision::kBf16Activations)
+  const auto isa = runtime_options().isa;
+  const auto policy = runtime_options().activations;
+  if (kernels::default_matmul_precision(weights, isa, policy) == kernels::MatmulPrecision::kBf16Activations)
     return isa == kernels::Isa::kAmx && weights == DType::kBF16x16 ? "bf16_tile_amx" : "bf16_dot_avx512bf16";  // amx_bf16x16
-  if (kernels::default_matmul_precision(weights, isa) == kernels::MatmulPrecision::kInt8Activations &&
+  if (kernels::default_matmul_precision(weights, isa, policy) == kernels::MatmulPrecision::kInt8Activations &&
       isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni)
     return "int8_dot_avx512vnni";  // the int8 kernels' vpdpbusd
   return isa >= kernels::Isa::kAvx512 ? "f32_fma_avx512" : "f32_fma_avx2";
@@ -168,10 +170,13 @@ void print_rep_fractions(const bench::PhaseResult& r, const bench::DecodeRooflin
 
 int run_model(const ModelFlags& flags) {
   const int threads = resolve_threads(flags.threads);
-  const Model model = Model::open(flags.model, parse_load_mode(flags.load));
+  const Model model = Model::open(flags.model, parse_load_mode(flags.load), runtime_options());
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
-  const std::string kernel(kernels::kernel_name_for(w.layers.at(0).q.dtype, c.hidden_size));
+  const RuntimeOptions& rt = runtime_options();
+  const DType q_dtype = w.layers.at(0).q.dtype;
+  const std::string kernel(kernels::kernel_name_for(q_dtype, c.hidden_size, rt.isa,
+                                                    kernels::default_matmul_precision(q_dtype, rt.isa, rt.activations)));
   const auto weight_bytes = bench::weight_bytes(c, w);
   const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, w.layers.at(0).q.dtype);
   const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
@@ -225,7 +230,7 @@ int run_model(const ModelFlags& flags) {
     if (flags.json) {
       nlohmann::json j = {{"test", r.test}, {"threads", threads}, {"batch", r.batch}, {"depth", flags.depth},
                           {"tokens_per_s", r.tokens_per_s.mean}, {"stddev", r.tokens_per_s.stddev},
-                          {"reps", r.tokens_per_s.count}, {"isa", kernels::isa_name(kernels::active_isa())},
+                          {"reps", r.tokens_per_s.count}, {"isa", kernels::isa_name(runtime_options().isa)},
                           {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
       if (decode) {
         j["bytes_per_token"] = bytes_per_token;
@@ -267,7 +272,7 @@ int run_model(const ModelFlags& flags) {
 }
 
 int run_capacity(const CapacityFlags& flags) {
-  const Model model = Model::open(flags.model);
+  const Model model = Model::open(flags.model, LoadMode::kLazyMmap, runtime_options());
   const ModelConfig& c = model.config();
   const auto weights = bench::weight_bytes(c, model.weights());
   const double memory = flags.memory_gb > 0 ? flags.memory_gb * 1e9 : mem_total_bytes();

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/model_source.h"
@@ -52,7 +53,7 @@ void register_chat(CLI::App& app) {
   sub->add_option("--system", opts->system, "System message");
   opts->sampling.add_to(sub);
   bind(sub, [opts] {
-    const Model model = Model::open(opts->model, parse_load_mode(opts->sampling.load));
+    const Model model = Model::open(opts->model, parse_load_mode(opts->sampling.load), runtime_options());
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     std::string template_text;

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
@@ -47,7 +48,7 @@ void register_generate(CLI::App& app) {
     if (!opts->prompt && !opts->prompt_ids) fail<InvalidArgument>("generate: give --prompt or --prompt-ids");
     const LoadMode mode = parse_load_mode(opts->sampling.load);
     const auto load_start = std::chrono::steady_clock::now();
-    const Model model = Model::open(opts->model, mode);
+    const Model model = Model::open(opts->model, mode, runtime_options());
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const double load_ms =

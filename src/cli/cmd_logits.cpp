@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "lemma/base/error.h"
@@ -22,7 +23,7 @@ void register_logits(CLI::App& app) {
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
   bind(sub, [opts] {
-    const Model model = Model::open(opts->model);
+    const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
     const int64_t vocab = model.config().vocab_size;

@@ -1,6 +1,7 @@
 // `lemma perplexity`: perplexity of a text file by llama-perplexity's method (see model/perplexity.h).
 #include <cstdio>
 
+#include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
@@ -29,7 +30,7 @@ void register_perplexity(CLI::App& app) {
   sub->add_option("--threads", opts->threads, "Threads per forward (default: one per core)");
   add_kv_cache_dtype_option(sub, opts->kv_cache_dtype);
   bind(sub, [opts] {
-    const Model model = Model::open(opts->model);
+    const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype, model.weights().layers.at(0).q.dtype);
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
@@ -112,7 +113,7 @@ int serve(const ServeOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const Model model = Model::open(o.model, parse_load_mode(o.load));
+  const Model model = Model::open(o.model, parse_load_mode(o.load), runtime_options());
   const auto source = open_model_source(o.model);
   const Tokenizer tokenizer = load_tokenizer(source);
   int64_t max_model_len = model.config().max_position_embeddings > 0 ? model.config().max_position_embeddings : 4096;

@@ -1,3 +1,4 @@
+#include "cli/runtime_flags.h"
 #include "cli/gptq_calibration.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@ namespace lemma::cli {
 
 GptqHessians::GptqHessians(const ModelSource& source, std::vector<int32_t> tokens, int64_t context, int threads,
                            uint64_t budget_bytes)
-    : model_(Model::open(source.path)), tokens_(std::move(tokens)), context_(context), threads_(threads),
+    : model_(Model::open(source.path, LoadMode::kLazyMmap, runtime_options())), tokens_(std::move(tokens)), context_(context), threads_(threads),
       budget_(budget_bytes) {
   if (tokens_.empty()) fail<InvalidArgument>("--calibrate: the calibration text has no tokens");
   if (context_ <= 0) fail<InvalidArgument>("--calibrate: context {} must be positive", context_);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/runtime_flags.h"
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 #include "lemma/base/trace.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   std::string trace_file;
   app.add_option("--trace", trace_file, "Write a Chrome/Perfetto trace (JSON) of named ranges to FILE at exit")
       ->envname("LEMMA_TRACE");
+  lemma::cli::add_runtime_flags(app);
   lemma::cli::register_commands(app);
   try {
     app.parse(argc, argv);
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<lemma::trace::FileSession> trace;
   try {
     if (!trace_file.empty()) trace = std::make_unique<lemma::trace::FileSession>(trace_file);
+    lemma::cli::runtime_options();  // a bad --isa or LEMMA_* value fails here, before any work
     return lemma::cli::run_selected(app);
   } catch (const lemma::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

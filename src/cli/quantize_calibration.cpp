@@ -1,3 +1,4 @@
+#include "cli/runtime_flags.h"
 #include "cli/quantize_calibration.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ void record_head_inputs(const Model& model, const std::vector<int32_t>& tokens, 
 NormOutputRanges calibrate_norm_outputs(const ModelSource& source, const std::vector<int32_t>& tokens, int64_t context,
                                         int num_threads) {
   if (tokens.empty()) fail<InvalidArgument>("--calibrate: the calibration text has no tokens");
-  const Model full = Model::open(source.path);
+  const Model full = Model::open(source.path, LoadMode::kLazyMmap, runtime_options());
   const ModelConfig& c = full.config();
   if (c.vocab_size < c.hidden_size)
     fail<Unsupported>("--calibrate needs vocab_size ({}) >= hidden_size ({})", c.vocab_size, c.hidden_size);
@@ -76,7 +77,7 @@ NormOutputRanges calibrate_norm_outputs(const ModelSource& source, const std::ve
         if (const auto it = replaced.find(name); it != replaced.end()) return it->second;
         return source_tensor(source, name);
       };
-      const Model model = Model::from_tensors(cut, fmt, lookup, nullptr);
+      const Model model = Model::from_tensors(cut, fmt, lookup, nullptr, false, runtime_options());
       auto& out = (attn ? ranges.attn : ranges.ffn).emplace_back(static_cast<size_t>(H), 0.0f);
       record_head_inputs(model, tokens, context, num_threads, out);
     }

@@ -121,7 +121,7 @@ LayoutRuns perplexity_in_both_layouts(const fs::path& model) {
   ::unsetenv("LEMMA_LOG_LEVEL");
   EXPECT_EQ(runs.interleaved.exit_code, 0) << runs.interleaved.err;
   EXPECT_EQ(runs.plain.exit_code, 0) << runs.plain.err;
-  const bool x16_kernels = kernels::active_isa() >= kernels::Isa::kAvx2;  // AVX2 and AVX-512 VNNI
+  const bool x16_kernels = kernels::detected_isa() >= kernels::Isa::kAvx2;  // AVX2 and AVX-512 VNNI
   EXPECT_EQ(runs.interleaved.err.find("interleaved ") != std::string::npos, x16_kernels) << runs.interleaved.err;
   EXPECT_EQ(runs.plain.err.find("interleaved "), std::string::npos) << runs.plain.err;
   return runs;

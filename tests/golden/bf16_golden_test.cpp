@@ -13,7 +13,7 @@
 
 #include "golden_models.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
 #include "support/shared_data.h"
@@ -66,7 +66,7 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   ASSERT_EQ(copied.size(), b.size());
   EXPECT_EQ(0, std::memcmp(copied.data(), b.data(), b.size() * sizeof(float)));
   const bool bf16_activations = q == DType::kBF16x16 ||  // bf16x16 always takes bf16 activations
-                                kernels::default_matmul_precision(DType::kBF16, kernels::active_isa()) ==
+                                kernels::default_matmul_precision(DType::kBF16, kernels::detected_isa()) ==
                                     kernels::MatmulPrecision::kBf16Activations;
   std::printf("tiny-gqa bf16 (%s activations): max|logit - golden| = %.3g of max|golden|\n",
               bf16_activations ? "bf16" : "f32", diff_golden / max_golden);

@@ -2,7 +2,7 @@
 // tolerances" for the kind of engine lemma is on this machine for each file: from AVX2 up every file
 // runs with int8 activations (Q8_0/Q4_0: kernels/int8_activations.h, llama.cpp's Q8_0 dot; the
 // K-quants: kernels/q8k_activations.h, its Q8_K dot), so they are compared with llama.cpp's own
-// logits, greedy tokens and perplexity; under LEMMA_ISA=scalar or LEMMA_MATMUL_PRECISION=f32 they
+// logits, greedy tokens and perplexity; under --isa scalar or --matmul-precision f32 they
 // dequantize and multiply in f32, so they are compared with the float64 dequantized-weights
 // reference at the f32 tolerance.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include "golden_models.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/io/gguf.h"
 #include "lemma/model/config_from_gguf.h"
 #include "lemma/model/greedy_generate.h"
@@ -50,7 +50,7 @@ bool int8_activations(const std::string& name) {
                      : name.ends_with("Q5_K") ? DType::kQ5_K
                      : name.ends_with("Q6_K") ? DType::kQ6_K
                                               : DType::kQ4_K;
-  return kernels::default_matmul_precision(type, kernels::active_isa()) == kernels::MatmulPrecision::kInt8Activations;
+  return kernels::default_matmul_precision(type, kernels::detected_isa()) == kernels::MatmulPrecision::kInt8Activations;
 }
 
 // README, engine that quantizes activations: max|logit - golden| <= 3e-2 * max|golden| per sequence
@@ -169,16 +169,15 @@ TEST(QuantGolden, Stories260KPerplexity) {
 // of max|logit| (README's activation-quantizing tolerance is 3e-2), with equal argmax wherever the
 // top two are 6e-2 of it apart.
 TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
-  if (!interleaving_enabled()) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX2 or forced off)";
+  const RuntimeOptions defaults, file_layout{.interleave = false};
+  if (!interleaving_enabled(DType::kQ8_0, defaults)) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX2)";
   int files_relaid = 0;
   for (const std::string name : {"tiny-256-Q8_0", "tiny-256-Q4_0", "tiny-256-Q4_K", "tiny-256-Q5_K", "tiny-256-Q6_K",
                                  "tiny-256-Q4_K_M", "stories260K-Q8_0", "stories260K-Q4_0"}) {
     const auto gguf = shared_data("golden/quant/" + name + ".gguf");
     LEMMA_REQUIRE_SHARED(gguf);
-    ::setenv("LEMMA_INTERLEAVE", "0", 1);
-    const Model plain = Model::open(gguf);
-    ::unsetenv("LEMMA_INTERLEAVE");
-    const Model interleaved = Model::open(gguf);
+    const Model plain = Model::open(gguf, LoadMode::kLazyMmap, file_layout);
+    const Model interleaved = Model::open(gguf, LoadMode::kLazyMmap, defaults);
     // Every matrix of the file whose type has an interleaved form that runs here is re-laid (Q4_K_M mixes
     // Q4_K and Q6_K).
     int relaid = 0;
@@ -188,7 +187,7 @@ TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
       for (auto m : {&LayerWeights::q, &LayerWeights::k, &LayerWeights::v, &LayerWeights::o, &LayerWeights::gate,
                      &LayerWeights::up, &LayerWeights::down}) {
         const DType want_type =
-            interleaving_enabled((p.*m).dtype) ? kernels::interleaved_dtype((p.*m).dtype) : DType::kCount;
+            interleaving_enabled((p.*m).dtype, defaults) ? kernels::interleaved_dtype((p.*m).dtype) : DType::kCount;
         EXPECT_EQ((i.*m).dtype, want_type == DType::kCount ? (p.*m).dtype : want_type) << name << " layer " << l;
         relaid += want_type != DType::kCount;
       }
@@ -226,7 +225,7 @@ TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
 // lazy and copy loads alike, and the logits stay bitwise those of a model whose caller keeps the
 // sources (Model::from_tensors without owns_sources), whose bytes must be left untouched.
 TEST(QuantGolden, InterleavingReleasesOnlySourcesTheModelOwns) {
-  if (!interleaving_enabled()) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX2 or forced off)";
+  if (!interleaving_enabled(DType::kQ8_0, {})) GTEST_SKIP() << "the interleaved kernels do not run here (below AVX2)";
   const auto gguf = shared_data("golden/quant/stories260K-Q8_0.gguf");
   LEMMA_REQUIRE_SHARED(gguf);
   auto file = std::make_shared<GgufFile>(GgufFile::open(gguf.string(), LoadMode::kCopy));

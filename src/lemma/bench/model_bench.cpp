@@ -42,7 +42,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 class Runner {
  public:
   Runner(const Model& model, const ModelBenchOptions& options)
-      : model_(model), options_(options), workspace_(options.num_threads), rng_(options.seed) {
+      : model_(model), options_(options), workspace_(options.num_threads, model.runtime().pin_threads), rng_(options.seed) {
     const ModelConfig& c = model.config();
     const int64_t depth = options.depth;
     const int64_t blocks_per_seq =

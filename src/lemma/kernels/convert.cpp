@@ -54,16 +54,16 @@ void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t n, Isa isa) {
 }
 
 void convert_f16_to_f32(const uint16_t* src, float* dst, int64_t n) {
-  convert_f16_to_f32(src, dst, n, active_isa());
+  convert_f16_to_f32(src, dst, n, detected_isa());
 }
 void convert_f32_to_f16(const float* src, uint16_t* dst, int64_t n) {
-  convert_f32_to_f16(src, dst, n, active_isa());
+  convert_f32_to_f16(src, dst, n, detected_isa());
 }
 void convert_bf16_to_f32(const uint16_t* src, float* dst, int64_t n) {
-  convert_bf16_to_f32(src, dst, n, active_isa());
+  convert_bf16_to_f32(src, dst, n, detected_isa());
 }
 void convert_f32_to_bf16(const float* src, uint16_t* dst, int64_t n) {
-  convert_f32_to_bf16(src, dst, n, active_isa());
+  convert_f32_to_bf16(src, dst, n, detected_isa());
 }
 
 }  // namespace lemma::kernels

@@ -9,7 +9,7 @@
 
 namespace lemma::kernels {
 
-// `isa` must be one of available_isas(); the overloads without it use active_isa().
+// `isa` must be one of available_isas(); the overloads without it use detected_isa().
 void convert_f16_to_f32(const uint16_t* src, float* dst, int64_t n, Isa isa);
 void convert_f32_to_f16(const float* src, uint16_t* dst, int64_t n, Isa isa);
 void convert_bf16_to_f32(const uint16_t* src, float* dst, int64_t n, Isa isa);

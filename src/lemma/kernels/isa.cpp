@@ -2,7 +2,6 @@
 
 #include <cpuid.h>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #if defined(__linux__)
@@ -11,7 +10,6 @@
 #endif
 
 #include "lemma/base/error.h"
-#include "lemma/base/logging.h"
 
 namespace lemma::kernels {
 
@@ -71,24 +69,6 @@ Isa highest(const CpuFeatures& f) {
   return Isa::kScalar;
 }
 
-Isa choose_active() {
-  const Isa detected = detected_isa();
-  const char* env = std::getenv("LEMMA_ISA");
-  Isa chosen = detected;
-  if (env != nullptr && *env != '\0') {
-    auto forced = parse_isa(env);
-    if (!forced) fail<InvalidArgument>("LEMMA_ISA={} is not one of amx, avx512, avx2, scalar", env);
-    if (*forced > detected) {
-      fail<Unsupported>("LEMMA_ISA={} but this machine supports at most {}", env,
-                        isa_name(detected));
-    }
-    chosen = *forced;
-  }
-  log().info("kernels: ISA {} (detected {}{})", isa_name(chosen), isa_name(detected),
-             env != nullptr && *env != '\0' ? ", forced by LEMMA_ISA" : "");
-  return chosen;
-}
-
 }  // namespace
 
 std::string_view isa_name(Isa isa) { return kNames[static_cast<int>(isa)]; }
@@ -113,10 +93,11 @@ std::vector<Isa> available_isas() {
   return out;
 }
 
-Isa active_isa() {
-  // A throwing initialiser is retried on the next call, so a bad LEMMA_ISA fails every call.
-  static const Isa active = choose_active();
-  return active;
+Isa checked_isa(Isa wanted) {
+  if (wanted > detected_isa()) {
+    fail<Unsupported>("ISA {} was asked for but this machine supports at most {}", isa_name(wanted), isa_name(detected_isa()));
+  }
+  return wanted;
 }
 
 }  // namespace lemma::kernels

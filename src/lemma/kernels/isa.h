@@ -1,5 +1,6 @@
 // The instruction sets lemma's kernels can target, detected once per process (cpuid + xgetbv, and
-// on Linux the AMX tile-state permission). LEMMA_ISA=amx|avx512|avx2|scalar caps the choice.
+// on Linux the AMX tile-state permission). Which ISA runs is the caller's choice (RuntimeOptions::isa,
+// from `--isa` or LEMMA_ISA in the CLI); APIs that take no ISA use detected_isa().
 // Thread-safe: detection runs once (function-local static); everything after is read-only.
 #pragma once
 
@@ -25,18 +26,15 @@ std::string_view isa_name(Isa isa);  // "scalar", "avx2", "avx512", "amx"
 // Parses a name as isa_name() prints it (case-sensitive); nullopt otherwise.
 std::optional<Isa> parse_isa(std::string_view name);
 
-// The machine's features (detected once, ignoring LEMMA_ISA).
+// The machine's features (detected once).
 const CpuFeatures& cpu_features();
-// The highest ISA this machine can run (ignoring LEMMA_ISA).
+// The highest ISA this machine can run.
 Isa detected_isa();
 // Every ISA this machine can run, lowest first: {kScalar, ..., detected_isa()}. Tests loop over it.
 std::vector<Isa> available_isas();
 
-// The ISA kernels use by default: detected_isa(), or LEMMA_ISA when set. Decided and logged (info)
-// once. Policy: an unknown LEMMA_ISA value throws InvalidArgument, and a known ISA this machine
-// cannot run throws Unsupported (a silent fallback would make "forced" comparisons meaningless).
-// Call it once at start-up so a bad setting fails there rather than in the first kernel call;
-// after the first successful call it never throws.
-Isa active_isa();
+// `wanted`, or Unsupported naming both when this machine cannot run it (a silent fallback would
+// make "forced" comparisons meaningless).
+Isa checked_isa(Isa wanted);
 
 }  // namespace lemma::kernels

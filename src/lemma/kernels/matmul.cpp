@@ -6,7 +6,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/kernels/interleaved_blocks.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 
 namespace lemma::kernels {
 
@@ -19,12 +19,13 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   if (x_stride < K || y_stride < N) {
     fail<InvalidArgument>("matmul: x_stride {} < K {} or y_stride {} < N {}", x_stride, K, y_stride, N);
   }
-  const Isa isa = options.isa.value_or(active_isa());
+  const Isa isa = options.isa.value_or(detected_isa());
   if (isa > detected_isa()) {
     fail<InvalidArgument>("matmul: ISA {} is not available (max {})", isa_name(isa), isa_name(detected_isa()));
   }
-  const MatmulPrecision precision = options.precision.value_or(default_matmul_precision(w.dtype, isa));
-  const MatmulKernel* kernel = find_matmul_kernel(w.dtype, K, isa, precision);
+  const MatmulPrecision precision =
+      options.precision.value_or(default_matmul_precision(w.dtype, isa, options.activations));
+  const MatmulKernel* kernel = find_matmul_kernel(w.dtype, K, isa, precision, M);
   if (kernel == nullptr) {
     fail<Unsupported>("matmul: no kernel for {} weights with K={} (block size {})", dtype_name(w.dtype), K,
                       dtype_info(w.dtype).block_elements);
@@ -54,21 +55,6 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
 
 namespace {
 
-// The calling thread's buffer for quantised x: 64-byte aligned, grown (never shrunk) on demand.
-std::byte* activation_scratch(size_t bytes) {
-  struct Scratch {
-    std::unique_ptr<std::byte[]> storage;
-    size_t capacity = 0;
-  };
-  thread_local Scratch scratch;
-  if (bytes + 64 > scratch.capacity) {
-    scratch.capacity = bytes + 64;
-    scratch.storage = std::make_unique_for_overwrite<std::byte[]>(scratch.capacity);
-  }
-  const auto address = reinterpret_cast<uintptr_t>(scratch.storage.get());
-  return scratch.storage.get() + ((64 - address % 64) % 64);
-}
-
 bool same_activations(const MatmulPlan& a, const MatmulPlan& b) {
   return a.quantize_x == b.quantize_x && a.args.x == b.args.x && a.args.x_stride == b.args.x_stride &&
          a.args.M == b.args.M && a.args.K == b.args.K;
@@ -83,13 +69,13 @@ bool needs_activations(const MatmulPlan& p) { return p.fn != nullptr && p.quanti
 // Points each plan that needs prepared x at its buffer (shared by plans over the same x); true for
 // the plans that own theirs (must fill it).
 template <class Fill>
-void assign_activation_buffers(std::span<MatmulPlan> plans, Fill&& fill) {
+void assign_activation_buffers(std::span<MatmulPlan> plans, ActivationBuffer& buffer, Fill&& fill) {
   size_t total = 0;
   for (const MatmulPlan& p : plans) {
     if (needs_activations(p)) total += p.xq_bytes;
   }
   if (total == 0) return;
-  std::byte* next = activation_scratch(total);
+  std::byte* next = buffer.reserve(total);
   for (size_t i = 0; i < plans.size(); ++i) {
     MatmulPlan& p = plans[i];
     if (!needs_activations(p)) continue;
@@ -115,17 +101,26 @@ bool owns_activations(std::span<const MatmulPlan> plans, size_t i) {
 
 }  // namespace
 
-void prepare_activations(std::span<MatmulPlan> plans) {
-  assign_activation_buffers(plans, [](MatmulPlan& p) {
+std::byte* ActivationBuffer::reserve(size_t bytes) {
+  if (bytes + 64 > capacity_) {
+    capacity_ = bytes + 64;
+    storage_ = std::make_unique_for_overwrite<std::byte[]>(capacity_);
+  }
+  const auto address = reinterpret_cast<uintptr_t>(storage_.get());
+  return storage_.get() + ((64 - address % 64) % 64);
+}
+
+void prepare_activations(std::span<MatmulPlan> plans, ActivationBuffer& buffer) {
+  assign_activation_buffers(plans, buffer, [](MatmulPlan& p) {
     p.quantize_x(p.args.x, p.args.x_stride, p.args.M, p.args.K, const_cast<void*>(p.args.xq));
   });
 }
 
-bool reserve_activations(std::span<MatmulPlan> plans) {
+bool reserve_activations(std::span<MatmulPlan> plans, ActivationBuffer& buffer) {
   bool any = false;
   for (const MatmulPlan& p : plans) any = any || needs_activations(p);
   if (!any) return false;
-  assign_activation_buffers(plans, [](MatmulPlan&) {});
+  assign_activation_buffers(plans, buffer, [](MatmulPlan&) {});
   return true;
 }
 
@@ -153,7 +148,8 @@ void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
 void matmul(const float* x, int64_t x_stride, int64_t M, const TensorView& w, float* y,
             int64_t y_stride, const float* bias, const MatmulOptions& options) {
   MatmulPlan plan = plan_matmul(x, x_stride, M, w, y, y_stride, bias, options);
-  prepare_activations(std::span(&plan, 1));
+  ActivationBuffer buffer;  // one call: its own (callers that repeat plan and keep a buffer)
+  prepare_activations(std::span(&plan, 1), buffer);
   plan.run_rows(0, plan.args.N);
 }
 

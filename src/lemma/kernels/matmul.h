@@ -7,22 +7,39 @@
 // Batch invariant: for one ISA and precision, row m of y is bitwise the same whatever M is and
 // whatever the other rows of x hold (decode M=1 == prefill row). Also invariant to splitting N
 // (pass a view of a row range of W), so callers may parallelise over N. Thread-safe; allocates only
-// to grow a per-thread scratch for quantised x (prepare_activations).
+// to grow the caller's ActivationBuffer for quantised x (prepare_activations).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 
 #include "lemma/kernels/isa.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/tensor/tensor_view.h"
 
 namespace lemma::kernels {
 
 struct MatmulOptions {
-  std::optional<Isa> isa;  // default active_isa(); must be one of available_isas()
-  std::optional<MatmulPrecision> precision = std::nullopt;  // default default_matmul_precision(dtype, isa)
+  std::optional<Isa> isa;  // default detected_isa(); must be one of available_isas()
+  // default default_matmul_precision(dtype, isa, activations) (kernel_policy.h)
+  std::optional<MatmulPrecision> precision = std::nullopt;
+  ActivationPolicy activations = ActivationPolicy::kAuto;
+};
+
+// The caller's buffer for x prepared for the kernels (quantised to int8, rounded to bf16): 64-byte
+// aligned, grown on demand and never shrunk, so steady-state calls allocate nothing. A forward keeps
+// one in its workspace. Not thread-safe; prepared x lives there until the next prepare.
+class ActivationBuffer {
+ public:
+  std::byte* reserve(size_t bytes);
+
+ private:
+  std::unique_ptr<std::byte[]> storage_;
+  size_t capacity_ = 0;
 };
 
 // x: [M, K] with rows x_stride floats apart; w: rank-2 [N, K] (contiguous rows of K values);
@@ -57,15 +74,14 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
                        int64_t y_stride, const float* bias = nullptr, const MatmulOptions& options = {});
 
 // Quantises x once for every plan in `plans` that needs it (plans over the same x, M and K with the
-// same quantiser share one copy: q/k/v or gate/up read one x), into the calling thread's grow-only
-// scratch buffer, so steady-state calls allocate nothing. That buffer is reused by this thread's
-// next call: finish running these plans first. Plans that need nothing are left alone.
-void prepare_activations(std::span<MatmulPlan> plans);
+// same quantiser share one copy: q/k/v or gate/up read one x), into `buffer`. The next prepare into
+// that buffer reuses it: finish running these plans first. Plans that need nothing are left alone.
+void prepare_activations(std::span<MatmulPlan> plans, ActivationBuffer& buffer);
 
 // prepare_activations() in two halves, so that several threads can fill the rows: points every plan
 // that needs it at its buffer (shared as above) without filling it, and returns true; or does
 // nothing and returns false when no plan needs prepared x.
-bool reserve_activations(std::span<MatmulPlan> plans);
+bool reserve_activations(std::span<MatmulPlan> plans, ActivationBuffer& buffer);
 // Then rows [m0, m1) of x, for each plan whose buffer no earlier plan in `plans` shares.
 // Thread-safe for disjoint row ranges; no allocation.
 void prepare_activation_rows(std::span<const MatmulPlan> plans, int64_t m0, int64_t m1);

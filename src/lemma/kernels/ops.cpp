@@ -1,33 +1,15 @@
-// Dispatch of the row ops in ops.h: one table row per ISA.
+// The row ops in ops.h, through the kernel set of the ISA (kernel_set.h).
 #include "lemma/kernels/ops.h"
 
 #include <cassert>
 
-#include "lemma/kernels/reference/ops_reference.h"
-#include "lemma/kernels/x86/simd/simd_kernels.h"
+#include "lemma/kernels/kernel_set.h"
 
 namespace lemma::kernels {
 
 namespace {
 
-struct RowOps {
-  void (*rmsnorm)(const float*, const float*, float, float*, int64_t);
-  void (*add_rmsnorm)(float*, const float*, const float*, float, float*, int64_t);
-  void (*silu_mul)(const float*, const float*, float*, int64_t);
-  void (*softmax)(const float*, float*, int64_t);
-  void (*add)(const float*, const float*, float*, int64_t);
-  void (*exp)(const float*, float*, int64_t);
-};
-
-// Indexed by Isa; AMX has no row-op instructions of its own and uses AVX-512.
-constexpr RowOps kReference{rmsnorm_reference, add_rmsnorm_reference, silu_mul_reference, softmax_reference, add_reference, exp_reference};
-namespace avx2 = x86::avx2;
-namespace avx512 = x86::avx512;
-constexpr RowOps kAvx2{avx2::rmsnorm, avx2::add_rmsnorm, avx2::silu_mul, avx2::softmax, avx2::add, avx2::exp_row};
-constexpr RowOps kAvx512{avx512::rmsnorm, avx512::add_rmsnorm, avx512::silu_mul, avx512::softmax, avx512::add, avx512::exp_row};
-constexpr RowOps kByIsa[] = {kReference, kAvx2, kAvx512, kAvx512};
-
-const RowOps& ops_for(Isa isa) { return kByIsa[static_cast<int>(isa)]; }
+const RowOps& ops_for(Isa isa) { return kernel_set(isa).row_ops(); }
 int64_t size(std::span<const float> s) { return static_cast<int64_t>(s.size()); }
 
 }  // namespace
@@ -64,17 +46,17 @@ void exp_row(std::span<const float> x, std::span<float> y, Isa isa) {
 }
 
 void rmsnorm(std::span<const float> x, std::span<const float> weight, float eps, std::span<float> y) {
-  rmsnorm(x, weight, eps, y, active_isa());
+  rmsnorm(x, weight, eps, y, detected_isa());
 }
 void add_rmsnorm(std::span<float> residual, std::span<const float> delta, std::span<const float> weight, float eps,
                  std::span<float> y) {
-  add_rmsnorm(residual, delta, weight, eps, y, active_isa());
+  add_rmsnorm(residual, delta, weight, eps, y, detected_isa());
 }
 void silu_mul(std::span<const float> gate, std::span<const float> up, std::span<float> out) {
-  silu_mul(gate, up, out, active_isa());
+  silu_mul(gate, up, out, detected_isa());
 }
-void softmax(std::span<const float> x, std::span<float> y) { softmax(x, y, active_isa()); }
-void add(std::span<const float> a, std::span<const float> b, std::span<float> out) { add(a, b, out, active_isa()); }
-void exp_row(std::span<const float> x, std::span<float> y) { exp_row(x, y, active_isa()); }
+void softmax(std::span<const float> x, std::span<float> y) { softmax(x, y, detected_isa()); }
+void add(std::span<const float> a, std::span<const float> b, std::span<float> out) { add(a, b, out, detected_isa()); }
+void exp_row(std::span<const float> x, std::span<float> y) { exp_row(x, y, detected_isa()); }
 
 }  // namespace lemma::kernels

@@ -2,7 +2,7 @@
 // Pure functions over caller-owned float spans; no allocation; thread-safe. Sizes must match
 // (asserted). Output may alias an input of the same size (in-place use). Each op has a scalar
 // reference (Isa::kScalar) and AVX2/AVX-512 versions; the overloads without `isa` use
-// active_isa(). Vector results differ from the reference by a few ulp (vector exp, summation
+// detected_isa(). Vector results differ from the reference by a few ulp (vector exp, summation
 // order) but, per ISA, never depend on other rows, so batch invariance is kept.
 #pragma once
 

@@ -1,6 +1,6 @@
 // Passes sampling makes over one row of logits (151936 entries for qwen2's vocabulary, once per
 // running sequence per serving step), vectorised per ISA like the row ops in ops.h. Each has a
-// scalar reference (Isa::kScalar); the overloads without `isa` use active_isa(). Every op but
+// scalar reference (Isa::kScalar); the overloads without `isa` use detected_isa(). Every op but
 // exp_block_sums gives the same result on every ISA; exp_block_sums' weights differ by the vector
 // exp's ulps, and its sums follow one fixed order (below) on every ISA.
 // Pure functions over caller-owned spans; no allocation; thread-safe.

@@ -1,25 +1,11 @@
 #include "lemma/model/decode_plans.h"
 
-#include <cstdlib>
-#include <string_view>
-
-#include "lemma/base/logging.h"
 
 namespace lemma {
 
-bool decode_plans_enabled_by_default() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("LEMMA_DECODE_PLANS");
-    const bool off = env != nullptr && std::string_view(env) == "0";
-    if (off) log().info("model: decode plans off (LEMMA_DECODE_PLANS=0): every forward plans its matmuls");
-    return !off;
-  }();
-  return enabled;
-}
-
-DecodePlanCache::Step DecodePlanCache::begin(const Key& key, size_t num_slots) {
+DecodePlanCache::Step DecodePlanCache::begin(const Key& key, size_t num_slots, bool allowed) {
   Step step;
-  if (!enabled || key.rows < 1 || key.rows > kMaxRows) return step;
+  if (!enabled || !allowed || key.rows < 1 || key.rows > kMaxRows) return step;
   if (entries_.empty()) entries_.resize(static_cast<size_t>(kMaxRows));
   Entry& entry = entries_[static_cast<size_t>(key.rows - 1)];
   step.entry_ = &entry;
@@ -37,10 +23,11 @@ DecodePlanCache::Step DecodePlanCache::begin(const Key& key, size_t num_slots) {
 
 layers::LinearGroupPlan& DecodePlanCache::Step::plan(size_t slot, std::span<const float> x, int64_t M,
                                                      std::span<const layers::LinearOutput> outputs,
-                                                     const ThreadTeam* team) {
+                                                     const ThreadTeam* team,
+                                                     const kernels::MatmulOptions& options) {
   if (replay_) return entry_->slots[slot];
   layers::LinearGroupPlan& out = entry_ != nullptr ? entry_->slots[slot] : scratch_;
-  out = layers::plan_linear_group(x, M, outputs, team);
+  out = layers::plan_linear_group(x, M, outputs, team, options);
   return out;
 }
 

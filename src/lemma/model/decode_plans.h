@@ -4,7 +4,7 @@
 // planning each matrix again. The key holds the model, the team and the address of every buffer
 // a plan reads or writes; when any of them moved (a workspace that grew, another logits buffer)
 // the forward plans afresh and captures again. Replayed plans are the plans the forward would
-// make, so outputs are bitwise those of planning every step. LEMMA_DECODE_PLANS=0 turns it off.
+// make, so outputs are bitwise those of planning every step. RuntimeOptions::decode_plans turns it off.
 // Part of a ForwardWorkspace: not thread-safe.
 #pragma once
 
@@ -16,9 +16,6 @@
 #include "lemma/model/layers/linear.h"
 
 namespace lemma {
-
-// The process default: false when LEMMA_DECODE_PLANS=0 (read once).
-bool decode_plans_enabled_by_default();
 
 class DecodePlanCache {
   struct Entry;
@@ -43,7 +40,8 @@ class DecodePlanCache {
     // The plan of matmul group `slot` (0 <= slot < the count given to begin()) over x, M, outputs:
     // the captured one when replaying, otherwise planned now (and kept when capturing).
     layers::LinearGroupPlan& plan(size_t slot, std::span<const float> x, int64_t M,
-                                  std::span<const layers::LinearOutput> outputs, const ThreadTeam* team);
+                                  std::span<const layers::LinearOutput> outputs, const ThreadTeam* team,
+                                  const kernels::MatmulOptions& options);
     // Call once every slot the forward runs has been planned: the entry becomes replayable.
     void commit();
 
@@ -54,10 +52,11 @@ class DecodePlanCache {
     layers::LinearGroupPlan scratch_;
   };
 
-  // Starts a forward with `num_slots` matmul groups. Allocates only when capturing a new M.
-  Step begin(const Key& key, size_t num_slots);
+  // Starts a forward with `num_slots` matmul groups; `allowed` false (RuntimeOptions::decode_plans)
+  // plans every matrix, as `enabled` false does. Allocates only when capturing a new M.
+  Step begin(const Key& key, size_t num_slots, bool allowed = true);
 
-  bool enabled = decode_plans_enabled_by_default();  // settable: tests compare both paths in one process
+  bool enabled = true;  // settable: tests compare both paths in one process
   int64_t captures() const { return captures_; }
   int64_t replays() const { return replays_; }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lemma/model/decode_plans.h"
+#include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/linear_inputs.h"
 #include "lemma/model/model_config.h"
@@ -19,7 +20,8 @@ namespace lemma {
 
 struct ForwardWorkspace {
   // `num_threads` threads (the caller included) work on each forward; 0 means one per CPU.
-  explicit ForwardWorkspace(int num_threads = 1) : team(std::make_unique<ThreadTeam>(num_threads)) {}
+  explicit ForwardWorkspace(int num_threads = 1, bool pin_threads = true)
+      : team(std::make_unique<ThreadTeam>(num_threads, pin_threads)) {}
 
   // Makes every buffer large enough for `num_tokens` new tokens, `num_logit_rows` logit rows and
   // a context of `max_context` tokens. Allocates only when growing.
@@ -41,6 +43,7 @@ struct ForwardWorkspace {
   // Per-sequence lists the forward rebuilds each step (cleared, never shrunk).
   std::vector<layers::AttentionSequence> slices;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
+  layers::LinearScratch activations;  // the matmuls' prepared inputs (int8/bf16 x, gathered x)
   std::unique_ptr<ThreadTeam> team;
   DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
   // Empty in serving (one branch per matmul group); set by calibration tools (linear_inputs.h).

@@ -18,7 +18,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
   const int64_t total = static_cast<int64_t>(prompt.size()) + num_new;
   KvCache cache = KvCache::for_model(model.config(), (total + kBlockSize - 1) / kBlockSize, kBlockSize);
   const std::vector<int32_t> table = contiguous_block_table(total, kBlockSize);
-  ForwardWorkspace workspace(num_threads);
+  ForwardWorkspace workspace(num_threads, model.runtime().pin_threads);
   std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
   std::vector<int32_t> out;
   out.reserve(static_cast<size_t>(num_new));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string_view>
@@ -13,7 +12,7 @@
 #include "lemma/base/logging.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 
 namespace lemma {
 
@@ -45,16 +44,18 @@ void release_pages(const void* data, size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-bool interleavable(const TensorView& view) {
+bool interleavable(const TensorView& view, const RuntimeOptions& runtime) {
   const DType target = kernels::interleaved_dtype(view.dtype);
   return target != DType::kCount && view.shape.rank == 2 &&
-         view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) == 0 && interleaving_enabled(view.dtype);
+         view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) == 0 &&
+         interleaving_enabled(view.dtype, runtime);
 }
 
 // The interleaved copy of `view` (when interleavable), its rows taken in `row_order` when one is
 // given (row n of the copy = row row_order[n] of the source).
-void interleave(TensorView& view, Interleaved& out, bool release_source, std::span<const int32_t> row_order = {}) {
-  if (!interleavable(view)) return;
+void interleave(TensorView& view, const RuntimeOptions& runtime, Interleaved& out, bool release_source,
+                std::span<const int32_t> row_order = {}) {
+  if (!interleavable(view, runtime)) return;
   const DType target = kernels::interleaved_dtype(view.dtype);
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
@@ -90,58 +91,40 @@ void interleave(TensorView& view, Interleaved& out, bool release_source, std::sp
 // silu(gate . x) * (up . x), one value per row of gate and up, so taking their rows in that order
 // makes it come out already ordered, and down's gather goes away. Only where both are interleaved
 // (the copy is made anyway); otherwise down keeps its order.
-bool fold_down_order(LayerWeights& layer, Interleaved& out, bool release_sources) {
+bool fold_down_order(LayerWeights& layer, const RuntimeOptions& runtime, Interleaved& out, bool release_sources) {
   // (load_model_weights checked the shapes: down_order has one entry per row of gate and up.)
-  if (layer.down_order.empty() || !interleavable(layer.gate) || !interleavable(layer.up)) return false;
-  interleave(layer.gate, out, release_sources, layer.down_order);
-  interleave(layer.up, out, release_sources, layer.down_order);
+  if (layer.down_order.empty() || !interleavable(layer.gate, runtime) || !interleavable(layer.up, runtime)) return false;
+  interleave(layer.gate, runtime, out, release_sources, layer.down_order);
+  interleave(layer.up, runtime, out, release_sources, layer.down_order);
   layer.down_order.clear();
   return true;
 }
 
 }  // namespace
 
-bool interleaving_enabled(DType plain) {
-  const char* env = std::getenv("LEMMA_INTERLEAVE");
-  if (env != nullptr && std::string_view(env) == "0") return false;
-  const kernels::Isa isa = kernels::active_isa();
-  if (isa < kernels::Isa::kAvx2) return false;
-  // bf16x16 runs with bf16 activations (vdpbf16ps, or its bits by AVX2 FMAs), also where plain bf16
-  // matrices keep f32 activations (AVX2 without AVX512_BF16; K not a multiple of 32 stays plain).
-  if (plain == DType::kBF16) return !kernels::matmul_precision_forced_f32();
-  // f16x16 keeps f32 activations, as plain f16 does: LEMMA_MATMUL_PRECISION does not concern it.
-  if (plain == DType::kF16) return true;
-  // lemma int8 / int4 (GPTQ, AWQ, lemma int checkpoints): only the interleaved forms read int8 x (their
-  // zero points enter the integer sums); in the file's layout they keep f32 x.
-  if (plain == DType::kI8Z32 || plain == DType::kI4Z32) return !kernels::matmul_precision_forced_f32();
-  // IQ4_NL / IQ4_XS, Q4_1 / Q5_1: the same (only the interleaved forms have int8-activation kernels).
-  if (plain == DType::kIQ4_NL || plain == DType::kIQ4_XS || plain == DType::kQ4_1 || plain == DType::kQ5_1)
-    return !kernels::matmul_precision_forced_f32();
-  // W8A8 always quantises x (its format's rule); W8A8x16 has AVX2 and AVX-512 VNNI kernels.
-  if (plain == DType::kW8A8) return true;
-  // Every int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
-  return kernels::interleaved_dtype(plain) != DType::kCount &&
-         kernels::default_matmul_precision(plain, isa) == kernels::MatmulPrecision::kInt8Activations;
+bool interleaving_enabled(DType plain, const RuntimeOptions& runtime) {
+  return runtime.interleave && kernels::interleave_pays(plain, runtime.isa, runtime.activations);
 }
 
-std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources) {
+std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, const RuntimeOptions& runtime,
+                                                      bool release_sources) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
   int folded = 0;
   for (LayerWeights& layer : weights.layers) {
-    folded += fold_down_order(layer, *out, release_sources);  // gate and up are then interleaved already
+    folded += fold_down_order(layer, runtime, *out, release_sources);  // gate and up are then interleaved already
     for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
-      interleave(*w, *out, release_sources);
+      interleave(*w, runtime, *out, release_sources);
   }
   // A tied LM head's source is the token embedding: lookups then read rows of the interleaved copy
   // (layers::read_row -> kernels::read_interleaved_row, the same values), so one copy is kept.
   const bool tied = weights.lm_head.data == weights.token_embedding.data;
-  interleave(weights.lm_head, *out, release_sources);
+  interleave(weights.lm_head, runtime, *out, release_sources);
   if (tied) weights.token_embedding = weights.lm_head;
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16/f16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "
-             "groups in {:.0f} ms (LEMMA_INTERLEAVE=0 keeps the file's layout){}",
+             "groups in {:.0f} ms (--no-interleave keeps the file's layout){}",
              out->buffers.size(), static_cast<double>(out->total_bytes) / (1 << 20),
              static_cast<double>(out->released_bytes) / (1 << 20), ms,
              folded == 0 ? "" : fmt::format("; {} down projections' act-order input orders folded into gate/up rows", folded));

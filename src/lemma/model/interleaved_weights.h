@@ -6,8 +6,8 @@
 // blocks in order; both within rounding of the exact product). bf16 matrices (K a multiple of 32)
 // become bf16x16 from AVX2 up: one vdpbf16ps (AVX512_BF16) per 16 rows' pairs, no horizontal
 // sums (values moved, never changed; each output one accumulator over k instead of 16 lanes).
-// Off where it would not pay or cannot run: LEMMA_INTERLEAVE=0, an ISA below AVX2 (also when forced
-// with LEMMA_ISA) or f32 activations forced (LEMMA_MATMUL_PRECISION=f32). Every form has an AVX2
+// Off where it would not pay or cannot run (kernels/kernel_policy.h's interleave_pays): below AVX2,
+// or f32 activations forced; and when RuntimeOptions::interleave is off. Every form has an AVX2
 // kernel too (int8: vpmaddubsw; bf16x16: vdpbf16ps's bits by FMAs under DAZ/FTZ), so CPUs without
 // AVX-512 (or without VNNI / AVX512_BF16) interleave every type above; bf16x16 then runs with bf16
 // activations where plain bf16 would keep f32 ones.
@@ -21,11 +21,12 @@
 #include <memory>
 
 #include "lemma/model/model_weights.h"
+#include "lemma/model/runtime_options.h"
 
 namespace lemma {
 
-// Whether a model loaded now would interleave its `plain` matrices (the conditions above).
-bool interleaving_enabled(DType plain = DType::kQ8_0);
+// Whether a model loaded with `runtime` interleaves its `plain` matrices (the conditions above).
+bool interleaving_enabled(DType plain, const RuntimeOptions& runtime);
 
 // Replaces the views of every Q8_0/Q4_0/Q5_0/Q2_K..Q6_K/bf16 matrix in `weights` (q, k, v, o, gate, up, down,
 // lm_head) by interleaved copies where interleaving_enabled(its dtype); returns the owner of those copies (null
@@ -34,6 +35,7 @@ bool interleaving_enabled(DType plain = DType::kQ8_0);
 // nothing reads them again (Model::open of a GGUF file), so their whole pages go back to the OS
 // (MADV_DONTNEED: a file mapping re-reads them on access, a copy load frees them) and the process
 // holds one copy of the weights, not two (a tied embedding included: see above).
-std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, bool release_sources = false);
+std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, const RuntimeOptions& runtime,
+                                                      bool release_sources = false);
 
 }  // namespace lemma

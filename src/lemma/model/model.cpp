@@ -16,11 +16,13 @@
 namespace lemma {
 
 Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
-                          std::shared_ptr<const void> owner, bool owns_sources) {
+                          std::shared_ptr<const void> owner, bool owns_sources, const RuntimeOptions& runtime) {
   config.validate();
   Model m;
+  m.runtime_ = runtime;
+  m.runtime_.isa = kernels::checked_isa(runtime.isa);
   m.weights_ = load_model_weights(config, format, lookup);
-  m.interleaved_ = interleave_matmul_weights(m.weights_, owns_sources);
+  m.interleaved_ = interleave_matmul_weights(m.weights_, m.runtime_, owns_sources);
   m.rope_ = compute_rope_frequencies(config.rope, 0);
   m.config_ = std::move(config);
   m.format_ = format;
@@ -75,14 +77,14 @@ struct NormStep {
   bool add_first;
 
   // Token rows [t0, t1); each row reads and writes only itself.
-  void run(const ModelConfig& c, ForwardWorkspace& ws, int64_t t0, int64_t t1) const {
+  void run(const ModelConfig& c, ForwardWorkspace& ws, kernels::Isa isa, int64_t t0, int64_t t1) const {
     const int64_t H = c.hidden_size;
     const auto at = static_cast<size_t>(t0 * H), n = static_cast<size_t>((t1 - t0) * H);
     const auto residual = std::span(ws.residual).subspan(at, n), normed = std::span(ws.normed).subspan(at, n);
     if (add_first) {
-      layers::add_rms_norm(residual, normed, t1 - t0, H, weight, c.rms_norm_eps, normed);
+      layers::add_rms_norm(residual, normed, t1 - t0, H, weight, c.rms_norm_eps, normed, isa);
     } else {
-      layers::rms_norm(residual, t1 - t0, H, weight, c.rms_norm_eps, normed);
+      layers::rms_norm(residual, t1 - t0, H, weight, c.rms_norm_eps, normed, isa);
     }
   }
 };
@@ -90,6 +92,7 @@ struct NormStep {
 // Everything one forward shares between its layers.
 struct StepState {
   const ModelConfig& config;
+  const RuntimeOptions& runtime;
   ForwardWorkspace& ws;
   std::span<const layers::AttentionSequence> slices;
   int64_t num_tokens;
@@ -109,9 +112,9 @@ struct StepState {
               std::span<const layers::LinearOutput> outputs) const {
     observe(layer, slot, x, M, outputs);
     ThreadTeam* team = ws.team.get();
-    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team);
+    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team, runtime.matmul_options());
     trace::Scope t_run(name);
-    layers::run_linear_group(plan, team);
+    layers::run_linear_group(plan, team, ws.activations);
   }
 
   // The same over x, whose rows `write_x` writes first, on the team, each range of rows then
@@ -119,9 +122,9 @@ struct StepState {
   void written_linear(const char* write_name, RangeFnRef write_x, const char* name, int64_t layer, MatmulSlot slot,
                       std::span<const float> x, std::span<const layers::LinearOutput> outputs) const {
     ThreadTeam* team = ws.team.get();
-    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, num_tokens, outputs, team);
+    layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, num_tokens, outputs, team, runtime.matmul_options());
     trace::Scope t_write(write_name);
-    layers::write_linear_group_input(plan, team, write_x);
+    layers::write_linear_group_input(plan, team, ws.activations, write_x);
     t_write.end();
     observe(layer, slot, x, num_tokens, outputs);
     trace::Scope t_run(name);
@@ -131,7 +134,7 @@ struct StepState {
   // x = ws.normed, written by `norm` (fused with the residual add before it when it has one).
   void normed_linear(const NormStep& norm, const char* name, int64_t layer, MatmulSlot slot,
                      std::span<const layers::LinearOutput> outputs) const {
-    written_linear(norm.name, [&](int64_t t0, int64_t t1) { norm.run(config, ws, t0, t1); }, name, layer, slot, ws.normed, outputs);
+    written_linear(norm.name, [&](int64_t t0, int64_t t1) { norm.run(config, ws, runtime.isa, t0, t1); }, name, layer, slot, ws.normed, outputs);
   }
 };
 
@@ -149,8 +152,8 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   st.normed_linear(norm, "qkv", layer, kQkv, qkv);
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
-    layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q);
-    layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k);
+    layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q, st.runtime.isa);
+    layers::rms_norm(ws.k, T * nkv, hd, w.k_norm, c.rms_norm_eps, ws.k, st.runtime.isa);
   }
   // One pass per token (G20): RoPE on its q and k heads with the angles the forward computed once
   // for every layer, then its key (after RoPE) and value into the cache, encoded in the cache's
@@ -179,7 +182,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   if (static_cast<int64_t>(ws.scores.size()) < scratch)
     ws.scores.resize(static_cast<size_t>(std::max<int64_t>(scratch, 2 * static_cast<int64_t>(ws.scores.size()))));
   trace::Scope t_attention("attention");
-  layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team);
+  layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team, st.runtime.isa);
   t_attention.end();
   const layers::LinearOutput o{&w.o, {}, ws.normed, w.o_order};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
@@ -197,7 +200,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const layers::LinearOutput down{&w.down, {}, ws.normed, w.down_order};
   const auto silu_mul_rows = [&](int64_t t0, int64_t t1) {
     const auto rows = std::span(ws.gate).subspan(static_cast<size_t>(t0 * I), static_cast<size_t>((t1 - t0) * I));
-    kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows);
+    kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows, st.runtime.isa);
   };
   st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
 }
@@ -244,8 +247,9 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   const DecodePlanCache::Key key{id_, ws.team.get(), T, batch.num_logit_rows(),
                                  {ws.normed.data(), ws.q.data(), ws.k.data(), ws.v.data(), ws.attn_out.data(),
                                   ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
-  DecodePlanCache::Step plans = ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1);
-  const StepState state{c, ws, slices, T, plans};
+  DecodePlanCache::Step plans =
+      ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1, runtime_.decode_plans);
+  const StepState state{c, runtime_, ws, slices, T, plans};
   // Each norm is fused with the residual add before it (but the first) and with the conversion of
   // the next matmul's x; the final one runs alone (the LM head reads only the rows that want logits).
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -256,7 +260,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   }
   const NormStep final_norm{"add_final_norm", weights_.final_norm, true};
   trace::Scope t_final_norm(final_norm.name);
-  parallel_rows(ws.team.get(), T, H, [&](int64_t t0, int64_t t1) { final_norm.run(c, ws, t0, t1); });
+  parallel_rows(ws.team.get(), T, H, [&](int64_t t0, int64_t t1) { final_norm.run(c, ws, runtime_.isa, t0, t1); });
   t_final_norm.end();
 
   // Gather the normalised rows that want logits, project. (Every row went through the final norm

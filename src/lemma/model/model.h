@@ -16,6 +16,7 @@
 #include "lemma/model/kv_cache.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/model_weights.h"
+#include "lemma/model/runtime_options.h"
 
 namespace lemma {
 
@@ -23,12 +24,15 @@ class Model {
  public:
   // A .gguf file, or a Hugging Face directory (config.json + model.safetensors or a sharded
   // index), or a .safetensors file next to its config.json. Throws FormatError/Unsupported/IoError.
-  static Model open(const std::filesystem::path& path, LoadMode mode = LoadMode::kLazyMmap);
+  static Model open(const std::filesystem::path& path, LoadMode mode = LoadMode::kLazyMmap,
+                    const RuntimeOptions& runtime = {});
   // From tensors already in memory (tests, converters). `owner` keeps their bytes alive.
   // `owns_sources`: only `owner` references the tensors' bytes and nothing else reads them (Model::open
   // of a GGUF file): matrices re-laid at load hand their source pages back (interleaved_weights.h).
+  // `runtime` picks the kernels and the weights' layout (Unsupported for an ISA this machine lacks).
   static Model from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
-                            std::shared_ptr<const void> owner, bool owns_sources = false);
+                            std::shared_ptr<const void> owner, bool owns_sources = false,
+                            const RuntimeOptions& runtime = {});
 
   Model(Model&&) noexcept = default;
   Model& operator=(Model&&) noexcept = default;
@@ -38,6 +42,7 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   WeightFormat format() const { return format_; }
+  const RuntimeOptions& runtime() const { return runtime_; }
 
   // Runs the batch: writes the new tokens' keys/values into `cache` (at their block-table slots)
   // and their logits into `logits` ([batch.num_logit_rows(), vocab] f32, sequences in order).
@@ -51,6 +56,7 @@ class Model {
 
   ModelConfig config_;
   WeightFormat format_ = WeightFormat::kGguf;
+  RuntimeOptions runtime_;
   ModelWeights weights_;
   RopeFrequencies rope_;  // for every forward unless the scaling depends on the length (dynamic NTK)
   std::shared_ptr<const void> owner_;

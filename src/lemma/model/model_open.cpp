@@ -20,7 +20,7 @@ namespace lemma {
 namespace {
 
 Model open_lemma_quantized(ModelConfig config, WeightFormat format, const std::filesystem::path& weights,
-                           LoadMode mode) {
+                           LoadMode mode, const RuntimeOptions& rt) {
   auto runnable = std::make_shared<const quant::RunnableWeights>(quant::RunnableWeights::open(weights.string(), mode));
   log().info("{}: lemma {} weights served as {}{}", weights.string(), runnable->spec().to_string(),
              dtype_name(runnable->served_dtype()),
@@ -28,12 +28,13 @@ Model open_lemma_quantized(ModelConfig config, WeightFormat format, const std::f
                                                             runnable->widened().size()));
   const quant::RunnableWeights* r = runnable.get();
   TensorLookup lookup = [r](const std::string& name) { return r->find(name); };
-  return Model::from_tensors(std::move(config), format, lookup, std::move(runnable));
+  return Model::from_tensors(std::move(config), format, lookup, std::move(runnable), false, rt);
 }
 
 // GPTQ/AWQ/FP8 (an HF directory's config.json quantization_config, or lemma's GGUF container of them).
 Model open_hf_quantized(ModelConfig config, WeightFormat format, const std::filesystem::path& weights,
-                        const std::optional<quant::HfQuantConfig>& quant_config, LoadMode mode) {
+                        const std::optional<quant::HfQuantConfig>& quant_config, LoadMode mode,
+                        const RuntimeOptions& rt) {
   auto hf = std::make_shared<const quant::HfQuantizedWeights>(
       quant::HfQuantizedWeights::open(weights.string(), quant_config, mode));
   log().info("{}: {} weights: {} converted{}{}", weights.string(), hf->config().to_string(), hf->converted().size(),
@@ -43,17 +44,17 @@ Model open_hf_quantized(ModelConfig config, WeightFormat format, const std::file
              hf->widened().empty() ? "" : fmt::format(" ({} in f32: groups not whole 32-value blocks)", hf->widened().size()));
   const quant::HfQuantizedWeights* r = hf.get();
   TensorLookup lookup = [r](const std::string& name) { return r->find(name); };
-  return Model::from_tensors(std::move(config), format, lookup, std::move(hf));
+  return Model::from_tensors(std::move(config), format, lookup, std::move(hf), false, rt);
 }
 
-Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
+Model open_gguf(const std::filesystem::path& path, LoadMode mode, const RuntimeOptions& rt) {
   auto file = std::make_shared<GgufFile>(GgufFile::open(path.string(), mode));
   ModelConfig config = config_from_gguf(*file);
   if (file->get_string(std::string(quant::kQuantFormatKey))) {
-    return open_lemma_quantized(std::move(config), WeightFormat::kGguf, path, mode);
+    return open_lemma_quantized(std::move(config), WeightFormat::kGguf, path, mode, rt);
   }
   if (file->get_string(std::string(quant::kHfQuantConfigKey))) {
-    return open_hf_quantized(std::move(config), WeightFormat::kGguf, path, std::nullopt, mode);
+    return open_hf_quantized(std::move(config), WeightFormat::kGguf, path, std::nullopt, mode, rt);
   }
   const GgufFile* f = file.get();
   TensorLookup lookup = [f](const std::string& name) -> std::optional<TensorView> {
@@ -62,17 +63,18 @@ Model open_gguf(const std::filesystem::path& path, LoadMode mode) {
     return t->view;
   };
   // The file is this model's alone: matrices it re-lays at load may hand their source pages back.
-  return Model::from_tensors(std::move(config), WeightFormat::kGguf, lookup, std::move(file), /*owns_sources=*/true);
+  return Model::from_tensors(std::move(config), WeightFormat::kGguf, lookup, std::move(file), /*owns_sources=*/true, rt);
 }
 
-Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode) {
+Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& weights, LoadMode mode,
+              const RuntimeOptions& rt) {
   ModelConfig config = config_from_hf_file(dir / "config.json");
   if (auto q = quant::hf_quant_config_of_file(dir / "config.json")) {
-    return open_hf_quantized(std::move(config), WeightFormat::kHf, weights, q, mode);
+    return open_hf_quantized(std::move(config), WeightFormat::kHf, weights, q, mode, rt);
   }
   const auto single = weights.extension() == ".safetensors" ? weights : weights / "model.safetensors";
   if (std::filesystem::is_regular_file(single) && quant::is_lemma_quantized_file(single.string())) {
-    return open_lemma_quantized(std::move(config), WeightFormat::kHf, single, mode);
+    return open_lemma_quantized(std::move(config), WeightFormat::kHf, single, mode, rt);
   }
   auto file = std::make_shared<SafetensorsCheckpoint>(SafetensorsCheckpoint::open(weights.string(), mode));
   const SafetensorsCheckpoint* f = file.get();
@@ -82,23 +84,23 @@ Model open_hf(const std::filesystem::path& dir, const std::filesystem::path& wei
     return t->view;
   };
   // As for GGUF: the checkpoint is this model's alone, so interleaved matrices' sources go back to the OS.
-  return Model::from_tensors(std::move(config), WeightFormat::kHf, lookup, std::move(file), /*owns_sources=*/true);
+  return Model::from_tensors(std::move(config), WeightFormat::kHf, lookup, std::move(file), /*owns_sources=*/true, rt);
 }
 
 }  // namespace
 
 namespace {
-Model open_any(const std::filesystem::path& path, LoadMode mode) {
-  if (std::filesystem::is_directory(path)) return open_hf(path, path, mode);
+Model open_any(const std::filesystem::path& path, LoadMode mode, const RuntimeOptions& rt) {
+  if (std::filesystem::is_directory(path)) return open_hf(path, path, mode, rt);
   if (path.extension() == ".safetensors" || path.filename() == "model.safetensors.index.json")
-    return open_hf(path.parent_path(), path, mode);
-  if (path.filename() == "config.json") return open_hf(path.parent_path(), path.parent_path(), mode);
-  return open_gguf(path, mode);
+    return open_hf(path.parent_path(), path, mode, rt);
+  if (path.filename() == "config.json") return open_hf(path.parent_path(), path.parent_path(), mode, rt);
+  return open_gguf(path, mode, rt);
 }
 }  // namespace
 
-Model Model::open(const std::filesystem::path& path, LoadMode mode) {
-  Model model = open_any(path, mode);
+Model Model::open(const std::filesystem::path& path, LoadMode mode, const RuntimeOptions& runtime) {
+  Model model = open_any(path, mode, runtime);
   log().info("loaded {} ({}, {}): {}", path.string(), to_string(model.format()), to_string(mode),
              model.config().summary());
   return model;

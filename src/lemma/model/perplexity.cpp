@@ -33,7 +33,7 @@ PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t>
   KvCache cache =
       KvCache::for_model(model.config(), (ctx + kBlockSize - 1) / kBlockSize, kBlockSize, options.kv_dtype);
   const std::vector<int32_t> table = contiguous_block_table(ctx, kBlockSize);
-  ForwardWorkspace workspace(options.num_threads);
+  ForwardWorkspace workspace(options.num_threads, model.runtime().pin_threads);
   std::vector<float> logits(static_cast<size_t>(ctx * vocab));
   std::vector<int32_t> chunk(static_cast<size_t>(ctx));
 

@@ -13,7 +13,7 @@ std::vector<float> run_sequence(const Model& model, std::span<const int32_t> tok
   constexpr int64_t kBlockSize = 16;
   const auto n = static_cast<int64_t>(tokens.size());
   KvCache cache = KvCache::for_model(model.config(), (n + kBlockSize - 1) / kBlockSize, kBlockSize, kv_dtype);
-  ForwardWorkspace workspace(num_threads);
+  ForwardWorkspace workspace(num_threads, model.runtime().pin_threads);
   workspace.observe_linear_input = observer;
   const auto table = contiguous_block_table(n, kBlockSize);
   ForwardBatch batch;

@@ -63,21 +63,16 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-bool pinning_enabled() {
-  const char* env = std::getenv("LEMMA_PIN_THREADS");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
-
 }  // namespace
 
 int ThreadTeam::default_size() { return std::max<int>(1, static_cast<int>(allowed_cpus().size())); }
 
-ThreadTeam::ThreadTeam(int num_threads) {
+ThreadTeam::ThreadTeam(int num_threads, bool pin_threads) {
   const int n = num_threads <= 0 ? default_size() : num_threads;
   const std::vector<int> cpus = allowed_cpus();
   // Worker i goes to the i-th allowed CPU; the caller keeps its own affinity (it is the caller's
   // thread), and the scheduler will usually leave it on the first CPU the workers do not use.
-  const bool pin = pinning_enabled() && n > 1 && static_cast<int>(cpus.size()) >= n;
+  const bool pin = pin_threads && n > 1 && static_cast<int>(cpus.size()) >= n;
   workers_.reserve(static_cast<size_t>(n - 1));
   for (int i = 1; i < n; ++i) {
     const int cpu = pin ? cpus[static_cast<size_t>(i)] : -1;

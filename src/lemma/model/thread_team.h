@@ -41,11 +41,12 @@ class ThreadTeam {
  public:
   // `num_threads` >= 1 counts the caller; 1 means everything runs inline; 0 (or less) means one
   // thread per CPU this process may run on (default_size()). Workers are pinned to distinct
-  // allowed CPUs when there are at least as many CPUs as threads and LEMMA_PIN_THREADS is not "0".
+  // allowed CPUs when there are at least as many CPUs as threads and `pin_threads` is set
+  // (RuntimeOptions::pin_threads).
   // Then a caller found running on a worker's CPU when it starts a job is moved off the workers'
   // CPUs for that job (its affinity is restored after it): sharing a CPU with a spinning worker
   // runs the job's tiles one after the other, at half speed or worse, until the scheduler moves it.
-  explicit ThreadTeam(int num_threads);
+  explicit ThreadTeam(int num_threads, bool pin_threads = true);
   ~ThreadTeam();
   ThreadTeam(const ThreadTeam&) = delete;
   ThreadTeam& operator=(const ThreadTeam&) = delete;

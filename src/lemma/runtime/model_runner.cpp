@@ -8,7 +8,7 @@
 namespace lemma {
 
 ModelRunner::ModelRunner(const Model& model, const ModelRunnerConfig& config)
-    : model_(model), config_(config), workspace_(std::max(1, config.num_threads)) {
+    : model_(model), config_(config), workspace_(std::max(1, config.num_threads), model.runtime().pin_threads) {
   if (config.num_device_blocks <= 0 || config.block_size <= 0 || config.max_num_seqs <= 0 || config.num_host_blocks < 0)
     fail<InvalidArgument>("model runner: device blocks ({}), block size ({}) and max_num_seqs ({}) must be positive",
                           config.num_device_blocks, config.block_size, config.max_num_seqs);
@@ -29,7 +29,7 @@ void ModelRunner::apply_plan_state(const StepPlan& plan) {
   for (RequestId id : plan.finished_ids) state_.erase(id);
   for (RequestId id : plan.preempted_ids) state_.erase(id);
   for (const auto& n : plan.new_requests) {
-    Sampler sampler(n.sampling, config_.default_seed ^ n.id);
+    Sampler sampler(n.sampling, config_.default_seed ^ n.id, model_.runtime().isa);
     State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler)};
     state_.insert_or_assign(n.id, std::move(s));
   }

@@ -26,18 +26,20 @@ std::pair<float, double> max_and_log_sum(std::span<const float> logits) {
 
 }  // namespace
 
-int32_t argmax(std::span<const float> logits) {
-  const int64_t at = kernels::argmax_first(logits);
+int32_t argmax(std::span<const float> logits, kernels::Isa isa) {
+  const int64_t at = kernels::argmax_first(logits, isa);
   return at < 0 ? kNoToken : static_cast<int32_t>(at);
 }
 
-int64_t mask_nan(std::span<float> logits) { return copy_masking_nan(logits, logits); }
+int64_t mask_nan(std::span<float> logits) { return lemma::copy_masking_nan(logits, logits); }
 
-int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out) {
-  return kernels::copy_masking_nan(logits, out);
+int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out, kernels::Isa isa) {
+  return kernels::copy_masking_nan(logits, out, isa);
 }
 
-void apply_temperature(std::span<float> logits, float temperature) { kernels::divide_row(logits, temperature, logits); }
+void apply_temperature(std::span<float> logits, float temperature, kernels::Isa isa) {
+  kernels::divide_row(logits, temperature, logits, isa);
+}
 
 void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias) {
   for (const auto& [token, value] : bias) {

@@ -7,21 +7,23 @@
 #include <span>
 #include <utility>
 
+#include "lemma/kernels/isa.h"
+
 namespace lemma {
 
 constexpr int32_t kNoToken = -1;
 
 // Index of the largest logit, lowest id on ties; NaN ignored. kNoToken when every entry is NaN or
 // -inf (or the span is empty).
-int32_t argmax(std::span<const float> logits);
+int32_t argmax(std::span<const float> logits, kernels::Isa isa = kernels::detected_isa());
 
 // Replaces NaN with -inf; returns how many there were.
 int64_t mask_nan(std::span<float> logits);
 // out = logits with NaN replaced by -inf, in one pass; returns how many there were.
-int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out);
+int64_t copy_masking_nan(std::span<const float> logits, std::span<float> out, kernels::Isa isa = kernels::detected_isa());
 
 // logits /= temperature (temperature > 0).
-void apply_temperature(std::span<float> logits, float temperature);
+void apply_temperature(std::span<float> logits, float temperature, kernels::Isa isa = kernels::detected_isa());
 
 // Adds bias to the listed tokens (OpenAI logit_bias); ids outside the vocabulary are skipped
 // (requests are validated at the API boundary).

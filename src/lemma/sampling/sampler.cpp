@@ -10,8 +10,8 @@
 namespace lemma {
 
 
-Sampler::Sampler(SamplingParams params, uint64_t default_seed)
-    : params_(std::move(params)), seed_(params_.seed.value_or(default_seed)), rng_(seed_) {}
+Sampler::Sampler(SamplingParams params, uint64_t default_seed, kernels::Isa isa)
+    : params_(std::move(params)), isa_(isa), seed_(params_.seed.value_or(default_seed)), rng_(seed_) {}
 
 void Sampler::seek(uint64_t position) {
   // Rng's constructor runs splitmix64 over the mixed value, so nearby positions give unrelated streams.
@@ -42,7 +42,7 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   SamplerScratch& s = scratch;
   SampleResult result;
   std::span<float> work = std::span<float>(s.work).first(logits.size());
-  result.nan_count = copy_masking_nan(logits, work);
+  result.nan_count = lemma::copy_masking_nan(logits, work, isa_);
 
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
@@ -53,9 +53,9 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   }
 
   if (params_.is_greedy()) {
-    result.token = argmax(work);
+    result.token = argmax(work, isa_);
   } else {
-    if (params_.temperature != 1.0f) apply_temperature(work, params_.temperature);  // x / 1 is x
+    if (params_.temperature != 1.0f) apply_temperature(work, params_.temperature, isa_);  // x / 1 is x
     result.token = sample_tempered(work, s);
   }
 
@@ -76,12 +76,12 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
 }
 
 int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& s) {
-  const float max = max_value(logits);
+  const float max = max_value(logits, isa_);
   if (max == -std::numeric_limits<float>::infinity()) return kNoToken;
   const bool filtered = params_.min_p > 0.0f || (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < logits.size()) ||
                         params_.top_p < 1.0f;
   if (!filtered) {  // every finite token is a candidate: weights over the row itself, no id list
-    const double total = exp_weights(logits, max, s.weights, s.block_sums);
+    const double total = exp_weights(logits, max, s.weights, s.block_sums, isa_);
     return static_cast<int32_t>(inverse_cdf(std::span<const float>(s.weights).first(logits.size()), s.block_sums,
                                             rng_.next_double() * total));
   }
@@ -90,16 +90,16 @@ int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& 
 }
 
 double Sampler::candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s) {
-  if (count == logits.size()) return exp_weights(logits, max, s.weights, s.block_sums);  // ids are 0, 1, ...
+  if (count == logits.size()) return exp_weights(logits, max, s.weights, s.block_sums, isa_);  // ids are 0, 1, ...
   for (size_t i = 0; i < count; ++i) s.weights[i] = logits[static_cast<size_t>(s.ids[i])];
-  return exp_weights(std::span<const float>(s.weights).first(count), max, s.weights, s.block_sums);
+  return exp_weights(std::span<const float>(s.weights).first(count), max, s.weights, s.block_sums, isa_);
 }
 
 size_t Sampler::select_candidates(std::span<const float> logits, float max, SamplerScratch& s) {
   // Finite tokens, in id order; min_p keeps p_i >= min_p * p_max  <=>  l_i - l_max >= log(min_p).
   const float threshold = params_.min_p > 0.0f ? min_p_cutoff(max, std::log(static_cast<double>(params_.min_p)))
                                                : -std::numeric_limits<float>::infinity();
-  auto count = static_cast<size_t>(kernels::select_at_least(logits, threshold, s.ids));
+  auto count = static_cast<size_t>(kernels::select_at_least(logits, threshold, s.ids, isa_));
   // (logit desc, id asc) is a strict total order, so the top-k set and the nucleus are the same
   // everywhere. Candidates are kept as positions into s.ids, which is in id order; their logits
   // are gathered into s.values (unless every token is a candidate: then they are `logits`).
@@ -114,7 +114,7 @@ size_t Sampler::select_candidates(std::span<const float> logits, float max, Samp
     return kept;
   };
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < count) {
-    best_positions(candidate_logits(), static_cast<size_t>(params_.top_k), s.positions);
+    best_positions(candidate_logits(), static_cast<size_t>(params_.top_k), s.positions, isa_);
     count = keep_positions(static_cast<size_t>(params_.top_k));
   }
   if (params_.top_p < 1.0f && count > 1) {
@@ -126,7 +126,7 @@ size_t Sampler::select_candidates(std::span<const float> logits, float max, Samp
       return va != vb ? va > vb : a < b;
     };
     for (size_t head = std::min<size_t>(count, 64);; head = std::min(count, head * 4)) {
-      best_positions(values, head, s.positions);
+      best_positions(values, head, s.positions, isa_);
       std::sort(s.positions.begin(), s.positions.begin() + static_cast<std::ptrdiff_t>(head), by_rank);
       double cumulative = 0.0;
       size_t keep = 0;

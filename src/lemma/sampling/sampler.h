@@ -44,7 +44,8 @@ struct SamplerScratch {
 class Sampler {
  public:
   // `params` must be valid (validate()); default_seed is used when params.seed is unset.
-  Sampler(SamplingParams params, uint64_t default_seed);
+  // `isa`: the vocabulary passes' instruction set (the model's: RuntimeOptions::isa).
+  Sampler(SamplingParams params, uint64_t default_seed, kernels::Isa isa = kernels::detected_isa());
 
   // `prompt_tokens` and `output_tokens` feed the penalties (repetition uses both, presence and
   // frequency only the output). Consumes one Rng draw per non-greedy call.
@@ -73,6 +74,7 @@ class Sampler {
   int32_t draw(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
 
   SamplingParams params_;
+  kernels::Isa isa_;
   uint64_t seed_;
   Rng rng_;
   std::unique_ptr<SamplerScratch> own_scratch_;

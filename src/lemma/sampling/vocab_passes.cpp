@@ -9,10 +9,11 @@
 
 namespace lemma {
 
-float max_value(std::span<const float> values) { return kernels::max_ignoring_nan(values); }
+float max_value(std::span<const float> values, kernels::Isa isa) { return kernels::max_ignoring_nan(values, isa); }
 
-double exp_weights(std::span<const float> values, float max, std::span<float> weights, std::span<double> block_sums) {
-  return kernels::exp_block_sums(values, max, weights.first(values.size()), block_sums);
+double exp_weights(std::span<const float> values, float max, std::span<float> weights, std::span<double> block_sums,
+                   kernels::Isa isa) {
+  return kernels::exp_block_sums(values, max, weights.first(values.size()), block_sums, isa);
 }
 
 float min_p_cutoff(float max, double log_min_p) {
@@ -24,7 +25,7 @@ float min_p_cutoff(float max, double log_min_p) {
   return l;
 }
 
-void best_positions(std::span<const float> values, size_t k, std::span<int32_t> out) {
+void best_positions(std::span<const float> values, size_t k, std::span<int32_t> out, kernels::Isa isa) {
   assert(k <= values.size() && k <= out.size());
   if (k == 0) return;
   const auto better = [&](int32_t a, int32_t b) {
@@ -37,7 +38,7 @@ void best_positions(std::span<const float> values, size_t k, std::span<int32_t> 
   std::make_heap(begin, end, better);
   // Later positions lose ties, so only a strictly larger value displaces the worst kept one.
   for (size_t p = k; p < values.size(); ++p) {
-    p += static_cast<size_t>(kernels::first_above(values.subspan(p), values[static_cast<size_t>(out[0])]));
+    p += static_cast<size_t>(kernels::first_above(values.subspan(p), values[static_cast<size_t>(out[0])], isa));
     if (p >= values.size()) break;
     std::pop_heap(begin, end, better);
     *(end - 1) = static_cast<int32_t>(p);

@@ -13,6 +13,7 @@
 #include <span>
 
 #include "lemma/kernels/exp_sum_block.h"
+#include "lemma/kernels/isa.h"
 
 namespace lemma {
 
@@ -21,12 +22,13 @@ constexpr size_t kWeightBlock = static_cast<size_t>(kernels::kExpSumBlock);
 constexpr size_t weight_blocks(size_t n) { return (n + kWeightBlock - 1) / kWeightBlock; }
 
 // Largest entry, NaN ignored; -inf when nothing is finite (or the span is empty).
-float max_value(std::span<const float> values);
+float max_value(std::span<const float> values, kernels::Isa isa = kernels::detected_isa());
 
 // weights[i] = exp(values[i] - max) (0 for -inf; no NaN), block_sums[b] = the sum of block b's
 // weights in double (weight_blocks(n) of them, in kernels::exp_block_sums' fixed order); returns
 // the total. `weights` may be `values`.
-double exp_weights(std::span<const float> values, float max, std::span<float> weights, std::span<double> block_sums);
+double exp_weights(std::span<const float> values, float max, std::span<float> weights, std::span<double> block_sums,
+                   kernels::Isa isa = kernels::detected_isa());
 
 // The first index at which the running sum of weights exceeds `target` (0 <= target < total), or
 // the last positive weight when rounding leaves `target` at the very top. Weights of 0 are never
@@ -42,6 +44,6 @@ float min_p_cutoff(float max, double log_min_p);
 // written to out[0 .. k) in no particular order, in one pass with a heap of k: O(n) compares for
 // k << n, where sorting or nth_element over all positions is not. The pass jumps from one
 // value above the worst kept one to the next with kernels::first_above (vectorised).
-void best_positions(std::span<const float> values, size_t k, std::span<int32_t> out);
+void best_positions(std::span<const float> values, size_t k, std::span<int32_t> out, kernels::Isa isa = kernels::detected_isa());
 
 }  // namespace lemma

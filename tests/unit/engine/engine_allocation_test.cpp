@@ -16,7 +16,7 @@
 
 #include "lemma/io/gguf.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/quant/gguf_quantizer.h"
 #include "unit/engine/engine_fixture.h"
 #include "support/counting_new.h"
@@ -79,7 +79,7 @@ TEST_F(EngineAllocations, ModelRunsInt8Activations) {
   const LayerWeights& l = q8_model().weights().layers.at(0);
   for (const TensorView* w : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up}) {
     EXPECT_NE(w->dtype, DType::kF32);
-    EXPECT_EQ(kernels::default_matmul_precision(w->dtype, kernels::active_isa()),
+    EXPECT_EQ(kernels::default_matmul_precision(w->dtype, kernels::detected_isa()),
               kernels::MatmulPrecision::kInt8Activations);
   }
 }

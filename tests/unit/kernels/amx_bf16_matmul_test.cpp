@@ -21,7 +21,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/reference/interleaved_bf16.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/kernels/x86/amx/amx_bf16.h"
@@ -54,7 +54,7 @@ MatmulPlan plan_for(MatmulFn fn, const std::vector<float>& x, int64_t stride, in
                     std::vector<float>& y, const float* bias) {
   MatmulPlan plan = plan_matmul(x.data(), stride, M, w, y.data(), w.shape[0], bias, {Isa::kScalar, kBf16});
   plan.fn = fn;
-  prepare_activations(std::span(&plan, 1));
+  prepare_activations(std::span(&plan, 1), test_activations());
   return plan;
 }
 std::vector<float> run(MatmulFn fn, const std::vector<float>& x, int64_t stride, int64_t M, const TensorView& w,

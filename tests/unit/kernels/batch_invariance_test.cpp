@@ -104,7 +104,7 @@ TEST(BatchInvariance, PlannedRowRangesEqualOneCall) {
           std::vector<float> split(static_cast<size_t>(M * N), -1.0f);
           MatmulPlan p = plan;
           p.args.y = split.data();
-          prepare_activations(std::span(&p, 1));  // int8-activation kernels (Q8_0, Q4_0) read x quantised
+          prepare_activations(std::span(&p, 1), test_activations());  // int8-activation kernels (Q8_0, Q4_0) read x quantised
           for (int64_t n0 = N; n0 > 0; n0 -= tile) p.run_rows(std::max<int64_t>(0, n0 - tile), n0);  // last tile first
           EXPECT_TRUE(same_bits(split.data(), whole.data(), M * N)) << "tiles of " << tile;
         }

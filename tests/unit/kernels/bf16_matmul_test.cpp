@@ -13,7 +13,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/matmul_blocking.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 #include "matmul_test_util.h"
 

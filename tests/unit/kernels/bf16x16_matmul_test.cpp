@@ -20,7 +20,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/reference/interleaved_bf16.h"
 #include "lemma/kernels/x86/x86_kernels.h"
 #include "bf16x16_test_util.h"
@@ -208,12 +208,12 @@ TEST(Bf16x16Matmul, ActivationRowsPreparedInPiecesEqualOneCall) {
     };
     auto whole = plans_for(y_whole);
     ASSERT_NE(whole[0].xq_row_bytes, 0u);
-    prepare_activations(whole);
+    prepare_activations(whole, test_activations());
     const std::vector<uint8_t> whole_bytes(static_cast<const uint8_t*>(whole[0].args.xq),
                                            static_cast<const uint8_t*>(whole[0].args.xq) + whole[0].xq_bytes);
     for (auto& p : whole) p.run_rows(0, N);
     auto rows = plans_for(y_rows);
-    ASSERT_TRUE(reserve_activations(rows));
+    ASSERT_TRUE(reserve_activations(rows, test_activations()));
     EXPECT_EQ(rows[1].args.xq, rows[0].args.xq);  // same x: one buffer
     std::memset(const_cast<void*>(rows[0].args.xq), 0xAB, rows[0].xq_bytes);
     for (auto [m0, m1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) prepare_activation_rows(rows, m0, m1);
@@ -241,7 +241,7 @@ TEST(Bf16x16Matmul, ActivationRowsPreparedInPiecesEqualOneCall) {
   std::vector<float> y(static_cast<size_t>(M * N));
   const auto f32 = testing::random_weights(DType::kF32, N, K, rng);
   std::array<MatmulPlan, 1> plan{plan_matmul(x.data(), K, M, f32.view, y.data(), N, nullptr, {std::nullopt, MatmulPrecision::kF32Activations})};
-  EXPECT_FALSE(reserve_activations(plan));
+  EXPECT_FALSE(reserve_activations(plan, test_activations()));
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "matmul_test_util.h"
 
 namespace lemma::kernels {

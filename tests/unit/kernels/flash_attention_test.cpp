@@ -251,7 +251,7 @@ TEST(FlashAttention, QuantizedCachesStayCloseToTheF32Result) {
       const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
       const auto want = dense_attention(s, c, q, scale, /*written=*/true);
       std::vector<float> got(q.size());
-      const FlashSplitKernel active{"active", active_isa(), [](const FlashSplitArgs& a) { flash_attention_split(a); }};
+      const FlashSplitKernel active{"active", detected_isa(), [](const FlashSplitArgs& a) { flash_attention_split(a); }};
       flash_rows(s, c, q, scale, active, 0, s.num_rows, got);
       for (size_t i = 0; i < got.size(); ++i) err += std::fabs(got[i] - want[i]), mag += std::fabs(want[i]);
     }

@@ -19,7 +19,7 @@
 #include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "matmul_test_util.h"
 
@@ -222,7 +222,7 @@ TEST(Int8Activations, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
       ASSERT_EQ(testing::first_batch_dependence(x, K, M, w.view, options, batch, {2, 3, 4, 5, 16, 32}), "");
       std::vector<float> tiled(batch.size(), -1.0f);
       MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
-      prepare_activations(std::span(&plan, 1));
+      prepare_activations(std::span(&plan, 1), test_activations());
       for (int64_t n0 = N; n0 > 0; n0 -= 7) plan.run_rows(std::max<int64_t>(0, n0 - 7), n0);  // last tile first
       ASSERT_TRUE(same_bits(tiled, batch));
     }
@@ -266,7 +266,7 @@ TEST(Int8Activations, PlansOverOneXShareItsQuantisedCopy) {
                            plan_matmul(x.data(), K, M, w.view, y.data() + M * N, N, nullptr, options),
                            plan_matmul(x2.data(), K, M, w.view, y.data() + 2 * M * N, N, nullptr, options)};
     ASSERT_NE(plans[0].quantize_x, nullptr);
-    prepare_activations(plans);
+    prepare_activations(plans, test_activations());
     EXPECT_EQ(plans[0].args.xq, plans[1].args.xq);
     EXPECT_NE(plans[0].args.xq, plans[2].args.xq);
     for (auto& p : plans) p.run_rows(0, N);
@@ -277,37 +277,18 @@ TEST(Int8Activations, PlansOverOneXShareItsQuantisedCopy) {
   }
 }
 
-class PrecisionEnv : public ::testing::Test {
- protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
-};
-
-TEST_F(PrecisionEnv, F32ForcesTheF32ActivationKernels) {
-  if (!cpu_features().avx2) GTEST_SKIP() << "int8 activations are the default only from AVX2 up";
-  EXPECT_EXIT(
-      {
-        setenv("LEMMA_MATMUL_PRECISION", "f32", 1);
-        const bool ok = default_matmul_precision(DType::kQ8_0, Isa::kAvx2) == MatmulPrecision::kF32Activations &&
-                        default_matmul_precision(DType::kQ4_0, detected_isa()) == MatmulPrecision::kF32Activations &&
-                        default_matmul_precision(DType::kQ4_K, detected_isa()) == MatmulPrecision::kF32Activations &&
-                        default_matmul_precision(DType::kQ6_K, Isa::kAvx2) == MatmulPrecision::kF32Activations;
-        std::exit(ok ? 0 : 1);
-      },
-      ::testing::ExitedWithCode(0), "");
-}
-
-TEST_F(PrecisionEnv, UnknownValueIsAnErrorNamingTheVariable) {
-  EXPECT_EXIT(
-      {
-        setenv("LEMMA_MATMUL_PRECISION", "int3", 1);
-        try {
-          default_matmul_precision(DType::kQ8_0, Isa::kAvx2);
-        } catch (const InvalidArgument& e) {
-          std::exit(std::string(e.what()).find("LEMMA_MATMUL_PRECISION=int3") != std::string::npos ? 0 : 1);
-        }
-        std::exit(2);
-      },
-      ::testing::ExitedWithCode(0), "");
+TEST(ActivationPolicy, F32ForcesTheF32ActivationKernels) {
+  constexpr auto kF32 = ActivationPolicy::kF32;
+  for (Isa isa : available_isas()) {
+    for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K, DType::kBF16}) {
+      EXPECT_EQ(default_matmul_precision(type, isa, kF32), MatmulPrecision::kF32Activations)
+          << dtype_name(type) << " " << isa_name(isa);
+    }
+    // Matrices re-laid for int8 kernels stay in the file's layout; f16 (f32 x either way) still moves.
+    EXPECT_FALSE(interleave_pays(DType::kQ8_0, isa, kF32));
+    EXPECT_FALSE(interleave_pays(DType::kBF16, isa, kF32));
+    EXPECT_EQ(interleave_pays(DType::kF16, isa, kF32), isa >= Isa::kAvx2);
+  }
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/lemma_int_blocks.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
@@ -398,7 +398,7 @@ TEST_P(KQuantInterleaved, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
     ASSERT_EQ(testing::first_batch_dependence(x, K, M, view, options, batch, {}), "");
     std::vector<float> tiled(batch.size(), -1.0f);
     MatmulPlan plan = plan_matmul(x.data(), K, M, view, tiled.data(), N, nullptr, options);
-    prepare_activations(std::span(&plan, 1));
+    prepare_activations(std::span(&plan, 1), test_activations());
     plan.run_rows(16, N);
     plan.run_rows(0, 16);
     ASSERT_TRUE(same_bits(tiled, batch));

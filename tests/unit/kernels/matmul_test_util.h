@@ -15,6 +15,14 @@
 #include "lemma/kernels/matmul.h"
 #include "lemma/tensor/tensor_view.h"
 
+namespace lemma::kernels {
+// The prepared-x buffer tests pass to prepare_activations (a forward keeps one in its workspace).
+inline ActivationBuffer& test_activations() {
+  thread_local ActivationBuffer buffer;
+  return buffer;
+}
+}  // namespace lemma::kernels
+
 namespace lemma::kernels::testing {
 
 struct Weights {
@@ -180,7 +188,7 @@ inline GroupSplitRun run_in_group_splits(const std::vector<float>& x, int64_t K,
   const int64_t N = w.shape[0];
   GroupSplitRun r{std::vector<float>(static_cast<size_t>(M * N), -1.0f), {}};
   r.plan = plan_matmul(x.data(), K, M, w, r.y.data(), N, nullptr, options);
-  prepare_activations(std::span(&r.plan, 1));
+  prepare_activations(std::span(&r.plan, 1), test_activations());
   r.plan.run_rows(32, N);
   r.plan.run_rows(16, 32);
   r.plan.run_rows(0, 16);

@@ -219,10 +219,10 @@ TEST(Ops, DefaultOverloadsUseActiveIsa) {
   const auto x = random_row(40, 4.0f, 10);
   std::vector<float> a(40), b(40);
   softmax(x, a);
-  softmax(x, b, active_isa());
+  softmax(x, b, detected_isa());
   EXPECT_EQ(a, b);
   exp_row(x, a);
-  exp_row(x, b, active_isa());
+  exp_row(x, b, detected_isa());
   EXPECT_EQ(a, b);
 }
 

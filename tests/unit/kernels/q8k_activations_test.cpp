@@ -15,7 +15,7 @@
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/matmul.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/q8k_activations.h"
 #include "matmul_test_util.h"
 
@@ -276,7 +276,7 @@ TEST(Q8KActivations, RowsDoNotDependOnTheBatchOrOnTheSplitOfN) {
       std::vector<float> tiled(batch.size(), -1.0f);
       MatmulPlan plan = plan_matmul(x.data(), K, M, w.view, tiled.data(), N, nullptr, options);
       ASSERT_EQ(plan.xq_bytes, q8k_activation_bytes(M, K));
-      prepare_activations(std::span(&plan, 1));
+      prepare_activations(std::span(&plan, 1), test_activations());
       for (int64_t n0 = N; n0 > 0; n0 -= 5) plan.run_rows(std::max<int64_t>(0, n0 - 5), n0);  // last tile first
       ASSERT_TRUE(same_bits(tiled, batch));
     }
@@ -298,7 +298,7 @@ TEST(Q8KActivations, PlansShareACopyOnlyInTheSameFormat) {
     MatmulPlan plans[3] = {plan_matmul(x.data(), K, M, q4k.view, y.data(), N, nullptr, options),
                            plan_matmul(x.data(), K, M, q8.view, y.data() + M * N, N, nullptr, options),
                            plan_matmul(x.data(), K, M, q6k.view, y.data() + 2 * M * N, N, nullptr, options)};
-    prepare_activations(plans);
+    prepare_activations(plans, test_activations());
     EXPECT_EQ(plans[0].args.xq, plans[2].args.xq);
     EXPECT_NE(plans[0].args.xq, plans[1].args.xq);
     for (auto& p : plans) p.run_rows(0, N);

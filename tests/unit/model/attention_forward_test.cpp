@@ -69,7 +69,7 @@ TEST(AttentionForward, LogitsAreBitwiseIndependentOfBatchAndChunking) {
     model.forward(batch, cache, ws, logits);
     ASSERT_EQ(0, std::memcmp(logits.data() + V, alone.data() + static_cast<size_t>(done_a) * V,
                              static_cast<size_t>(chunk) * V * sizeof(float)))
-        << kernels::isa_name(kernels::active_isa()) << ": A's rows from position " << done_a;
+        << kernels::isa_name(kernels::detected_isa()) << ": A's rows from position " << done_a;
     done_a += chunk;
     done_b += b_chunk;
   }

@@ -1,7 +1,7 @@
 // interleave_matmul_weights folds a GPTQ act-order down projection's input order into gate and up:
 // their interleaved copies hold rows in down's order (each row read back equals the source row it
 // names), down's order is cleared, the other matrices keep theirs; where interleaving is off
-// (LEMMA_INTERLEAVE=0) nothing moves and down keeps its order for the gather at run time.
+// (RuntimeOptions::interleave off) nothing moves and down keeps its order for the gather at run time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,8 +53,8 @@ TEST(InterleavedWeights, DownOrderIsFoldedIntoGateAndUpRows) {
   const auto gate_bytes = random_q8_0(I, H, rng), up_bytes = random_q8_0(I, H, rng), down_bytes = random_q8_0(H, I, rng);
   const auto q_bytes = random_q8_0(H, H, rng);
   for (const bool enabled : {true, false}) {
-    SCOPED_TRACE(enabled ? "interleaving on" : "LEMMA_INTERLEAVE=0");
-    if (!enabled) ::setenv("LEMMA_INTERLEAVE", "0", 1);
+    SCOPED_TRACE(enabled ? "interleaving on" : "interleaving off");
+    const RuntimeOptions runtime{.interleave = enabled};
     ModelWeights weights;
     LayerWeights& layer = weights.layers.emplace_back();
     layer.gate = TensorView{gate_bytes.data(), DType::kQ8_0, Shape{I, H}};
@@ -64,9 +64,8 @@ TEST(InterleavedWeights, DownOrderIsFoldedIntoGateAndUpRows) {
     layer.down_order = order;
     layer.q_order = q_order;
     const TensorView gate = layer.gate, up = layer.up;
-    const auto owner = interleave_matmul_weights(weights);
-    ::unsetenv("LEMMA_INTERLEAVE");
-    const bool interleaved = enabled && interleaving_enabled(DType::kQ8_0);
+    const auto owner = interleave_matmul_weights(weights, runtime);
+    const bool interleaved = enabled && interleaving_enabled(DType::kQ8_0, runtime);
     EXPECT_EQ(layer.down_order.empty(), interleaved);
     EXPECT_EQ(layer.q_order, q_order);  // input orders of other matrices are the matmul's to apply
     for (int64_t n = 0; n < I; ++n) {

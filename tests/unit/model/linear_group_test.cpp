@@ -182,10 +182,11 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
         LinearGroupPlan plan = plan_linear_group(x, M, outputs, &team);
         converted_by_rows = converted_by_rows || plan.plans[0].xq_row_bytes != 0;
         std::fill(x.begin(), x.end(), 0.75f);
-        run_linear_group(plan, &team);  // the other x, prepared into the same scratch
+        LinearScratch scratch;
+        run_linear_group(plan, &team, scratch);  // the other x, prepared into the same scratch
         std::fill(x.begin(), x.end(), std::numeric_limits<float>::quiet_NaN());
         std::vector<int> written(static_cast<size_t>(M), 0);
-        write_linear_group_input(plan, &team, [&](int64_t m0, int64_t m1) {
+        write_linear_group_input(plan, &team, scratch, [&](int64_t m0, int64_t m1) {
           for (int64_t r = m0; r < m1; ++r) {
             row_of_x(x, r);
             ++written[static_cast<size_t>(r)];
@@ -199,7 +200,7 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
     }
   }
   // bf16 weights read x as bf16 rows where the CPU has AVX512_BF16: the fused path ran.
-  if (kernels::cpu_features().avx512_bf16 && kernels::active_isa() >= kernels::Isa::kAvx512) { EXPECT_TRUE(converted_by_rows); }
+  if (kernels::cpu_features().avx512_bf16 && kernels::detected_isa() >= kernels::Isa::kAvx512) { EXPECT_TRUE(converted_by_rows); }
 }
 
 // Outputs with input orders (GPTQ act-order matrices served with their inputs sorted by group):
@@ -256,7 +257,8 @@ TEST(LinearGroup, InputOrdersReadXInThatOrder) {
         LinearGroupPlan plan = plan_linear_group(x, M, outputs_into(got), &team);
         EXPECT_EQ(plan.num_orders, 2u);
         std::fill(x.begin(), x.end(), std::numeric_limits<float>::quiet_NaN());
-        write_linear_group_input(plan, &team, [&](int64_t m0, int64_t m1) {
+        LinearScratch scratch;
+        write_linear_group_input(plan, &team, scratch, [&](int64_t m0, int64_t m1) {
           std::copy(saved.begin() + m0 * K, saved.begin() + m1 * K, x.begin() + m0 * K);
         });
         run_prepared_linear_group(plan, &team);

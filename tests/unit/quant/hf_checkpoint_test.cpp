@@ -20,7 +20,7 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/model/interleaved_weights.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
@@ -105,13 +105,13 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
 
 // How closely the quantized model must follow an f32 model holding its dequantized weights: the
 // matmul reads the served dtype directly, with the activation precision the kernel registry picks
-// (kernels/matmul_precision.h). f32 activations differ only in summation order; Q4_0/Q8_0 with int8
+// (kernels/kernel_policy.h). f32 activations differ only in summation order; Q4_0/Q8_0 with int8
 // activations and bf16 with bf16 activations round x, which on tiny-256 (large init std, README of
 // golden/quant: 4-8% of max|logit| even for Q8_0) moves logits by a few percent.
 double reference_bound(DType served) {
   // The dtype the matmuls really run: Model re-lays interleavable matrices (tiny-256's K are whole blocks).
-  const DType run = interleaving_enabled(served) ? kernels::interleaved_dtype(served) : served;
-  const auto precision = kernels::default_matmul_precision(run, kernels::active_isa());
+  const DType run = interleaving_enabled(served, {}) ? kernels::interleaved_dtype(served) : served;
+  const auto precision = kernels::default_matmul_precision(run, kernels::detected_isa());
   return precision == kernels::MatmulPrecision::kF32Activations ? 1e-4 : 0.1;
 }
 

@@ -13,7 +13,7 @@
 
 #include "lemma/io/gguf.h"
 #include "lemma/kernels/isa.h"
-#include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/io/gguf_writer.h"
 #include "lemma/model/model.h"
@@ -81,16 +81,17 @@ TEST_P(GgufPerplexityGate, WithinTheGateOfF32) {
   const double gate = type == DType::kQ8_0 ? 0.01 : 0.05;
   EXPECT_NEAR(base, 109.64, 0.01);
   EXPECT_LE(std::abs(ppl / base - 1.0), gate);
-  const bool int8 = kernels::default_matmul_precision(type, kernels::active_isa()) ==
+  const bool int8 = kernels::default_matmul_precision(type, kernels::detected_isa()) ==
                     kernels::MatmulPrecision::kInt8Activations;
   if (int8) {
     // The default from AVX2 up: x quantised to int8 blocks as llama.cpp does, so the file's
     // perplexity is llama-perplexity's with F32 K/V (golden/quant/*.json), within README's 0.01.
-    EXPECT_EQ(kernels::kernel_name_for(type, 64).substr(kernels::kernel_name_for(type, 64).size() - 5), "_int8");
+    const auto name = kernels::kernel_name_for(type, 64, kernels::detected_isa(), kernels::MatmulPrecision::kInt8Activations);
+    EXPECT_EQ(name.substr(name.size() - 5), "_int8");
     // (within 0.1, not README's 0.01: rounding-bin flips, see tests/golden/quant_golden_test.cpp).
     EXPECT_NEAR(ppl, type == DType::kQ8_0 ? 109.7383 : 110.5934, 0.1);
   } else {
-    // f32 activations (LEMMA_ISA=scalar or LEMMA_MATMUL_PRECISION=f32): golden/quant's float64
+    // f32 activations (--isa scalar or --matmul-precision f32): golden/quant's float64
     // dequantized forward gives 109.6188 (Q8_0) and 110.5965 (Q4_0); README's tolerance is 0.01.
     EXPECT_NEAR(ppl, type == DType::kQ8_0 ? 109.6188 : 110.5965, 0.01);
   }

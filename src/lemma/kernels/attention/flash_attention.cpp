@@ -1,4 +1,5 @@
-// Dispatch of the flash-attention split kernel by ISA, and the (ISA-independent) merge of partials.
+// The flash-attention split kernel of an ISA (kernel_set.h), the list tests loop over, and the
+// (ISA-independent) merge of partials.
 #include "lemma/kernels/attention/flash_attention.h"
 
 #include <algorithm>
@@ -6,40 +7,27 @@
 #include <limits>
 
 #include "lemma/kernels/attention/flash_attention_isa.h"
+#include "lemma/kernels/attention/kv_dtype.h"
+#include "lemma/kernels/kernel_set.h"
 
 namespace lemma::kernels {
 
 namespace {
 using SplitFn = void (*)(const FlashSplitArgs&);
 
-// AVX-512: the AVX512_BF16 build where the CPU has it (it differs only for bf16 caches).
-SplitFn avx512_kernel() {
-  static const SplitFn fn = cpu_features().avx512_bf16 ? x86::avx512_bf16::flash_split : x86::avx512::flash_split;
-  return fn;
-}
-
-// AMX: the tile kernel `Tiles` for a bf16 cache with heads of at most kAmxMaxHeadDim, the AVX-512
-// kernel for everything else (per model and cache dtype the choice never changes, so neither do
-// the bits).
-constexpr int64_t kAmxMaxHeadDim = 256;
+// What Isa::kAmx runs, with another tile kernel (the emulated one, for tests).
 template <SplitFn Tiles>
 void amx_or_avx512(const FlashSplitArgs& args) {
+  constexpr int64_t kAmxMaxHeadDim = 256;  // as kernel_set.cpp's choice
   if (args.kv_dtype == KvDtype::kBf16 && args.head_dim <= kAmxMaxHeadDim) {
     Tiles(args);
   } else {
-    avx512_kernel()(args);
+    kernel_set(Isa::kAvx512).flash_split()(args);
   }
 }
 }  // namespace
 
-void flash_attention_split(const FlashSplitArgs& args, Isa isa) {
-  switch (isa) {
-    case Isa::kScalar: flash_split_reference(args); return;
-    case Isa::kAvx2: x86::avx2::flash_split(args); return;
-    case Isa::kAvx512: avx512_kernel()(args); return;
-    case Isa::kAmx: amx_or_avx512<x86::flash_split_amx_bf16>(args); return;
-  }
-}
+void flash_attention_split(const FlashSplitArgs& args, Isa isa) { kernel_set(isa).flash_split()(args); }
 
 std::vector<FlashSplitKernel> flash_split_kernels() {
   std::vector<FlashSplitKernel> kernels{{"scalar", Isa::kScalar, flash_split_reference}};
@@ -51,10 +39,10 @@ std::vector<FlashSplitKernel> flash_split_kernels() {
   // The AMX kernel's logic on the tile emulator, on every AVX-512 machine (never what an ISA runs).
   if (top >= Isa::kAvx512)
     kernels.push_back({"amx_emulated", Isa::kAvx512, amx_or_avx512<x86::flash_split_amx_bf16_emulated>});
-  if (top >= Isa::kAmx) kernels.push_back({"amx", Isa::kAmx, amx_or_avx512<x86::flash_split_amx_bf16>});
+  if (top >= Isa::kAmx) kernels.push_back({"amx", Isa::kAmx, kernel_set(Isa::kAmx).flash_split()});
   return kernels;
 }
-void flash_attention_split(const FlashSplitArgs& args) { flash_attention_split(args, active_isa()); }
+void flash_attention_split(const FlashSplitArgs& args) { flash_attention_split(args, detected_isa()); }
 
 void flash_merge(float* total, const float* part, int64_t head_dim) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();

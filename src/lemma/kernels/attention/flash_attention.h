@@ -30,7 +30,7 @@ inline constexpr int64_t flash_partial_stride(int64_t head_dim) { return head_di
 // (vector exp, dot-product order; with a bf16 cache on AVX512_BF16, q . k from q's two bf16
 // halves, see x86/avx512bf16/flash_bf16_dots.h); per ISA and CPU it is deterministic.
 void flash_attention_split(const FlashSplitArgs& args, Isa isa);
-void flash_attention_split(const FlashSplitArgs& args);  // active_isa()
+void flash_attention_split(const FlashSplitArgs& args);  // detected_isa()
 
 // One split kernel this machine can run: the one flash_attention_split(args, isa) uses, or (name
 // "avx512" on a CPU with AVX512_BF16) the plain AVX-512 kernel that CPUs without it get, or

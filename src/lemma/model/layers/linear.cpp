@@ -30,11 +30,10 @@ int add_order(LinearGroupPlan& g, std::span<const int32_t> order, int64_t K) {
 }
 
 // Points the plans with an input order at their gathered x (one [M, K] buffer per distinct order,
-// in the calling thread's scratch, grown only); false when the group has none.
-bool bind_ordered_inputs(LinearGroupPlan& g) {
+// in `scratch`, grown only); false when the group has none.
+bool bind_ordered_inputs(LinearGroupPlan& g, std::vector<float>& scratch) {
   if (g.num_orders == 0) return false;
   const int64_t M = g.plans[0].args.M, K = g.plans[0].args.K;
-  thread_local std::vector<float> scratch;
   const auto size = static_cast<size_t>(M * K) * g.num_orders;
   if (scratch.size() < size) scratch.resize(size);
   for (size_t d = 0; d < g.num_orders; ++d) g.gathered[d] = scratch.data() + d * static_cast<size_t>(M * K);
@@ -83,7 +82,7 @@ void read_all_f32(const TensorView& tensor, std::span<float> out) {
 }
 
 LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,
-                                  const ThreadTeam* team) {
+                                  const ThreadTeam* team, const kernels::MatmulOptions& options) {
   assert(outputs.size() <= kMaxLinearGroup);
   // Validated and resolved once per matrix; tiles then only pick row ranges of W (the matmul is
   // invariant to that split, so neither the thread count nor which thread runs a tile changes any
@@ -97,7 +96,8 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
     const int64_t N = o.weight->shape[0];
     K = o.weight->shape[1];
     assert(static_cast<int64_t>(x.size()) >= M * K && static_cast<int64_t>(o.y.size()) >= M * N);
-    g.plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data());
+    g.plans[i] = kernels::plan_matmul(x.data(), K, M, *o.weight, o.y.data(), N, o.bias.empty() ? nullptr : o.bias.data(),
+                                     options);
     g.row_offset[i + 1] = g.row_offset[i] + (N + 15) / 16 * 16;
     g.order_of[i] = o.input_order.empty() ? -1 : add_order(g, o.input_order, K);
   }
@@ -125,14 +125,14 @@ void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
   });
 }
 
-void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
+void run_linear_group(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scratch) {
   // int8/bf16 kernels read x prepared once per call; bf16 rows are prepared on the team (at batch 32
   // the 4864-wide input of down took 8% of that matmul on one thread). Ordered inputs are gathered
   // first, row by row, by the thread that then prepares the row.
   const auto plans = std::span(g.plans.data(), g.count);
-  const bool ordered = bind_ordered_inputs(g);
+  const bool ordered = bind_ordered_inputs(g, scratch.gathered);
   if (g.tiles.count != 0) {
-    const bool needs_x = kernels::reserve_activations(plans);
+    const bool needs_x = kernels::reserve_activations(plans, scratch.activations);
     if (needs_x || ordered) {
       parallel_rows(team, g.plans[0].args.M, g.plans[0].args.K, [&](int64_t m0, int64_t m1) {
         if (ordered) gather_ordered_inputs(g, m0, m1);
@@ -141,16 +141,16 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
     }
   } else {
     if (ordered) gather_ordered_inputs(g, 0, g.plans[0].args.M);
-    kernels::prepare_activations(plans);
+    kernels::prepare_activations(plans, scratch.activations);
   }
   run_prepared_linear_group(g, team);
 }
 
-void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef write_x) {
+void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scratch, RangeFnRef write_x) {
   const auto plans = std::span(g.plans.data(), g.count);
   const int64_t M = g.count != 0 ? g.plans[0].args.M : 0, K = g.count != 0 ? g.plans[0].args.K : 0;
-  const bool ordered = bind_ordered_inputs(g);
-  const bool needs_x = kernels::reserve_activations(plans);
+  const bool ordered = bind_ordered_inputs(g, scratch.gathered);
+  const bool needs_x = kernels::reserve_activations(plans, scratch.activations);
   // Each range in pieces of about 16K values, so the rows written are still in L1 when converted.
   const int64_t piece = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(K, 1));
   parallel_rows(team, M, K, [&](int64_t m0, int64_t m1) {
@@ -165,7 +165,8 @@ void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, RangeFnRef w
 
 void linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs, ThreadTeam* team) {
   LinearGroupPlan plan = plan_linear_group(x, M, outputs, team);
-  run_linear_group(plan, team);
+  LinearScratch scratch;  // one call: its own (a forward keeps one in its workspace)
+  run_linear_group(plan, team, scratch);
 }
 
 void linear(std::span<const float> x, int64_t M, const TensorView& weight, std::span<const float> bias,

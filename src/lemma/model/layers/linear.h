@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "lemma/kernels/matmul.h"
 #include "lemma/model/layers/row_tiles.h"
@@ -54,7 +55,7 @@ struct LinearGroupPlan {
   std::array<int64_t, kMaxLinearGroup + 1> row_offset{};
   RowTiles tiles;
   // Outputs with an input order read x gathered in that order, once per distinct order per call,
-  // into a scratch of the calling thread (their plans' x points there while the group runs).
+  // into the run's LinearScratch (their plans' x points there while the group runs).
   const float* x = nullptr;                                        // the group's x [M, K]
   std::array<std::span<const int32_t>, kMaxLinearGroup> orders{};  // the distinct orders
   size_t num_orders = 0;
@@ -63,20 +64,26 @@ struct LinearGroupPlan {
 };
 // Throws as kernels::plan_matmul() does. `team` only sets the tiling (its size).
 LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span<const LinearOutput> outputs,
-                                  const ThreadTeam* team);
+                                  const ThreadTeam* team, const kernels::MatmulOptions& options = {});
+// The caller's buffers for a group's prepared inputs: x gathered in input orders, and x quantised
+// or rounded for the kernels. Grown on demand, never shrunk (a forward keeps one in its workspace).
+struct LinearScratch {
+  std::vector<float> gathered;
+  kernels::ActivationBuffer activations;
+};
+
 // Runs the plan on `team` (of the size it was planned for, or null when planned without one);
 // gathers x in the outputs' input orders and quantises it where the kernels need it first (into
-// scratch of the calling thread: kernels::prepare_activations, which updates the plan's pointers).
-void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
+// `scratch`, which the plan's pointers then point into until the next run with that scratch).
+void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& scratch);
 // run_linear_group() in two steps, for an x that `write_x(m0, m1)` writes first, rows [m0, m1) at a
 // time, on the team (the residual add + RMSNorm before q/k/v and gate/up). Each range is converted
 // for the kernels (bf16 or int8 activations, which hold x row by row) right after it is written, by
 // the thread that wrote it, while it is still in cache (G20: norm + activation conversion fused).
 // Then run_prepared_linear_group() runs the matmuls. The bits are those of write_x over all rows
 // followed by run_linear_group(). write_x must write each row from inputs of that row only (ranges
-// run concurrently), and no other matmul may run on this thread in between (the prepared x lives in
-// its scratch: kernels::prepare_activations).
-void write_linear_group_input(LinearGroupPlan& plan, ThreadTeam* team, RangeFnRef write_x);
+// run concurrently), and no other group may use `scratch` in between (the prepared x lives there).
+void write_linear_group_input(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& scratch, RangeFnRef write_x);
 void run_prepared_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
 
 // Row `row` of a [N, K] weight as f32: out has K elements.

@@ -246,7 +246,7 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
                      const AttentionParams& params, std::span<float> scratch, std::span<float> out,
                      ThreadTeam* team) {
-  paged_attention(q, cache, sequences, params, scratch, out, team, kernels::active_isa());
+  paged_attention(q, cache, sequences, params, scratch, out, team, kernels::detected_isa());
 }
 
 }  // namespace lemma::layers

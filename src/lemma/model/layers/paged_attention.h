@@ -43,6 +43,6 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
                      ThreadTeam* team, kernels::Isa isa);
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
                      const AttentionParams& params, std::span<float> scratch, std::span<float> out,
-                     ThreadTeam* team = nullptr);  // kernels::active_isa()
+                     ThreadTeam* team = nullptr);  // kernels::detected_isa()
 
 }  // namespace lemma::layers

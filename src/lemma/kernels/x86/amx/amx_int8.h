@@ -9,23 +9,9 @@
 #pragma once
 
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/matmul_families.h"
 
 namespace lemma::kernels::x86 {
 
-void matmul_q8_0x16_int8_amx(const MatmulArgs& args);
-void matmul_q4_0x16_int8_amx(const MatmulArgs& args);
-void matmul_q5_0x16_int8_amx(const MatmulArgs& args);
-void matmul_q4_1x16_int8_amx(const MatmulArgs& args);
-void matmul_q5_1x16_int8_amx(const MatmulArgs& args);
-void matmul_iq4_nlx16_int8_amx(const MatmulArgs& args);
-void matmul_iq4_xsx16_int8_amx(const MatmulArgs& args);
-
-void matmul_q8_0x16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_q4_0x16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_q5_0x16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_q4_1x16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_q5_1x16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_iq4_nlx16_int8_amx_emulated(const MatmulArgs& args);
-void matmul_iq4_xsx16_int8_amx_emulated(const MatmulArgs& args);
-
+LEMMA_INTERLEAVED_AMX_FORMATS(LEMMA_DECLARE_INT8_AMX)
 }  // namespace lemma::kernels::x86

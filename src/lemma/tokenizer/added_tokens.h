@@ -1,7 +1,14 @@
 // Added tokens (HF "added_tokens"; GGUF control and user-defined tokens): strings matched in
 // the input before normalisation/pre-tokenisation and emitted as single ids. Special (control)
 // tokens are matched only when the caller asks (parse_special); non-special ones always, as HF
-// and llama.cpp do. Matching is leftmost-longest over a byte trie.
+// and llama.cpp do.
+//
+// Matching follows HF tokenizers (added_vocabulary.rs): tokens with `normalized: false` are
+// found in the raw text, those with `normalized: true` in each normalized piece, by their own
+// *normalized* form (Llama 2's "</s>" under Prepend("▁") is "▁</s>": it matches " </s>" or a
+// text that starts with "</s>", never "word</s>"). Matches are leftmost-longest and do not
+// overlap; a match that is refused (special without parse_special, single_word inside a word)
+// is passed over whole and stays text.
 // Immutable after construction; split() is thread-safe.
 #pragma once
 
@@ -15,6 +22,8 @@
 #include "lemma/tokenizer/marked_text.h"
 
 namespace lemma::tok {
+
+class Normalizer;
 
 struct AddedToken {
   int32_t id = -1;
@@ -36,7 +45,8 @@ struct Segment {
 class AddedTokens {
  public:
   AddedTokens() = default;
-  explicit AddedTokens(std::vector<AddedToken> tokens);
+  // `normalizer` (may be null) gives the form in which `normalized` tokens are matched.
+  explicit AddedTokens(std::vector<AddedToken> tokens, const Normalizer* normalizer = nullptr);
 
   // Splits `text` on the tokens whose `normalized` flag equals `normalized_phase`. A special
   // token matches only where no byte of it is in `marks` (bytes that came from the request).
@@ -44,6 +54,8 @@ class AddedTokens {
                              std::span<const ByteRange> marks = {}) const;
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   bool empty() const { return tokens_.empty(); }
+  // The longest text one added token matches (its content or its normalized form), in bytes.
+  size_t longest_match_text() const { return longest_; }
 
  private:
   struct Node {
@@ -54,12 +66,14 @@ class AddedTokens {
     std::vector<Node> nodes{Node{}};
     void insert(const std::string& key, int32_t token);
   };
-  // Longest allowed match starting at `pos`: (token index, length), or (-1, 0).
+  // Longest match starting at `pos` (special tokens over `marks` left out): (token index,
+  // length), or (-1, 0).
   std::pair<int32_t, size_t> longest_match(const Trie& trie, std::string_view text, size_t pos,
-                                           bool parse_special, std::span<const ByteRange> marks) const;
+                                           std::span<const ByteRange> marks) const;
 
   std::vector<AddedToken> tokens_;
   Trie raw_trie_, normalized_trie_;
+  size_t longest_ = 0;
 };
 
 }  // namespace lemma::tok

@@ -135,7 +135,9 @@ Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json_text, const 
       p->vocab.set(t.id, t.content, t.special ? TokenType::kControl : TokenType::kUserDefined);
       added.push_back(std::move(t));
     }
-    p->added = tok::AddedTokens(std::move(added));
+    // Normalized added tokens are matched in their normalized form, so the normalizer comes first.
+    p->normalizer = tok::normalizer_from_json(j.value("normalizer", json()));
+    p->added = tok::AddedTokens(std::move(added), p->normalizer.get());
 
     std::optional<std::string> unk_text;
     if (m.contains("unk_token") && m.at("unk_token").is_string()) unk_text = m.at("unk_token").get<std::string>();
@@ -159,7 +161,6 @@ Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json_text, const 
     }
     p->model = std::make_unique<tok::BpeModel>(p->vocab, parse_merges(m.value("merges", json::array())), opts);
 
-    p->normalizer = tok::normalizer_from_json(j.value("normalizer", json()));
     json pre = j.value("pre_tokenizer", json());
     if (config.contains("add_prefix_space") && config.at("add_prefix_space").is_boolean()) {
       override_add_prefix_space(pre, config.at("add_prefix_space").get<bool>());

@@ -63,8 +63,8 @@ void Pipeline::compute_max_token_bytes() {
   for (int32_t id = 0; id < vocab.size(); ++id) longest = std::max(longest, vocab.text(id).size());
   for (const auto& t : added.tokens()) {
     if (t.lstrip || t.rstrip) return;  // swallows any run of whitespace next to it
-    longest = std::max(longest, t.content.size());
   }
+  longest = std::max(longest, added.longest_match_text());
   max_token_bytes = longest * shrink;
 }
 

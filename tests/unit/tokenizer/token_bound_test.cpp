@@ -73,6 +73,25 @@ TEST(TokenBound, NoBoundWhenThePipelineMayDropText) {
   EXPECT_EQ(with(R"({"type":"NFKC"})", "null").max_token_bytes(), 4u * 5u);  // "[UNK]" is 5 bytes, x4 for NFKC
 }
 
+// A normalized added token is matched by its normalized form, which may stand for more input
+// than its content: under Prepend("▁") + Replace(" ", "▁"), "<eeee>" (6 bytes) also takes the
+// space before it (" <eeee>", 7 bytes, one token).
+TEST(TokenBound, CountsTheNormalizedFormOfAddedTokens) {
+  const Tokenizer tok = Tokenizer::from_hf_json(R"({
+    "added_tokens": [{"id": 3, "content": "<eeee>", "special": false, "normalized": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "model": {"type": "BPE", "vocab": {"a": 0, "[UNK]": 1, "\u2581": 2}, "merges": [], "unk_token": "[UNK]"}})",
+                                                "");
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += " <eeee>";
+  const auto ids = tok.encode(text, false, false);
+  std::vector<int32_t> expected(101, 3);
+  expected[0] = 2;  // the prepended "▁"; each space then goes into the token after it
+  EXPECT_EQ(ids, expected);
+  EXPECT_GE(ids.size(), lower_bound_tokens(tok, text)) << "max_token_bytes " << tok.max_token_bytes();
+}
+
 TEST(EncodeSpans, SpecialTokenTextIsSpecialOnlyWhollyInTemplateText) {
   const auto dir = testing::shared_data("hf/qwen3");
   LEMMA_REQUIRE_SHARED(dir);

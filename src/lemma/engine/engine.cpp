@@ -99,31 +99,33 @@ std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
     out.status = status;
     out.num_prompt_tokens = static_cast<int64_t>(it->prompt.size());
     pending_choices_.erase(it);
-    request_trace_.finished(id);
+    release(id);
     return wrap(std::move(out));
   }
   auto out = scheduler_.abort(id, status);
   if (!out) return std::nullopt;
-  runner_.forget(id);
-  request_trace_.finished(id);
+  release(id);
   return wrap(std::move(*out));
 }
 
 std::vector<EngineOutput> Engine::abort_expired(double now) {
   std::vector<EngineOutput> outs;
   for (auto& o : scheduler_.abort_expired(now)) {
-    runner_.forget(o.id);
-    request_trace_.finished(o.id);
+    release(o.id);
     outs.push_back(wrap(std::move(o)));
   }
   return outs;
 }
 
+void Engine::release(RequestId id) {
+  runner_.forget(id);
+  request_trace_.finished(id);
+}
+
 void Engine::fail_step(const StepPlan& plan, const std::string& message, StepReport& report) {
   for (const auto& s : plan.scheduled)
     if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) {
-      runner_.forget(s.id);
-      request_trace_.finished(s.id);
+      release(s.id);
       report.outputs.push_back(wrap(std::move(*out), message));
     }
 }
@@ -160,7 +162,7 @@ StepReport Engine::step() {
     if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())
       e.samples = std::move(it->second);
     if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
-    if (e.output.finished()) runner_.forget(e.output.id);
+    if (e.output.finished()) release(e.output.id);
     report.outputs.push_back(std::move(e));
   }
   start_pending_choices();

@@ -78,6 +78,9 @@ class Engine {
     RequestOptions options;
   };
   void start_pending_choices();
+  // Every finished request passes here (finish, abort, timeout, failed step): the runner drops its
+  // state at once, so nothing of it outlives the call that ended it (ModelRunner::forget).
+  void release(RequestId id);
   void fail_step(const StepPlan& plan, const std::string& message, StepReport& report);
 
   const Model& model_;

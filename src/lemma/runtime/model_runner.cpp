@@ -26,7 +26,6 @@ std::span<const float> ModelRunner::last_logits(RequestId id) const {
 }
 
 void ModelRunner::apply_plan_state(const StepPlan& plan) {
-  for (RequestId id : plan.finished_ids) state_.erase(id);
   for (RequestId id : plan.preempted_ids) state_.erase(id);
   for (const auto& n : plan.new_requests) {
     Sampler sampler(n.sampling, config_.default_seed ^ n.id);

@@ -77,7 +77,6 @@ int64_t Scheduler::grant(const Request& r, int64_t num_computed_tokens, int64_t 
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   plan.step_id = next_step_id_++;
-  plan.finished_ids.swap(finished_since_plan_);
   if (config_.policy == SchedulingPolicy::kPriority)
     std::stable_sort(running_.begin(), running_.end(),
                      [&](RequestId a, RequestId b) { return before(entry(a).request, entry(b).request); });
@@ -332,7 +331,6 @@ RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<
   out.num_prompt_tokens = r.num_prompt_tokens();
   out.num_output_tokens = r.num_output_tokens();
   out.num_cached_tokens = r.num_cached_tokens();
-  finished_since_plan_.push_back(id);
   ++num_finished_;
   ++num_finished_by_status_[finished_index(status)];
   requests_.erase(id);

@@ -112,7 +112,6 @@ class Scheduler {
   std::unordered_map<RequestId, Entry> requests_;  // every live request
   std::deque<RequestId> waiting_;
   std::vector<RequestId> running_;  // admission order (FCFS) or policy order; the back is preempted first
-  std::vector<RequestId> finished_since_plan_;
   std::vector<std::pair<RequestId, size_t>> sampled_index_;  // update()'s (id, index) lookup, reused
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;

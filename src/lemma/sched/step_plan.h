@@ -1,6 +1,7 @@
 // StepPlan / StepResult / RequestOutput: the plain data between the Scheduler and the model runner
 // (vLLM v1's SchedulerOutput shape). A plan names new requests in full and known ones as a diff, the
-// tokens granted to each, block copies to perform before the forward, and requests to forget.
+// tokens granted to each, block copies to perform before the forward, and the requests it preempted.
+// Finished requests are not in it: the engine, which sees every finish, drops them from the runner.
 // Plain copyable structs; no behaviour beyond small helpers.
 #pragma once
 
@@ -59,7 +60,6 @@ struct StepPlan {
   std::vector<BlockCopy> swap_in;
   std::vector<BlockCopy> copies;
   std::vector<RequestId> preempted_ids;  // the runner drops their state; they come back as new requests
-  std::vector<RequestId> finished_ids;   // finished or aborted since the last plan; the runner drops them
 
   bool has_work() const { return !scheduled.empty(); }
 };

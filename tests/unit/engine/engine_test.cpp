@@ -70,7 +70,12 @@ BatchedRun expect_batched_equals_alone(const EngineConfig& config, const std::st
   for (int i = 0; i < 10000 && engine.has_unfinished_requests(); ++i) {
     collect(engine.step(), engine, batched);
     run.max_host_blocks_used = std::max(run.max_host_blocks_used, engine.scheduler().stats().host_blocks_used);
+    // The runner holds exactly the running requests: preempted ones left with the plan, finished
+    // ones with their final output.
+    EXPECT_EQ(engine.runner().num_tracked(), static_cast<size_t>(engine.scheduler().num_running())) << label;
+    if (::testing::Test::HasFailure()) break;
   }
+  EXPECT_EQ(engine.runner().num_tracked(), 0u) << label;
   engine.scheduler().check_invariants();
   run.stats = engine.scheduler().stats();
   EXPECT_EQ(run.stats.kv_blocks_used, 0) << label;
@@ -213,6 +218,25 @@ TEST_F(EngineTest, AbortFreesBlocksAndIsIdempotent) {
   EXPECT_EQ(engine.runner().num_tracked(), 0u);
 }
 
+// A request aborted between two chunks of its prompt leaves the runner with the abort, not with a
+// later plan; the engine then serves the next request as if it had never been there.
+TEST_F(EngineTest, AbortMidPrefillDropsTheRequestAtOnce) {
+  Engine engine(stories_model(), engine_config(64, /*token_budget=*/16));
+  engine.add_request(1, prompt_of(100, 1), greedy(8));
+  const StepReport first = engine.step();
+  ASSERT_TRUE(first.outputs.empty()) << "the prompt must still be prefilling";
+  EXPECT_EQ(engine.scheduler().find(1)->num_computed_tokens(), 16);
+  EXPECT_EQ(engine.runner().num_tracked(), 1u);
+  ASSERT_TRUE(engine.abort(1).has_value());
+  EXPECT_EQ(engine.runner().num_tracked(), 0u);
+  EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+  engine.add_request(2, prompt_of(30, 2), greedy(6));
+  auto done = run_to_completion(engine);
+  EXPECT_EQ(done.count(1), 0u);
+  expect_same(run_alone(2, prompt_of(30, 2), greedy(6)), done.at(2), 2);
+  EXPECT_EQ(engine.runner().num_tracked(), 0u);
+}
+
 TEST_F(EngineTest, StopTokenAndEosFinishAsStopped) {
   const auto prompt = prompt_of(10, 4);
   const auto free_run = run_alone(1, prompt, greedy(20));
@@ -279,6 +303,7 @@ TEST_F(EngineTest, RandomWorkloadsFinishEveryRequestOnceWithoutLeaks) {
       for (auto& o : engine.step().outputs)
         if (o.output.finished()) ++finishes[o.output.id];
       engine.scheduler().check_invariants();
+      ASSERT_EQ(engine.runner().num_tracked(), static_cast<size_t>(engine.scheduler().num_running())) << "seed " << seed;
     }
     EXPECT_FALSE(engine.has_unfinished_requests()) << "seed " << seed;
     EXPECT_EQ(finishes.size(), next_id - 1) << "seed " << seed;

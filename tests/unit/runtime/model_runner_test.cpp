@@ -1,7 +1,7 @@
 // ModelRunner driven by hand-written StepPlans (no scheduler): prefill then decode reproduces the
 // reference greedy continuation of stories260K, two requests in one forward sample what each does
 // alone, a swap out to the host tier and back in continues exactly, and the plan's bookkeeping
-// (finished/preempted ids, unknown requests) is honoured.
+// (preempted ids, forget, unknown requests) is honoured.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -209,10 +209,9 @@ TEST_F(ModelRunnerTest, PlanBookkeepingIsHonoured) {
   StepPlan swap_without_host;
   swap_without_host.swap_out.push_back({0, 0});
   EXPECT_THROW(runner.run(swap_without_host), InvalidArgument);
-  StepPlan finished;
-  finished.finished_ids = {s.id};
-  runner.run(finished);
+  runner.forget(s.id);
   EXPECT_EQ(runner.num_tracked(), 0u);
+  runner.forget(s.id);  // idempotent
   EXPECT_THROW(ModelRunner(stories(), ModelRunnerConfig{}), InvalidArgument);
 }
 

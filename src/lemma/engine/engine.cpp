@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <unordered_map>
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
@@ -138,10 +137,8 @@ StepReport Engine::step() {
   const StepPlan plan = scheduler_.schedule();
   t_schedule.end();
   for (const auto& s : plan.scheduled) request_trace_.scheduled(s.id);
-  for (const auto& n : plan.new_requests) {
-    const Request* r = scheduler_.find(n.id);
-    if (r != nullptr && r->num_preemptions() == 0 && r->num_output_tokens() == 0) report.first_scheduled.push_back(n.id);
-  }
+  for (const auto& n : plan.new_requests)
+    if (n.first_scheduled) report.first_scheduled.push_back(n.id);
   RunnerOutput ran;
   try {
     ran = runner_.run(plan);
@@ -151,16 +148,12 @@ StepReport Engine::step() {
   }
   report.num_sequences = ran.num_sequences;
   report.num_tokens = ran.num_tokens;
-  std::unordered_map<RequestId, std::vector<SampleResult>> details;
-  for (auto& d : ran.details) details.emplace(d.id, std::move(d.samples));
   trace::Scope t_update("update", "engine");
-  auto outputs = scheduler_.update(plan, ran.result);
+  auto outputs = scheduler_.update(plan, std::move(ran.result));
   report.outputs.reserve(report.outputs.size() + outputs.size());
   for (auto& out : outputs) {
     request_trace_.produced(out);
     EngineOutput e = wrap(std::move(out));
-    if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())
-      e.samples = std::move(it->second);
     if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
     if (e.output.finished()) release(e.output.id);
     report.outputs.push_back(std::move(e));

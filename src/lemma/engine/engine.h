@@ -33,14 +33,14 @@ struct EngineConfig {
 
 // New tokens (or the end) of one request after a step or an abort.
 struct EngineOutput {
-  RequestOutput output;
-  std::vector<SampleResult> samples;  // parallel to output.new_token_ids when the request asked for logprobs
-  std::string error;                  // when output.status == kFinishedFailed
+  RequestOutput output;  // output.logprobs: parallel to its new tokens when the request asked for logprobs
+  std::string error;     // when output.status == kFinishedFailed
 };
 
 struct StepReport {
   std::vector<EngineOutput> outputs;
   std::vector<RequestId> first_scheduled;  // requests that got their first tokens granted this step
+                                           // (the plan's NewRequestData::first_scheduled)
   int64_t num_sequences = 0;               // sequences in the step's forward (0: idle step)
   int64_t num_tokens = 0;
 };

@@ -121,8 +121,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
     ++row;
     if (r.token == kNoToken)
       fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
-    out.result.sampled.push_back({s.id, {r.token}});
-    if (sampled_[row - 1]->sampler.params().logprobs) out.details.push_back({s.id, {std::move(r)}});
+    out.result.sampled.push_back({s.id, {std::move(r)}});
   }
 }
 

@@ -28,16 +28,8 @@ struct ModelRunnerConfig {
   KvDtype kv_dtype = KvDtype::kF32;  // device and host caches (G23)
 };
 
-// What a step produced besides the tokens: per sampled token, its logprob details (parallel to
-// StepResult::sampled[i].token_ids, present when that request asked for logprobs).
-struct SampleDetails {
-  RequestId id = 0;
-  std::vector<SampleResult> samples;
-};
-
 struct RunnerOutput {
-  StepResult result;
-  std::vector<SampleDetails> details;  // only requests with logprobs
+  StepResult result;                   // each sampled token with its logprob details
   int64_t num_sequences = 0;           // sequences in the forward
   int64_t num_tokens = 0;              // tokens in the forward
 };

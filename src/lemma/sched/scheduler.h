@@ -57,8 +57,9 @@ class Scheduler {
 
   // Applies a step's results: advances num_computed_tokens, appends sampled tokens, finishes requests
   // that hit a stop condition. Requests aborted or preempted since `plan` was made are skipped.
-  // A request that needed a sample but got none finishes as kFinishedFailed.
-  std::vector<RequestOutput> update(const StepPlan& plan, const StepResult& result);
+  // A request that needed a sample but got none finishes as kFinishedFailed. The samples of a request
+  // that asked for logprobs move into its output (RequestOutput::logprobs).
+  std::vector<RequestOutput> update(const StepPlan& plan, StepResult result);
 
   // Parallel sampling: starts `child_id` with `parent_id`'s prompt, sharing its prompt blocks
   // (copy-on-write). The child recomputes only the last prompt token, so it samples its own first

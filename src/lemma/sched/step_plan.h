@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lemma/kv/kv_manager.h"
+#include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request.h"
 
@@ -17,6 +18,7 @@ namespace lemma {
 // A request the runner has no state for: admitted for the first time, or resumed after preemption.
 struct NewRequestData {
   RequestId id = 0;
+  bool first_scheduled = true;        // never scheduled before (false: resumed after preemption)
   std::vector<int32_t> token_ids;     // every token known: prompt, then outputs (when resumed)
   int64_t num_prompt_tokens = 0;
   int64_t num_computed_tokens = 0;    // tokens whose K/V is in the cache already (prefix hit, swap)
@@ -64,10 +66,11 @@ struct StepPlan {
   bool has_work() const { return !scheduled.empty(); }
 };
 
-// The runner's answer: the token(s) sampled for each scheduled request with needs_sample.
+// The runner's answer: the token(s) sampled for each scheduled request with needs_sample, each with
+// its logprob details (SampleResult::logprob and top are filled when the request asked for logprobs).
 struct SampledTokens {
   RequestId id = 0;
-  std::vector<int32_t> token_ids;
+  std::vector<SampleResult> samples;
 };
 
 struct StepResult {
@@ -78,6 +81,7 @@ struct StepResult {
 struct RequestOutput {
   RequestId id = 0;
   std::vector<int32_t> new_token_ids;
+  std::vector<SampleResult> logprobs;  // parallel to new_token_ids when the request asked for logprobs
   RequestStatus status = RequestStatus::kRunning;
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;

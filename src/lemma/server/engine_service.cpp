@@ -206,9 +206,9 @@ void EngineService::deliver(EngineOutput& out) {
   if (call->logprobs)
     for (size_t i = 0; i < d.token_ids.size(); ++i) {
       TokenLogprob lp;
-      if (i < out.samples.size()) {
-        lp.logprob = out.samples[i].logprob;
-        for (const auto& t : out.samples[i].top) lp.top.emplace_back(t.token, t.logprob);
+      if (i < out.output.logprobs.size()) {
+        lp.logprob = out.output.logprobs[i].logprob;
+        for (const auto& t : out.output.logprobs[i].top) lp.top.emplace_back(t.token, t.logprob);
       }
       d.logprobs.push_back(std::move(lp));
     }

@@ -127,6 +127,55 @@ TEST_F(EngineTest, PreemptionByRecomputeEqualsAlone) {
   EXPECT_GT(engine.scheduler().num_preemptions(), 0u) << "the test did not exercise preemption";
 }
 
+// StepReport::first_scheduled names each request once, in the step that first grants it tokens:
+// never again when it comes back after a preemption (the queue time is arrival -> first grant).
+TEST_F(EngineTest, FirstScheduledOnceEvenAfterPreemption) {
+  Engine engine(stories_model(), engine_config(14, 64));
+  const Workload w = mixed_workload();
+  for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
+  std::map<RequestId, int> firsts;
+  for (int i = 0; i < 10000 && engine.has_unfinished_requests(); ++i) {
+    const StepReport report = engine.step();
+    for (RequestId id : report.first_scheduled) {
+      ++firsts[id];
+      if (const Request* r = engine.scheduler().find(id)) EXPECT_GT(r->num_computed_tokens(), 0);
+    }
+  }
+  EXPECT_GT(engine.scheduler().num_preemptions(), 0u) << "the test did not exercise preemption";
+  ASSERT_EQ(firsts.size(), w.prompts.size());
+  for (auto [id, n] : firsts) EXPECT_EQ(n, 1) << "request " << id;
+}
+
+// Logprob details ride with their tokens from the runner to the output: one entry per new token,
+// for the token itself (greedy: the top entry), and none for a request that did not ask.
+TEST_F(EngineTest, LogprobsTravelWithTheirTokens) {
+  Engine engine(stories_model(), engine_config(64));
+  RequestOptions with = greedy(6);
+  with.sampling.logprobs = true;
+  with.sampling.top_logprobs = 2;
+  engine.add_request(1, prompt_of(12, 1), with);
+  engine.add_request(2, prompt_of(9, 2), greedy(6));
+  size_t seen = 0;
+  for (int i = 0; i < 100 && engine.has_unfinished_requests(); ++i)
+    for (const EngineOutput& o : engine.step().outputs) {
+      if (o.output.id == 2) {
+        EXPECT_TRUE(o.output.logprobs.empty());
+        continue;
+      }
+      ASSERT_EQ(o.output.logprobs.size(), o.output.new_token_ids.size());
+      for (size_t k = 0; k < o.output.logprobs.size(); ++k) {
+        const SampleResult& r = o.output.logprobs[k];
+        EXPECT_EQ(r.token, o.output.new_token_ids[k]);
+        EXPECT_LE(r.logprob, 0.0f);
+        ASSERT_EQ(r.top.size(), 2u);
+        EXPECT_EQ(r.top[0].token, r.token);
+        EXPECT_EQ(r.top[0].logprob, r.logprob);
+      }
+      seen += o.output.logprobs.size();
+    }
+  EXPECT_EQ(seen, 6u);
+}
+
 TEST_F(EngineTest, PreemptionBySwapEqualsAlone) {
   EngineConfig c = engine_config(14, 64);
   c.scheduler.preemption_mode = PreemptionMode::kSwap;

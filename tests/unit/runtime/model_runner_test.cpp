@@ -92,10 +92,10 @@ void add_decode(StepPlan& plan, Sequence& s, BlockId& next_free) {
 void take(const RunnerOutput& out, Sequence& s) {
   for (const auto& x : out.result.sampled) {
     if (x.id != s.id) continue;
-    ASSERT_EQ(x.token_ids.size(), 1u);
+    ASSERT_EQ(x.samples.size(), 1u);
     s.computed = int64_t(s.tokens.size());
-    s.tokens.push_back(x.token_ids[0]);
-    s.outputs.push_back(x.token_ids[0]);
+    s.tokens.push_back(x.samples[0].token);
+    s.outputs.push_back(x.samples[0].token);
   }
 }
 

@@ -39,7 +39,7 @@ KvManagerConfig kv_config(int32_t blocks, int32_t host_blocks = 0) {
 StepResult ones(const StepPlan& plan) {
   StepResult r;
   for (const auto& s : plan.scheduled)
-    if (s.needs_sample) r.sampled.push_back({s.id, {1}});
+    if (s.needs_sample) r.sampled.push_back({s.id, {SampleResult{1}}});
   return r;
 }
 

@@ -74,7 +74,7 @@ class SimRunner {
         if (v != encode(st.tokens.at(static_cast<size_t>(p)), p)) ++num_slot_mismatches;
         context.push_back(static_cast<int32_t>(v >> 32));
       }
-      result.sampled.push_back({s.id, {sim_next_token(context, seeds.at(s.id), vocab_size_, window)}});
+      result.sampled.push_back({s.id, {SampleResult{sim_next_token(context, seeds.at(s.id), vocab_size_, window)}}});
     }
     return result;
   }

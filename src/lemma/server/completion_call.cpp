@@ -140,7 +140,7 @@ ojson CompletionCall::take_logprobs(Choice& c) {
   ojson lp;
   if (n > 0) {
     std::vector<int32_t> ids;
-    std::vector<TokenLogprob> entries;
+    std::vector<SampleResult> entries;
     for (size_t i = 0; i < n; ++i) {
       ids.push_back(c.pending_logprobs[i].id);
       entries.push_back(std::move(c.pending_logprobs[i].logprob));

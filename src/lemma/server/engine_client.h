@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
 
 namespace lemma::server {
@@ -33,18 +34,14 @@ struct CompletionRequest {
 // "stop"/"length"; kCancelled follows a cancel(); kError carries CompletionDelta::error.
 enum class FinishReason { kStop, kLength, kCancelled, kError };
 
-struct TokenLogprob {
-  float logprob = 0.0f;                         // raw (pre-processing) logprob of the sampled token
-  std::vector<std::pair<int32_t, float>> top;   // sampling.top_logprobs most likely, best first
-};
-
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and
 // exactly one final delta (finish_reason set, may also carry tokens). Deltas of one choice
 // arrive in order; different choices may interleave.
 struct CompletionDelta {
   int index = 0;                          // choice index in [0, n)
   std::vector<int32_t> token_ids;         // every sampled token, including a final EOS/stop token
-  std::vector<TokenLogprob> logprobs;     // parallel to token_ids when sampling.logprobs, else empty
+  std::vector<SampleResult> logprobs;     // parallel to token_ids when sampling.logprobs, else empty:
+                                          // the sampler's own record (raw logprob, top entries best first)
   std::optional<FinishReason> finish_reason;
   std::string error;                      // message when finish_reason == kError
   // Set on the final delta of a choice (the server reads them from any choice's final delta):

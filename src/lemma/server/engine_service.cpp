@@ -203,15 +203,10 @@ void EngineService::deliver(EngineOutput& out) {
   CompletionDelta d;
   d.index = it->second.index;
   d.token_ids = std::move(out.output.new_token_ids);
-  if (call->logprobs)
-    for (size_t i = 0; i < d.token_ids.size(); ++i) {
-      TokenLogprob lp;
-      if (i < out.output.logprobs.size()) {
-        lp.logprob = out.output.logprobs[i].logprob;
-        for (const auto& t : out.output.logprobs[i].top) lp.top.emplace_back(t.token, t.logprob);
-      }
-      d.logprobs.push_back(std::move(lp));
-    }
+  if (call->logprobs) {
+    d.logprobs = std::move(out.output.logprobs);
+    d.logprobs.resize(d.token_ids.size());  // parallel even if the engine had none (logprob 0, no top)
+  }
   if (out.output.finished()) {
     d.finish_reason = finish_reason_of(out.output.status);
     if (out.output.status == RequestStatus::kFinishedTimeout) d.error = "the request timed out";

@@ -24,6 +24,7 @@ class CollectingSink final : public CompletionSink {
     std::lock_guard lock(mu_);
     auto& c = choices_[d.index];
     c.tokens.insert(c.tokens.end(), d.token_ids.begin(), d.token_ids.end());
+    c.logprobs.insert(c.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
     if (d.finish_reason) {
       ++c.finals;
       c.reason = *d.finish_reason;
@@ -33,6 +34,7 @@ class CollectingSink final : public CompletionSink {
   }
   struct Choice {
     std::vector<int32_t> tokens;
+    std::vector<SampleResult> logprobs;
     int finals = 0;
     FinishReason reason = FinishReason::kStop;
     std::string error;
@@ -87,6 +89,27 @@ class EngineServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { LEMMA_REQUIRE_SHARED(lemma::testing::shared_data("models/stories260K/stories260K.gguf")); }
 };
+
+// Each choice's deltas carry one logprob record per token, for that token (greedy: the top entry).
+TEST_F(EngineServiceTest, LogprobsArriveWithEveryChoicesTokens) {
+  EngineService service(stories(), service_config());
+  CompletionRequest r = greedy_request("lp", 3, 7);
+  r.n = 2;
+  r.sampling.logprobs = true;
+  r.sampling.top_logprobs = 1;
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(service.submit(r, sink));
+  ASSERT_TRUE(sink->wait_final(2));
+  for (const auto& [index, c] : sink->choices()) {
+    ASSERT_EQ(c.tokens.size(), 7u) << "choice " << index;
+    ASSERT_EQ(c.logprobs.size(), c.tokens.size()) << "choice " << index;
+    for (size_t k = 0; k < c.tokens.size(); ++k) {
+      EXPECT_EQ(c.logprobs[k].token, c.tokens[k]);
+      ASSERT_EQ(c.logprobs[k].top.size(), 1u);
+      EXPECT_EQ(c.logprobs[k].top[0].token, c.tokens[k]);
+    }
+  }
+}
 
 TEST_F(EngineServiceTest, ConcurrentGreedyRequestsEqualSoloRuns) {
   constexpr int kRequests = 12;

@@ -27,7 +27,7 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
     d.index = index;
     d.token_ids = std::move(tokens);
     if (emit_logprobs && request.sampling.logprobs) {
-      for (int32_t t : d.token_ids) d.logprobs.push_back(TokenLogprob{-0.5f, {{t, -0.5f}, {t + 1, -1.5f}}});
+      for (int32_t t : d.token_ids) d.logprobs.push_back(SampleResult{.token = t, .logprob = -0.5f, .top = {{t, -0.5f}, {t + 1, -1.5f}}});
       for (auto& lp : d.logprobs) lp.top.resize(size_t(request.sampling.top_logprobs));
     }
     d.finish_reason = reason;
@@ -64,8 +64,8 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
       d.index = i;
       d.token_ids = {token};
       if (emit_logprobs && request.sampling.logprobs) {
-        TokenLogprob lp{-0.25f, {}};
-        for (int k = 0; k < request.sampling.top_logprobs; ++k) lp.top.emplace_back(token + k, -0.25f - float(k));
+        SampleResult lp{.token = token, .logprob = -0.25f};
+        for (int k = 0; k < request.sampling.top_logprobs; ++k) lp.top.push_back({token + k, -0.25f - float(k)});
         d.logprobs.push_back(lp);
       }
       sink->push(std::move(d));

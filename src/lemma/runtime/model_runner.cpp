@@ -110,6 +110,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
                                         sampler_scratch_[row]);
     }
   });
+  out.result.sampled.reserve(sampled_.size());  // one allocation, not one per doubling
   size_t row = 0;
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;

@@ -13,6 +13,7 @@
 
 #include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/request_status.h"
 
 namespace lemma::server {
 
@@ -30,10 +31,6 @@ struct CompletionRequest {
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
 };
 
-// Why a choice ended, as the engine saw it. The server maps kStop/kLength to OpenAI's
-// "stop"/"length"; kCancelled follows a cancel(); kError carries CompletionDelta::error.
-enum class FinishReason { kStop, kLength, kCancelled, kError };
-
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and
 // exactly one final delta (finish_reason set, may also carry tokens). Deltas of one choice
 // arrive in order; different choices may interleave.
@@ -42,8 +39,11 @@ struct CompletionDelta {
   std::vector<int32_t> token_ids;         // every sampled token, including a final EOS/stop token
   std::vector<SampleResult> logprobs;     // parallel to token_ids when sampling.logprobs, else empty:
                                           // the sampler's own record (raw logprob, top entries best first)
-  std::optional<FinishReason> finish_reason;
-  std::string error;                      // message when finish_reason == kError
+  // Why the choice ended: a finished RequestStatus, the one table of ends (sched/request_status.h,
+  // which also names its OpenAI finish_reason). Stopped/length end the choice normally; cancelled
+  // follows a cancel(); timed out and failed carry `error`.
+  std::optional<RequestStatus> finish_reason;
+  std::string error;                      // message when finish_reason is kFinishedTimeout or kFinishedFailed
   // Set on the final delta of a choice (the server reads them from any choice's final delta):
   int64_t cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
   double queue_seconds = 0.0;             // arrival at the engine -> first scheduled

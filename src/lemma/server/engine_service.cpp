@@ -29,15 +29,6 @@ uint64_t mix(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
-FinishReason finish_reason_of(RequestStatus s) {
-  switch (s) {
-    case RequestStatus::kFinishedStopped: return FinishReason::kStop;
-    case RequestStatus::kFinishedLength: return FinishReason::kLength;
-    case RequestStatus::kFinishedCancelled: return FinishReason::kCancelled;
-    default: return FinishReason::kError;
-  }
-}
-
 }  // namespace
 
 EngineService::EngineService(const Model& model, EngineServiceConfig config)
@@ -169,7 +160,7 @@ void EngineService::admit(Submission& s) {
     for (int i = 0; i < n; ++i) {
       CompletionDelta d;
       d.index = i;
-      d.finish_reason = FinishReason::kError;
+      d.finish_reason = RequestStatus::kFinishedFailed;
       d.error = e.what();
       s.sink->push(std::move(d));
     }
@@ -208,9 +199,9 @@ void EngineService::deliver(EngineOutput& out) {
     d.logprobs.resize(d.token_ids.size());  // parallel even if the engine had none (logprob 0, no top)
   }
   if (out.output.finished()) {
-    d.finish_reason = finish_reason_of(out.output.status);
+    d.finish_reason = out.output.status;
     if (out.output.status == RequestStatus::kFinishedTimeout) d.error = "the request timed out";
-    else if (d.finish_reason == FinishReason::kError) d.error = out.error.empty() ? "the engine failed" : out.error;
+    else if (out.output.status == RequestStatus::kFinishedFailed) d.error = out.error.empty() ? "the engine failed" : out.error;
     d.cached_prompt_tokens = out.output.num_cached_tokens;
     if (call->queue_seconds < 0) call->queue_seconds = now() - call->arrival;
     d.queue_seconds = call->queue_seconds;

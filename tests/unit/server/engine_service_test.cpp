@@ -36,7 +36,7 @@ class CollectingSink final : public CompletionSink {
     std::vector<int32_t> tokens;
     std::vector<SampleResult> logprobs;
     int finals = 0;
-    FinishReason reason = FinishReason::kStop;
+    RequestStatus reason = RequestStatus::kFinishedStopped;
     std::string error;
   };
   // Waits until `n` choices have a final delta (or 60 s pass).
@@ -135,7 +135,7 @@ TEST_F(EngineServiceTest, ConcurrentGreedyRequestsEqualSoloRuns) {
     auto c = sinks[i]->choices().at(0);
     EXPECT_EQ(c.tokens, solo[i]) << "request " << i;
     EXPECT_EQ(c.finals, 1);
-    EXPECT_EQ(c.reason, FinishReason::kLength);
+    EXPECT_EQ(c.reason, RequestStatus::kFinishedLength);
   }
   const EngineStats stats = service.stats();
   EXPECT_GT(stats.batch_size_sum, static_cast<double>(stats.batch_size_count)) << "no step batched two sequences";
@@ -222,7 +222,7 @@ TEST_F(EngineServiceTest, CancellationStormFreesEveryBlock) {
       }
       for (auto& [i, c] : sink->choices()) {
         EXPECT_EQ(c.finals, 1) << "choice " << i;
-        cancelled += c.reason == FinishReason::kCancelled;
+        cancelled += c.reason == RequestStatus::kFinishedCancelled;
       }
     }
   EXPECT_GT(accepted.load(), 0);
@@ -243,7 +243,7 @@ TEST_F(EngineServiceTest, InvalidRequestsEndWithAnErrorDelta) {
   ASSERT_TRUE(service.submit(r, sink));
   ASSERT_TRUE(sink->wait_final(2));
   for (auto& [i, c] : sink->choices()) {
-    EXPECT_EQ(c.reason, FinishReason::kError);
+    EXPECT_EQ(c.reason, RequestStatus::kFinishedFailed);
     EXPECT_NE(c.error.find("vocabulary"), std::string::npos) << c.error;
   }
   auto ok = std::make_shared<CollectingSink>();

@@ -22,13 +22,6 @@ struct EngineService::Call {
 
 namespace {
 
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a + 0x9E3779B97F4A7C15ull * (b + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 EngineService::EngineService(const Model& model, EngineServiceConfig config)
@@ -134,29 +127,24 @@ void EngineService::admit(Submission& s) {
   call->arrival = s.arrival;
   call->logprobs = r.sampling.logprobs;
   const int n = std::max(1, r.n);
-  const uint64_t base_seed = r.sampling.seed.value_or(mix(seed_state_, next_id_));
-  std::vector<RequestOptions> options(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    RequestOptions& o = options[static_cast<size_t>(i)];
-    o.sampling = r.sampling;
-    o.sampling.seed = i == 0 ? base_seed : mix(base_seed, static_cast<uint64_t>(i));  // choice 0 = the n=1 run
-    o.stop.max_tokens = r.max_tokens;
-    o.stop.stop_token_ids = r.stop_token_ids;
-    o.stop.ignore_eos = r.ignore_eos;
-    if (!r.ignore_eos)
-      o.stop.stop_token_ids.insert(o.stop.stop_token_ids.end(), config_.end_of_generation_ids.begin(),
-                                   config_.end_of_generation_ids.end());
-    o.arrival_time = s.arrival;
-    // A backstop: the server ends a call at its own deadline first and cancels it here.
-    if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
-  }
-  for (int i = 0; i < n; ++i) call->choice_ids.push_back(next_id_++);
+  RequestOptions o;
+  o.sampling = r.sampling;
+  // An unseeded request gets one from the service's seed; the engine derives its choices' seeds.
+  o.sampling.seed = r.sampling.seed.value_or(choice_seed(seed_state_, next_id_));
+  o.stop.max_tokens = r.max_tokens;
+  o.stop.stop_token_ids = r.stop_token_ids;
+  o.stop.ignore_eos = r.ignore_eos;
+  if (!r.ignore_eos)
+    o.stop.stop_token_ids.insert(o.stop.stop_token_ids.end(), config_.end_of_generation_ids.begin(),
+                                 config_.end_of_generation_ids.end());
+  o.arrival_time = s.arrival;
+  // A backstop: the server ends a call at its own deadline first and cancels it here.
+  if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
+  const RequestId first = next_id_;
+  next_id_ += static_cast<RequestId>(n);  // the engine runs choice i as first + i
   try {
-    engine_.add_request(call->choice_ids[0], r.prompt_ids, options[0]);
-    for (int i = 1; i < n; ++i)
-      engine_.add_choice(call->choice_ids[0], call->choice_ids[static_cast<size_t>(i)], options[static_cast<size_t>(i)]);
-  } catch (const std::exception& e) {
-    for (RequestId id : call->choice_ids) engine_.abort(id, RequestStatus::kFinishedFailed);
+    engine_.add_request(first, r.prompt_ids, std::move(o), n);
+  } catch (const std::exception& e) {  // nothing was queued
     for (int i = 0; i < n; ++i) {
       CompletionDelta d;
       d.index = i;
@@ -167,7 +155,10 @@ void EngineService::admit(Submission& s) {
     return;
   }
   call->remaining = n;
-  for (int i = 0; i < n; ++i) choices_[call->choice_ids[static_cast<size_t>(i)]] = Choice{call, i};
+  for (int i = 0; i < n; ++i) {
+    call->choice_ids.push_back(first + static_cast<RequestId>(i));
+    choices_[call->choice_ids.back()] = call;
+  }
   calls_[call->id] = std::move(call);
 }
 
@@ -183,16 +174,16 @@ void EngineService::note_first_scheduled(const std::vector<RequestId>& ids) {
   const double t = now();
   for (RequestId id : ids) {
     auto it = choices_.find(id);
-    if (it != choices_.end() && it->second.call->queue_seconds < 0) it->second.call->queue_seconds = t - it->second.call->arrival;
+    if (it != choices_.end() && it->second->queue_seconds < 0) it->second->queue_seconds = t - it->second->arrival;
   }
 }
 
 void EngineService::deliver(EngineOutput& out) {
   auto it = choices_.find(out.output.id);
   if (it == choices_.end()) return;
-  const std::shared_ptr<Call> call = it->second.call;
+  const std::shared_ptr<Call> call = it->second;
   CompletionDelta d;
-  d.index = it->second.index;
+  d.index = out.choice;
   d.token_ids = std::move(out.output.new_token_ids);
   if (call->logprobs) {
     d.logprobs = std::move(out.output.logprobs);

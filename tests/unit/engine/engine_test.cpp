@@ -228,22 +228,27 @@ TEST_F(EngineTest, ChoicesShareThePromptAndMatchSeparateRequests) {
     return o;
   };
   Engine engine(stories_model(), engine_config(64));
-  engine.add_request(1, prompt, sampled(11));
-  engine.add_choice(1, 2, sampled(12));
-  engine.add_choice(1, 3, sampled(11));  // same seed as the parent: same tokens
-  auto done = run_to_completion(engine);
+  engine.add_request(1, prompt, sampled(11), /*n=*/3);  // choices run as ids 1, 2, 3
+  std::map<RequestId, Finished> done;
+  std::map<RequestId, int> choice_of;
+  for (int i = 0; i < 1000 && engine.has_unfinished_requests(); ++i) {
+    const StepReport report = engine.step();
+    for (const auto& o : report.outputs) choice_of[o.output.id] = o.choice;
+    collect(report, engine, done);
+  }
   EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
   ASSERT_EQ(done.size(), 3u);
-  EXPECT_EQ(done.at(1).tokens, done.at(3).tokens);
-  EXPECT_NE(done.at(1).tokens, done.at(2).tokens);
-  EXPECT_EQ(done.at(2).tokens, run_alone(2, prompt, sampled(12)).tokens);
+  EXPECT_EQ(choice_of, (std::map<RequestId, int>{{1, 0}, {2, 1}, {3, 2}}));
+  // Choice 0 is the n = 1 run; choice i runs with seed choice_seed(seed, i).
   EXPECT_EQ(done.at(1).tokens, run_alone(1, prompt, sampled(11)).tokens);
+  EXPECT_EQ(done.at(2).tokens, run_alone(2, prompt, sampled(choice_seed(11, 1))).tokens);
+  EXPECT_EQ(done.at(3).tokens, run_alone(3, prompt, sampled(choice_seed(11, 2))).tokens);
+  EXPECT_NE(done.at(1).tokens, done.at(2).tokens);
 }
 
 TEST_F(EngineTest, ChoiceOfAFinishedParentRunsAlone) {
   Engine engine(stories_model(), engine_config(64));
-  engine.add_request(1, prompt_of(20, 1), greedy(1));
-  engine.add_choice(1, 2, greedy(1));
+  engine.add_request(1, prompt_of(20, 1), greedy(1), /*n=*/2);
   auto done = run_to_completion(engine);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done.at(1).tokens, done.at(2).tokens);
@@ -308,9 +313,11 @@ TEST_F(EngineTest, BadRequestsAreRejectedWithoutHarm) {
   RequestOptions bad = greedy(4);
   bad.sampling.top_p = 2.0f;
   EXPECT_THROW(engine.add_request(1, {1, 2}, bad), InvalidArgument);
-  EXPECT_THROW(engine.add_choice(77, 2, greedy(4)), InvalidArgument);
+  EXPECT_THROW(engine.add_request(1, {1, 2}, greedy(4), /*n=*/0), InvalidArgument);
   engine.add_request(1, {1, 2, 3}, greedy(4));
   EXPECT_THROW(engine.add_request(1, {1, 2, 3}, greedy(4)), InvalidArgument);
+  EXPECT_THROW(engine.add_request(0, {1, 2}, greedy(4), /*n=*/2), InvalidArgument);  // choice 1 would be id 1
+  EXPECT_EQ(engine.scheduler().find(0), nullptr) << "a refused request queues nothing";
   auto done = run_to_completion(engine);
   EXPECT_EQ(done.at(1).tokens.size(), 4u);
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <unordered_map>
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
@@ -35,13 +34,6 @@ KvManagerConfig kv_config(const Model& model, const EngineConfig& c) {
   return kv;
 }
 
-EngineOutput wrap(RequestOutput out, std::string error = {}) {
-  EngineOutput e;
-  e.output = std::move(out);
-  e.error = std::move(error);
-  return e;
-}
-
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineConfig& config)
@@ -52,22 +44,43 @@ Engine::Engine(const Model& model, const EngineConfig& config)
   runner_.set_keep_logits(config.keep_logits);
 }
 
-void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptions options) {
+uint64_t choice_seed(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptions options, int n) {
   const int64_t vocab = model_.config().vocab_size;
+  if (n < 1) fail<InvalidArgument>("request {}: n = {}, at least one choice", id, n);
   for (size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] < 0 || prompt[i] >= vocab)
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
+  for (int i = 1; i < n; ++i)  // checked first, so a refused request queues nothing
+    if (id_in_use(id + static_cast<RequestId>(i)))
+      fail<InvalidArgument>("request {}: choice {} would run as id {}, which is in use", id, i, id + i);
+  std::vector<RequestOptions> choices(static_cast<size_t>(n - 1), options);
   scheduler_.add_request(Request(id, std::move(prompt), std::move(options)));
   request_trace_.added(id);
+  for (int i = 1; i < n; ++i) {
+    RequestOptions& o = choices[static_cast<size_t>(i - 1)];
+    if (o.sampling.seed) o.sampling.seed = choice_seed(*o.sampling.seed, static_cast<uint64_t>(i));
+    add_choice(id, id + static_cast<RequestId>(i), std::move(o));
+    choice_index_[id + static_cast<RequestId>(i)] = i;
+  }
+}
+
+bool Engine::id_in_use(RequestId id) const {
+  return scheduler_.find(id) != nullptr ||
+         std::any_of(pending_choices_.begin(), pending_choices_.end(), [&](const auto& c) { return c.child == id; });
 }
 
 void Engine::add_choice(RequestId parent, RequestId child, RequestOptions options) {
   const Request* p = scheduler_.find(parent);
   if (p == nullptr) fail<InvalidArgument>("choice {}: parent request {} is unknown or finished", child, parent);
-  if (scheduler_.find(child) != nullptr ||
-      std::any_of(pending_choices_.begin(), pending_choices_.end(), [&](const auto& c) { return c.child == child; }))
-    fail<InvalidArgument>("choice {}: the id is already in use", child);
+  if (id_in_use(child)) fail<InvalidArgument>("choice {}: the id is already in use", child);
   options.sampling.validate(model_.config().vocab_size);
   const auto prompt = p->prompt_token_ids();
   pending_choices_.push_back({parent, child, {prompt.begin(), prompt.end()}, std::move(options)});
@@ -99,33 +112,36 @@ std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
     out.status = status;
     out.num_prompt_tokens = static_cast<int64_t>(it->prompt.size());
     pending_choices_.erase(it);
-    request_trace_.finished(id);
-    return wrap(std::move(out));
+    return output_of(std::move(out));
   }
   auto out = scheduler_.abort(id, status);
   if (!out) return std::nullopt;
-  runner_.forget(id);
-  request_trace_.finished(id);
-  return wrap(std::move(*out));
+  return output_of(std::move(*out));
 }
 
 std::vector<EngineOutput> Engine::abort_expired(double now) {
   std::vector<EngineOutput> outs;
-  for (auto& o : scheduler_.abort_expired(now)) {
-    runner_.forget(o.id);
-    request_trace_.finished(o.id);
-    outs.push_back(wrap(std::move(o)));
-  }
+  for (auto& o : scheduler_.abort_expired(now)) outs.push_back(output_of(std::move(o)));
   return outs;
+}
+
+EngineOutput Engine::output_of(RequestOutput out, std::string error) {
+  EngineOutput e;
+  if (!choice_index_.empty())
+    if (const auto it = choice_index_.find(out.id); it != choice_index_.end()) e.choice = it->second;
+  if (out.finished()) {
+    runner_.forget(out.id);
+    request_trace_.finished(out.id);
+    choice_index_.erase(out.id);
+  }
+  e.output = std::move(out);
+  e.error = std::move(error);
+  return e;
 }
 
 void Engine::fail_step(const StepPlan& plan, const std::string& message, StepReport& report) {
   for (const auto& s : plan.scheduled)
-    if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) {
-      runner_.forget(s.id);
-      request_trace_.finished(s.id);
-      report.outputs.push_back(wrap(std::move(*out), message));
-    }
+    if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) report.outputs.push_back(output_of(std::move(*out), message));
 }
 
 StepReport Engine::step() {
@@ -136,10 +152,8 @@ StepReport Engine::step() {
   const StepPlan plan = scheduler_.schedule();
   t_schedule.end();
   for (const auto& s : plan.scheduled) request_trace_.scheduled(s.id);
-  for (const auto& n : plan.new_requests) {
-    const Request* r = scheduler_.find(n.id);
-    if (r != nullptr && r->num_preemptions() == 0 && r->num_output_tokens() == 0) report.first_scheduled.push_back(n.id);
-  }
+  for (const auto& n : plan.new_requests)
+    if (n.first_scheduled) report.first_scheduled.push_back(n.id);
   RunnerOutput ran;
   try {
     ran = runner_.run(plan);
@@ -149,18 +163,13 @@ StepReport Engine::step() {
   }
   report.num_sequences = ran.num_sequences;
   report.num_tokens = ran.num_tokens;
-  std::unordered_map<RequestId, std::vector<SampleResult>> details;
-  for (auto& d : ran.details) details.emplace(d.id, std::move(d.samples));
   trace::Scope t_update("update", "engine");
-  auto outputs = scheduler_.update(plan, ran.result);
+  auto outputs = scheduler_.update(plan, std::move(ran.result));
   report.outputs.reserve(report.outputs.size() + outputs.size());
   for (auto& out : outputs) {
     request_trace_.produced(out);
-    EngineOutput e = wrap(std::move(out));
-    if (auto it = details.find(e.output.id); it != details.end() && !e.output.new_token_ids.empty())
-      e.samples = std::move(it->second);
+    EngineOutput e = output_of(std::move(out));
     if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
-    if (e.output.finished()) runner_.forget(e.output.id);
     report.outputs.push_back(std::move(e));
   }
   start_pending_choices();

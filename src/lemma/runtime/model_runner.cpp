@@ -26,7 +26,6 @@ std::span<const float> ModelRunner::last_logits(RequestId id) const {
 }
 
 void ModelRunner::apply_plan_state(const StepPlan& plan) {
-  for (RequestId id : plan.finished_ids) state_.erase(id);
   for (RequestId id : plan.preempted_ids) state_.erase(id);
   for (const auto& n : plan.new_requests) {
     Sampler sampler(n.sampling, config_.default_seed ^ n.id, model_.runtime().isa);
@@ -111,6 +110,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
                                         sampler_scratch_[row]);
     }
   });
+  out.result.sampled.reserve(sampled_.size());  // one allocation, not one per doubling
   size_t row = 0;
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;
@@ -122,8 +122,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
     ++row;
     if (r.token == kNoToken)
       fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
-    out.result.sampled.push_back({s.id, {r.token}});
-    if (sampled_[row - 1]->sampler.params().logprobs) out.details.push_back({s.id, {std::move(r)}});
+    out.result.sampled.push_back({s.id, {std::move(r)}});
   }
 }
 

@@ -28,16 +28,8 @@ struct ModelRunnerConfig {
   KvDtype kv_dtype = KvDtype::kF32;  // device and host caches (G23)
 };
 
-// What a step produced besides the tokens: per sampled token, its logprob details (parallel to
-// StepResult::sampled[i].token_ids, present when that request asked for logprobs).
-struct SampleDetails {
-  RequestId id = 0;
-  std::vector<SampleResult> samples;
-};
-
 struct RunnerOutput {
-  StepResult result;
-  std::vector<SampleDetails> details;  // only requests with logprobs
+  StepResult result;                   // each sampled token with its logprob details
   int64_t num_sequences = 0;           // sequences in the forward
   int64_t num_tokens = 0;              // tokens in the forward
 };
@@ -50,11 +42,11 @@ class ModelRunner {
   ModelRunner& operator=(const ModelRunner&) = delete;
 
   // Runs `plan`. Throws (InvalidArgument, Error) when the plan disagrees with the runner's state or
-  // the forward fails; the caller then fails the plan's requests (their state here is dropped when
-  // they appear in a later plan's finished_ids).
+  // the forward fails; the caller then fails the plan's requests (and forgets them).
   RunnerOutput run(const StepPlan& plan);
 
-  // Drops a finished request's state now rather than at the next plan's finished_ids (idempotent).
+  // Drops a finished request's state (idempotent). The one way a finished request leaves the runner:
+  // plans name only preemptions, and the engine, which sees every finish, calls this for each.
   void forget(RequestId id) { state_.erase(id); }
 
   // Optional: a copy of the last-token logits of each sampled request (tests of batch invariance).

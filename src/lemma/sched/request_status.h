@@ -1,6 +1,8 @@
 // RequestStatus: the one lifecycle enum of a request. Live states come first; every finished state
-// sorts after them, so `status >= kFinishedStopped` means finished. A table maps finished states to
-// OpenAI finish reasons. Pure functions, thread-safe.
+// sorts after them, so `status >= kFinishedStopped` means finished. One table (request_status.cpp)
+// names each state and its OpenAI finish reason; every layer (engine, server deltas, `lemma
+// generate`) says why a request ended with this enum and names it through that table.
+// Pure functions, thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -77,7 +77,6 @@ int64_t Scheduler::grant(const Request& r, int64_t num_computed_tokens, int64_t 
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   plan.step_id = next_step_id_++;
-  plan.finished_ids.swap(finished_since_plan_);
   if (config_.policy == SchedulingPolicy::kPriority)
     std::stable_sort(running_.begin(), running_.end(),
                      [&](RequestId a, RequestId b) { return before(entry(a).request, entry(b).request); });
@@ -224,6 +223,7 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
   const Request& r = e.request;
   NewRequestData d;
   d.id = r.id();
+  d.first_scheduled = r.num_preemptions() == 0;
   d.token_ids.assign(r.token_ids().begin(), r.token_ids().end());
   d.num_prompt_tokens = r.num_prompt_tokens();
   d.num_computed_tokens = r.num_computed_tokens();
@@ -237,13 +237,13 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
       {r.id(), r.num_computed_tokens(), num_new_tokens, r.num_computed_tokens() + num_new_tokens == r.num_tokens()});
 }
 
-std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepResult& result) {
+std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult result) {
   // Sampled tokens by request id, in a buffer kept across steps (no allocation per step).
   // A request named twice takes its last entry.
   sampled_index_.clear();
   for (size_t i = 0; i < result.sampled.size(); ++i) sampled_index_.emplace_back(result.sampled[i].id, i);
   std::sort(sampled_index_.begin(), sampled_index_.end());
-  const auto find_sampled = [&](RequestId id) -> const SampledTokens* {
+  const auto find_sampled = [&](RequestId id) -> SampledTokens* {
     const auto it = std::upper_bound(sampled_index_.begin(), sampled_index_.end(),
                                      std::pair<RequestId, size_t>(id, SIZE_MAX));
     return it != sampled_index_.begin() && std::prev(it)->first == id ? &result.sampled[std::prev(it)->second]
@@ -259,26 +259,30 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, const StepRes
     r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
     kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
     if (!s.needs_sample) continue;
-    const SampledTokens* sampled = find_sampled(s.id);
-    if (sampled == nullptr || sampled->token_ids.empty()) {
+    SampledTokens* sampled = find_sampled(s.id);
+    if (sampled == nullptr || sampled->samples.empty()) {
       outputs.push_back(finish(s.id, RequestStatus::kFinishedFailed, {}));
       continue;
     }
     std::vector<int32_t> new_tokens;
+    std::vector<SampleResult> logprobs;
     std::optional<RequestStatus> done;
-    for (const int32_t token : sampled->token_ids) {
-      r.append_output_tokens(std::span(&token, 1));
-      new_tokens.push_back(token);
+    for (SampleResult& sample : sampled->samples) {
+      r.append_output_tokens(std::span(&sample.token, 1));
+      new_tokens.push_back(sample.token);
+      if (r.sampling().logprobs) logprobs.push_back(std::move(sample));
       done = check_stop(r.stop(), r.output_token_ids(), r.num_tokens(), config_.max_model_len);
       if (done) break;
     }
     if (done) {
       outputs.push_back(finish(s.id, *done, std::move(new_tokens)));
+      outputs.back().logprobs = std::move(logprobs);
       continue;
     }
     RequestOutput out;
     out.id = s.id;
     out.new_token_ids = std::move(new_tokens);
+    out.logprobs = std::move(logprobs);
     out.status = r.status();
     out.num_prompt_tokens = r.num_prompt_tokens();
     out.num_output_tokens = r.num_output_tokens();
@@ -332,7 +336,6 @@ RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<
   out.num_prompt_tokens = r.num_prompt_tokens();
   out.num_output_tokens = r.num_output_tokens();
   out.num_cached_tokens = r.num_cached_tokens();
-  finished_since_plan_.push_back(id);
   ++num_finished_;
   ++num_finished_by_status_[finished_index(status)];
   requests_.erase(id);

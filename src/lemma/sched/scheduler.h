@@ -57,8 +57,9 @@ class Scheduler {
 
   // Applies a step's results: advances num_computed_tokens, appends sampled tokens, finishes requests
   // that hit a stop condition. Requests aborted or preempted since `plan` was made are skipped.
-  // A request that needed a sample but got none finishes as kFinishedFailed.
-  std::vector<RequestOutput> update(const StepPlan& plan, const StepResult& result);
+  // A request that needed a sample but got none finishes as kFinishedFailed. The samples of a request
+  // that asked for logprobs move into its output (RequestOutput::logprobs).
+  std::vector<RequestOutput> update(const StepPlan& plan, StepResult result);
 
   // Parallel sampling: starts `child_id` with `parent_id`'s prompt, sharing its prompt blocks
   // (copy-on-write). The child recomputes only the last prompt token, so it samples its own first
@@ -112,7 +113,6 @@ class Scheduler {
   std::unordered_map<RequestId, Entry> requests_;  // every live request
   std::deque<RequestId> waiting_;
   std::vector<RequestId> running_;  // admission order (FCFS) or policy order; the back is preempted first
-  std::vector<RequestId> finished_since_plan_;
   std::vector<std::pair<RequestId, size_t>> sampled_index_;  // update()'s (id, index) lookup, reused
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;

@@ -1,6 +1,7 @@
 // StepPlan / StepResult / RequestOutput: the plain data between the Scheduler and the model runner
 // (vLLM v1's SchedulerOutput shape). A plan names new requests in full and known ones as a diff, the
-// tokens granted to each, block copies to perform before the forward, and requests to forget.
+// tokens granted to each, block copies to perform before the forward, and the requests it preempted.
+// Finished requests are not in it: the engine, which sees every finish, drops them from the runner.
 // Plain copyable structs; no behaviour beyond small helpers.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "lemma/kv/kv_manager.h"
+#include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request.h"
 
@@ -16,6 +18,7 @@ namespace lemma {
 // A request the runner has no state for: admitted for the first time, or resumed after preemption.
 struct NewRequestData {
   RequestId id = 0;
+  bool first_scheduled = true;        // never scheduled before (false: resumed after preemption)
   std::vector<int32_t> token_ids;     // every token known: prompt, then outputs (when resumed)
   int64_t num_prompt_tokens = 0;
   int64_t num_computed_tokens = 0;    // tokens whose K/V is in the cache already (prefix hit, swap)
@@ -59,15 +62,15 @@ struct StepPlan {
   std::vector<BlockCopy> swap_in;
   std::vector<BlockCopy> copies;
   std::vector<RequestId> preempted_ids;  // the runner drops their state; they come back as new requests
-  std::vector<RequestId> finished_ids;   // finished or aborted since the last plan; the runner drops them
 
   bool has_work() const { return !scheduled.empty(); }
 };
 
-// The runner's answer: the token(s) sampled for each scheduled request with needs_sample.
+// The runner's answer: the token(s) sampled for each scheduled request with needs_sample, each with
+// its logprob details (SampleResult::logprob and top are filled when the request asked for logprobs).
 struct SampledTokens {
   RequestId id = 0;
-  std::vector<int32_t> token_ids;
+  std::vector<SampleResult> samples;
 };
 
 struct StepResult {
@@ -78,6 +81,7 @@ struct StepResult {
 struct RequestOutput {
   RequestId id = 0;
   std::vector<int32_t> new_token_ids;
+  std::vector<SampleResult> logprobs;  // parallel to new_token_ids when the request asked for logprobs
   RequestStatus status = RequestStatus::kRunning;
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;

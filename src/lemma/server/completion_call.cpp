@@ -77,7 +77,7 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
       text += r.text;
       c.released_bytes += r.text.size();
       if (r.stopped) {
-        c.finish = "stop";
+        c.finish = std::string(finish_reason(RequestStatus::kFinishedStopped));
         break;
       }
     } else {
@@ -97,10 +97,14 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   }
   if (d.finish_reason && !c.finish) {
     switch (*d.finish_reason) {
-      case FinishReason::kStop: c.finish = "stop"; break;
-      case FinishReason::kLength: c.finish = "length"; break;
-      case FinishReason::kCancelled: end(Terminal::kCancelled, "the request was cancelled by the engine", &frames); return;
-      case FinishReason::kError: end(Terminal::kFailed, d.error.empty() ? "engine error" : d.error, &frames); return;
+      case RequestStatus::kFinishedStopped:
+      case RequestStatus::kFinishedLength: c.finish = std::string(finish_reason(*d.finish_reason)); break;
+      case RequestStatus::kFinishedCancelled:
+        end(Terminal::kCancelled, "the request was cancelled by the engine", &frames);
+        return;
+      default:  // timed out or failed (a live state here would be an engine bug: fail it too)
+        end(Terminal::kFailed, d.error.empty() ? "engine error" : d.error, &frames);
+        return;
     }
     std::string rest = c.detok.flush();
     if (c.stop) {
@@ -140,7 +144,7 @@ ojson CompletionCall::take_logprobs(Choice& c) {
   ojson lp;
   if (n > 0) {
     std::vector<int32_t> ids;
-    std::vector<TokenLogprob> entries;
+    std::vector<SampleResult> entries;
     for (size_t i = 0; i < n; ++i) {
       ids.push_back(c.pending_logprobs[i].id);
       entries.push_back(std::move(c.pending_logprobs[i].logprob));

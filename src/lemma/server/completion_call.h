@@ -58,7 +58,7 @@ class CompletionCall {
  private:
   struct PendingLogprob {
     int32_t id;
-    TokenLogprob logprob;
+    SampleResult logprob;
     size_t raw_start;  // where the token's text begins in the choice's text before stop strings
   };
   struct Choice {

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/request_status.h"
 
 namespace lemma::server {
 
@@ -29,24 +31,19 @@ struct CompletionRequest {
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
 };
 
-// Why a choice ended, as the engine saw it. The server maps kStop/kLength to OpenAI's
-// "stop"/"length"; kCancelled follows a cancel(); kError carries CompletionDelta::error.
-enum class FinishReason { kStop, kLength, kCancelled, kError };
-
-struct TokenLogprob {
-  float logprob = 0.0f;                         // raw (pre-processing) logprob of the sampled token
-  std::vector<std::pair<int32_t, float>> top;   // sampling.top_logprobs most likely, best first
-};
-
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and
 // exactly one final delta (finish_reason set, may also carry tokens). Deltas of one choice
 // arrive in order; different choices may interleave.
 struct CompletionDelta {
   int index = 0;                          // choice index in [0, n)
   std::vector<int32_t> token_ids;         // every sampled token, including a final EOS/stop token
-  std::vector<TokenLogprob> logprobs;     // parallel to token_ids when sampling.logprobs, else empty
-  std::optional<FinishReason> finish_reason;
-  std::string error;                      // message when finish_reason == kError
+  std::vector<SampleResult> logprobs;     // parallel to token_ids when sampling.logprobs, else empty:
+                                          // the sampler's own record (raw logprob, top entries best first)
+  // Why the choice ended: a finished RequestStatus, the one table of ends (sched/request_status.h,
+  // which also names its OpenAI finish_reason). Stopped/length end the choice normally; cancelled
+  // follows a cancel(); timed out and failed carry `error`.
+  std::optional<RequestStatus> finish_reason;
+  std::string error;                      // message when finish_reason is kFinishedTimeout or kFinishedFailed
   // Set on the final delta of a choice (the server reads them from any choice's final delta):
   int64_t cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
   double queue_seconds = 0.0;             // arrival at the engine -> first scheduled

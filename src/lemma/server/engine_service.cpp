@@ -22,22 +22,6 @@ struct EngineService::Call {
 
 namespace {
 
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t z = a + 0x9E3779B97F4A7C15ull * (b + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-FinishReason finish_reason_of(RequestStatus s) {
-  switch (s) {
-    case RequestStatus::kFinishedStopped: return FinishReason::kStop;
-    case RequestStatus::kFinishedLength: return FinishReason::kLength;
-    case RequestStatus::kFinishedCancelled: return FinishReason::kCancelled;
-    default: return FinishReason::kError;
-  }
-}
-
 }  // namespace
 
 EngineService::EngineService(const Model& model, EngineServiceConfig config)
@@ -143,40 +127,38 @@ void EngineService::admit(Submission& s) {
   call->arrival = s.arrival;
   call->logprobs = r.sampling.logprobs;
   const int n = std::max(1, r.n);
-  const uint64_t base_seed = r.sampling.seed.value_or(mix(seed_state_, next_id_));
-  std::vector<RequestOptions> options(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    RequestOptions& o = options[static_cast<size_t>(i)];
-    o.sampling = r.sampling;
-    o.sampling.seed = i == 0 ? base_seed : mix(base_seed, static_cast<uint64_t>(i));  // choice 0 = the n=1 run
-    o.stop.max_tokens = r.max_tokens;
-    o.stop.stop_token_ids = r.stop_token_ids;
-    o.stop.ignore_eos = r.ignore_eos;
-    if (!r.ignore_eos)
-      o.stop.stop_token_ids.insert(o.stop.stop_token_ids.end(), config_.end_of_generation_ids.begin(),
-                                   config_.end_of_generation_ids.end());
-    o.arrival_time = s.arrival;
-    // A backstop: the server ends a call at its own deadline first and cancels it here.
-    if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
-  }
-  for (int i = 0; i < n; ++i) call->choice_ids.push_back(next_id_++);
+  RequestOptions o;
+  o.sampling = r.sampling;
+  // An unseeded request gets one from the service's seed; the engine derives its choices' seeds.
+  o.sampling.seed = r.sampling.seed.value_or(choice_seed(seed_state_, next_id_));
+  o.stop.max_tokens = r.max_tokens;
+  o.stop.stop_token_ids = r.stop_token_ids;
+  o.stop.ignore_eos = r.ignore_eos;
+  if (!r.ignore_eos)
+    o.stop.stop_token_ids.insert(o.stop.stop_token_ids.end(), config_.end_of_generation_ids.begin(),
+                                 config_.end_of_generation_ids.end());
+  o.arrival_time = s.arrival;
+  // A backstop: the server ends a call at its own deadline first and cancels it here.
+  if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
+  const RequestId first = next_id_;
+  next_id_ += static_cast<RequestId>(n);  // the engine runs choice i as first + i
   try {
-    engine_.add_request(call->choice_ids[0], r.prompt_ids, options[0]);
-    for (int i = 1; i < n; ++i)
-      engine_.add_choice(call->choice_ids[0], call->choice_ids[static_cast<size_t>(i)], options[static_cast<size_t>(i)]);
-  } catch (const std::exception& e) {
-    for (RequestId id : call->choice_ids) engine_.abort(id, RequestStatus::kFinishedFailed);
+    engine_.add_request(first, r.prompt_ids, std::move(o), n);
+  } catch (const std::exception& e) {  // nothing was queued
     for (int i = 0; i < n; ++i) {
       CompletionDelta d;
       d.index = i;
-      d.finish_reason = FinishReason::kError;
+      d.finish_reason = RequestStatus::kFinishedFailed;
       d.error = e.what();
       s.sink->push(std::move(d));
     }
     return;
   }
   call->remaining = n;
-  for (int i = 0; i < n; ++i) choices_[call->choice_ids[static_cast<size_t>(i)]] = Choice{call, i};
+  for (int i = 0; i < n; ++i) {
+    call->choice_ids.push_back(first + static_cast<RequestId>(i));
+    choices_[call->choice_ids.back()] = call;
+  }
   calls_[call->id] = std::move(call);
 }
 
@@ -192,30 +174,25 @@ void EngineService::note_first_scheduled(const std::vector<RequestId>& ids) {
   const double t = now();
   for (RequestId id : ids) {
     auto it = choices_.find(id);
-    if (it != choices_.end() && it->second.call->queue_seconds < 0) it->second.call->queue_seconds = t - it->second.call->arrival;
+    if (it != choices_.end() && it->second->queue_seconds < 0) it->second->queue_seconds = t - it->second->arrival;
   }
 }
 
 void EngineService::deliver(EngineOutput& out) {
   auto it = choices_.find(out.output.id);
   if (it == choices_.end()) return;
-  const std::shared_ptr<Call> call = it->second.call;
+  const std::shared_ptr<Call> call = it->second;
   CompletionDelta d;
-  d.index = it->second.index;
+  d.index = out.choice;
   d.token_ids = std::move(out.output.new_token_ids);
-  if (call->logprobs)
-    for (size_t i = 0; i < d.token_ids.size(); ++i) {
-      TokenLogprob lp;
-      if (i < out.samples.size()) {
-        lp.logprob = out.samples[i].logprob;
-        for (const auto& t : out.samples[i].top) lp.top.emplace_back(t.token, t.logprob);
-      }
-      d.logprobs.push_back(std::move(lp));
-    }
+  if (call->logprobs) {
+    d.logprobs = std::move(out.output.logprobs);
+    d.logprobs.resize(d.token_ids.size());  // parallel even if the engine had none (logprob 0, no top)
+  }
   if (out.output.finished()) {
-    d.finish_reason = finish_reason_of(out.output.status);
+    d.finish_reason = out.output.status;
     if (out.output.status == RequestStatus::kFinishedTimeout) d.error = "the request timed out";
-    else if (d.finish_reason == FinishReason::kError) d.error = out.error.empty() ? "the engine failed" : out.error;
+    else if (out.output.status == RequestStatus::kFinishedFailed) d.error = out.error.empty() ? "the engine failed" : out.error;
     d.cached_prompt_tokens = out.output.num_cached_tokens;
     if (call->queue_seconds < 0) call->queue_seconds = now() - call->arrival;
     d.queue_seconds = call->queue_seconds;

@@ -52,10 +52,6 @@ class EngineService final : public EngineClient {
     double arrival = 0.0;
   };
   struct Call;
-  struct Choice {
-    std::shared_ptr<Call> call;
-    int index = 0;
-  };
 
   void loop();
   double now() const;
@@ -84,7 +80,7 @@ class EngineService final : public EngineClient {
 
   // Engine thread only.
   std::unordered_map<std::string, std::shared_ptr<Call>> calls_;
-  std::unordered_map<RequestId, Choice> choices_;
+  std::unordered_map<RequestId, std::shared_ptr<Call>> choices_;  // each live choice's call
   std::vector<std::pair<std::shared_ptr<CompletionSink>, CompletionDelta>> pending_deltas_;
   RequestId next_id_ = 1;
   uint64_t seed_state_ = 0;

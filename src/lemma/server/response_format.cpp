@@ -25,7 +25,7 @@ ojson usage_json(const Usage& u) {
 }
 
 ojson logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<int32_t>& ids,
-                    const std::vector<TokenLogprob>& logprobs, int64_t text_offset) {
+                    const std::vector<SampleResult>& logprobs, int64_t text_offset) {
   if (kind == ApiKind::kCompletions) {
     ojson out = {{"tokens", ojson::array()}, {"token_logprobs", ojson::array()}, {"top_logprobs", ojson::array()},
                  {"text_offset", ojson::array()}};

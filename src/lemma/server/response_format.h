@@ -32,7 +32,7 @@ ojson usage_json(const Usage& usage);
 // Logprob entries of tokens `ids` in the API's layout. `text_offset` is the choice's text length
 // before the first token (completions only).
 ojson logprobs_json(ApiKind kind, const Tokenizer& tok, const std::vector<int32_t>& ids,
-                    const std::vector<TokenLogprob>& logprobs, int64_t text_offset);
+                    const std::vector<SampleResult>& logprobs, int64_t text_offset);
 // Appends `more` (a logprobs_json result of the same kind) into `into` (null: becomes `more`).
 void append_logprobs(ApiKind kind, ojson& into, const ojson& more);
 

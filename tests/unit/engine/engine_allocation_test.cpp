@@ -140,8 +140,8 @@ TEST_F(EngineAllocations, Int8DecodeForwardAndSamplingAllocateNothing) {
 // windows of 16 steps far apart in context. The forward and the sampling allocate nothing (above);
 // what remains is the plain data a step hands over, by design: per request, the plan's diff, the
 // runner's sampled tokens and the step's output each own a token vector (3); per step, the plan's
-// two lists, the runner's sampled list (growing to n entries: ceil(log2 n) + 1), the outputs and the
-// report (at most 4 + ceil(log2 n) + 1); and per block a request fills (once per block_size steps)
+// two lists, the runner's sampled list (reserved once, not grown entry by entry), the outputs and
+// the report (5); and per block a request fills (once per block_size steps)
 // at most 8: the pool's list of the new block, its prefix-cache entry, and the amortized growth of
 // the vectors that hold the request's blocks, hashes and tokens (scheduler's and runner's). None is
 // as large as one row of logits.
@@ -167,8 +167,7 @@ TEST_F(EngineAllocations, EngineDecodeStepsAllocateOnlySmallBookkeeping) {
   steps(100);
   const Counted late = count_allocations([&] { steps(kSteps); });
   const uint64_t logits_row = static_cast<uint64_t>(q8_model().config().vocab_size) * sizeof(float);
-  const int64_t log2_n = static_cast<int64_t>(std::ceil(std::log2(kRequests)));
-  const int64_t per_step = 3 * kRequests + 4 + log2_n + 1;
+  const int64_t per_step = 3 * kRequests + 5;
   const int64_t block_fills = (kSteps + config.kv.block_size - 1) / config.kv.block_size * kRequests;
   for (const Counted& c : {early, late}) {
     EXPECT_LT(c.largest, logits_row) << "an allocation as large as a row of logits in a decode step";

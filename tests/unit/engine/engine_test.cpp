@@ -70,7 +70,12 @@ BatchedRun expect_batched_equals_alone(const EngineConfig& config, const std::st
   for (int i = 0; i < 10000 && engine.has_unfinished_requests(); ++i) {
     collect(engine.step(), engine, batched);
     run.max_host_blocks_used = std::max(run.max_host_blocks_used, engine.scheduler().stats().host_blocks_used);
+    // The runner holds exactly the running requests: preempted ones left with the plan, finished
+    // ones with their final output.
+    EXPECT_EQ(engine.runner().num_tracked(), static_cast<size_t>(engine.scheduler().num_running())) << label;
+    if (::testing::Test::HasFailure()) break;
   }
+  EXPECT_EQ(engine.runner().num_tracked(), 0u) << label;
   engine.scheduler().check_invariants();
   run.stats = engine.scheduler().stats();
   EXPECT_EQ(run.stats.kv_blocks_used, 0) << label;
@@ -120,6 +125,55 @@ TEST_F(EngineTest, PreemptionByRecomputeEqualsAlone) {
   for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
   run_to_completion(engine);
   EXPECT_GT(engine.scheduler().num_preemptions(), 0u) << "the test did not exercise preemption";
+}
+
+// StepReport::first_scheduled names each request once, in the step that first grants it tokens:
+// never again when it comes back after a preemption (the queue time is arrival -> first grant).
+TEST_F(EngineTest, FirstScheduledOnceEvenAfterPreemption) {
+  Engine engine(stories_model(), engine_config(14, 64));
+  const Workload w = mixed_workload();
+  for (size_t i = 0; i < w.prompts.size(); ++i) engine.add_request(i + 1, w.prompts[i], w.options[i]);
+  std::map<RequestId, int> firsts;
+  for (int i = 0; i < 10000 && engine.has_unfinished_requests(); ++i) {
+    const StepReport report = engine.step();
+    for (RequestId id : report.first_scheduled) {
+      ++firsts[id];
+      if (const Request* r = engine.scheduler().find(id)) EXPECT_GT(r->num_computed_tokens(), 0);
+    }
+  }
+  EXPECT_GT(engine.scheduler().num_preemptions(), 0u) << "the test did not exercise preemption";
+  ASSERT_EQ(firsts.size(), w.prompts.size());
+  for (auto [id, n] : firsts) EXPECT_EQ(n, 1) << "request " << id;
+}
+
+// Logprob details ride with their tokens from the runner to the output: one entry per new token,
+// for the token itself (greedy: the top entry), and none for a request that did not ask.
+TEST_F(EngineTest, LogprobsTravelWithTheirTokens) {
+  Engine engine(stories_model(), engine_config(64));
+  RequestOptions with = greedy(6);
+  with.sampling.logprobs = true;
+  with.sampling.top_logprobs = 2;
+  engine.add_request(1, prompt_of(12, 1), with);
+  engine.add_request(2, prompt_of(9, 2), greedy(6));
+  size_t seen = 0;
+  for (int i = 0; i < 100 && engine.has_unfinished_requests(); ++i)
+    for (const EngineOutput& o : engine.step().outputs) {
+      if (o.output.id == 2) {
+        EXPECT_TRUE(o.output.logprobs.empty());
+        continue;
+      }
+      ASSERT_EQ(o.output.logprobs.size(), o.output.new_token_ids.size());
+      for (size_t k = 0; k < o.output.logprobs.size(); ++k) {
+        const SampleResult& r = o.output.logprobs[k];
+        EXPECT_EQ(r.token, o.output.new_token_ids[k]);
+        EXPECT_LE(r.logprob, 0.0f);
+        ASSERT_EQ(r.top.size(), 2u);
+        EXPECT_EQ(r.top[0].token, r.token);
+        EXPECT_EQ(r.top[0].logprob, r.logprob);
+      }
+      seen += o.output.logprobs.size();
+    }
+  EXPECT_EQ(seen, 6u);
 }
 
 TEST_F(EngineTest, PreemptionBySwapEqualsAlone) {
@@ -174,22 +228,27 @@ TEST_F(EngineTest, ChoicesShareThePromptAndMatchSeparateRequests) {
     return o;
   };
   Engine engine(stories_model(), engine_config(64));
-  engine.add_request(1, prompt, sampled(11));
-  engine.add_choice(1, 2, sampled(12));
-  engine.add_choice(1, 3, sampled(11));  // same seed as the parent: same tokens
-  auto done = run_to_completion(engine);
+  engine.add_request(1, prompt, sampled(11), /*n=*/3);  // choices run as ids 1, 2, 3
+  std::map<RequestId, Finished> done;
+  std::map<RequestId, int> choice_of;
+  for (int i = 0; i < 1000 && engine.has_unfinished_requests(); ++i) {
+    const StepReport report = engine.step();
+    for (const auto& o : report.outputs) choice_of[o.output.id] = o.choice;
+    collect(report, engine, done);
+  }
   EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
   ASSERT_EQ(done.size(), 3u);
-  EXPECT_EQ(done.at(1).tokens, done.at(3).tokens);
-  EXPECT_NE(done.at(1).tokens, done.at(2).tokens);
-  EXPECT_EQ(done.at(2).tokens, run_alone(2, prompt, sampled(12)).tokens);
+  EXPECT_EQ(choice_of, (std::map<RequestId, int>{{1, 0}, {2, 1}, {3, 2}}));
+  // Choice 0 is the n = 1 run; choice i runs with seed choice_seed(seed, i).
   EXPECT_EQ(done.at(1).tokens, run_alone(1, prompt, sampled(11)).tokens);
+  EXPECT_EQ(done.at(2).tokens, run_alone(2, prompt, sampled(choice_seed(11, 1))).tokens);
+  EXPECT_EQ(done.at(3).tokens, run_alone(3, prompt, sampled(choice_seed(11, 2))).tokens);
+  EXPECT_NE(done.at(1).tokens, done.at(2).tokens);
 }
 
 TEST_F(EngineTest, ChoiceOfAFinishedParentRunsAlone) {
   Engine engine(stories_model(), engine_config(64));
-  engine.add_request(1, prompt_of(20, 1), greedy(1));
-  engine.add_choice(1, 2, greedy(1));
+  engine.add_request(1, prompt_of(20, 1), greedy(1), /*n=*/2);
   auto done = run_to_completion(engine);
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done.at(1).tokens, done.at(2).tokens);
@@ -210,6 +269,25 @@ TEST_F(EngineTest, AbortFreesBlocksAndIsIdempotent) {
   done = run_to_completion(engine, done);
   EXPECT_EQ(done.at(2).tokens.size(), 50u);
   EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+  EXPECT_EQ(engine.runner().num_tracked(), 0u);
+}
+
+// A request aborted between two chunks of its prompt leaves the runner with the abort, not with a
+// later plan; the engine then serves the next request as if it had never been there.
+TEST_F(EngineTest, AbortMidPrefillDropsTheRequestAtOnce) {
+  Engine engine(stories_model(), engine_config(64, /*token_budget=*/16));
+  engine.add_request(1, prompt_of(100, 1), greedy(8));
+  const StepReport first = engine.step();
+  ASSERT_TRUE(first.outputs.empty()) << "the prompt must still be prefilling";
+  EXPECT_EQ(engine.scheduler().find(1)->num_computed_tokens(), 16);
+  EXPECT_EQ(engine.runner().num_tracked(), 1u);
+  ASSERT_TRUE(engine.abort(1).has_value());
+  EXPECT_EQ(engine.runner().num_tracked(), 0u);
+  EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+  engine.add_request(2, prompt_of(30, 2), greedy(6));
+  auto done = run_to_completion(engine);
+  EXPECT_EQ(done.count(1), 0u);
+  expect_same(run_alone(2, prompt_of(30, 2), greedy(6)), done.at(2), 2);
   EXPECT_EQ(engine.runner().num_tracked(), 0u);
 }
 
@@ -235,9 +313,11 @@ TEST_F(EngineTest, BadRequestsAreRejectedWithoutHarm) {
   RequestOptions bad = greedy(4);
   bad.sampling.top_p = 2.0f;
   EXPECT_THROW(engine.add_request(1, {1, 2}, bad), InvalidArgument);
-  EXPECT_THROW(engine.add_choice(77, 2, greedy(4)), InvalidArgument);
+  EXPECT_THROW(engine.add_request(1, {1, 2}, greedy(4), /*n=*/0), InvalidArgument);
   engine.add_request(1, {1, 2, 3}, greedy(4));
   EXPECT_THROW(engine.add_request(1, {1, 2, 3}, greedy(4)), InvalidArgument);
+  EXPECT_THROW(engine.add_request(0, {1, 2}, greedy(4), /*n=*/2), InvalidArgument);  // choice 1 would be id 1
+  EXPECT_EQ(engine.scheduler().find(0), nullptr) << "a refused request queues nothing";
   auto done = run_to_completion(engine);
   EXPECT_EQ(done.at(1).tokens.size(), 4u);
 }
@@ -279,6 +359,7 @@ TEST_F(EngineTest, RandomWorkloadsFinishEveryRequestOnceWithoutLeaks) {
       for (auto& o : engine.step().outputs)
         if (o.output.finished()) ++finishes[o.output.id];
       engine.scheduler().check_invariants();
+      ASSERT_EQ(engine.runner().num_tracked(), static_cast<size_t>(engine.scheduler().num_running())) << "seed " << seed;
     }
     EXPECT_FALSE(engine.has_unfinished_requests()) << "seed " << seed;
     EXPECT_EQ(finishes.size(), next_id - 1) << "seed " << seed;

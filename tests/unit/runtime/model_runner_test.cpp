@@ -1,7 +1,7 @@
 // ModelRunner driven by hand-written StepPlans (no scheduler): prefill then decode reproduces the
 // reference greedy continuation of stories260K, two requests in one forward sample what each does
 // alone, a swap out to the host tier and back in continues exactly, and the plan's bookkeeping
-// (finished/preempted ids, unknown requests) is honoured.
+// (preempted ids, forget, unknown requests) is honoured.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -92,10 +92,10 @@ void add_decode(StepPlan& plan, Sequence& s, BlockId& next_free) {
 void take(const RunnerOutput& out, Sequence& s) {
   for (const auto& x : out.result.sampled) {
     if (x.id != s.id) continue;
-    ASSERT_EQ(x.token_ids.size(), 1u);
+    ASSERT_EQ(x.samples.size(), 1u);
     s.computed = int64_t(s.tokens.size());
-    s.tokens.push_back(x.token_ids[0]);
-    s.outputs.push_back(x.token_ids[0]);
+    s.tokens.push_back(x.samples[0].token);
+    s.outputs.push_back(x.samples[0].token);
   }
 }
 
@@ -209,10 +209,9 @@ TEST_F(ModelRunnerTest, PlanBookkeepingIsHonoured) {
   StepPlan swap_without_host;
   swap_without_host.swap_out.push_back({0, 0});
   EXPECT_THROW(runner.run(swap_without_host), InvalidArgument);
-  StepPlan finished;
-  finished.finished_ids = {s.id};
-  runner.run(finished);
+  runner.forget(s.id);
   EXPECT_EQ(runner.num_tracked(), 0u);
+  runner.forget(s.id);  // idempotent
   EXPECT_THROW(ModelRunner(stories(), ModelRunnerConfig{}), InvalidArgument);
 }
 

@@ -146,6 +146,7 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
     if (out.finished()) {
       e.status = out.status;
       ++finish_count[out.id];
+      runner.forget(out.id);  // the caller drops finished requests (plans name only preemptions)
     }
   };
   size_t num_added = 0;
@@ -222,6 +223,7 @@ RunStats run_workload(const Workload& w, bool skip_swap_in_copies = false, bool 
   EXPECT_EQ(sched.kv().num_free_blocks(), w.kv.num_device_blocks);
   EXPECT_EQ(sched.kv().num_free_host_blocks(), w.kv.num_host_blocks);
   EXPECT_EQ(sched.kv().num_sequences(), 0);
+  EXPECT_EQ(runner.num_tracked(), 0u) << "a request left without a final output";
   sched.check_invariants();
   for (const Spec& s : w.specs) EXPECT_EQ(finish_count[s.id], 1) << "request " << s.id;
   stats.preemptions = sched.num_preemptions();

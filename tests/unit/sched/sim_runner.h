@@ -44,7 +44,6 @@ class SimRunner {
   int64_t num_slot_mismatches = 0;   // slots read back that do not hold (token, position)
 
   StepResult run(const StepPlan& plan, const std::unordered_map<RequestId, uint64_t>& seeds) {
-    for (RequestId id : plan.finished_ids) state_.erase(id);
     for (RequestId id : plan.preempted_ids) state_.erase(id);
     for (const auto& c : plan.swap_out) copy_block(device_, c.src, host_, c.dst);
     if (!skip_swap_in_copies)
@@ -75,11 +74,12 @@ class SimRunner {
         if (v != encode(st.tokens.at(static_cast<size_t>(p)), p)) ++num_slot_mismatches;
         context.push_back(static_cast<int32_t>(v >> 32));
       }
-      result.sampled.push_back({s.id, {sim_next_token(context, seeds.at(s.id), vocab_size_, window)}});
+      result.sampled.push_back({s.id, {SampleResult{sim_next_token(context, seeds.at(s.id), vocab_size_, window)}}});
     }
     return result;
   }
 
+  void forget(RequestId id) { state_.erase(id); }  // a finished request (its final output was seen)
   size_t num_tracked() const { return state_.size(); }
 
  private:

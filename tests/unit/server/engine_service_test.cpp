@@ -24,6 +24,7 @@ class CollectingSink final : public CompletionSink {
     std::lock_guard lock(mu_);
     auto& c = choices_[d.index];
     c.tokens.insert(c.tokens.end(), d.token_ids.begin(), d.token_ids.end());
+    c.logprobs.insert(c.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
     if (d.finish_reason) {
       ++c.finals;
       c.reason = *d.finish_reason;
@@ -33,8 +34,9 @@ class CollectingSink final : public CompletionSink {
   }
   struct Choice {
     std::vector<int32_t> tokens;
+    std::vector<SampleResult> logprobs;
     int finals = 0;
-    FinishReason reason = FinishReason::kStop;
+    RequestStatus reason = RequestStatus::kFinishedStopped;
     std::string error;
   };
   // Waits until `n` choices have a final delta (or 60 s pass).
@@ -88,6 +90,27 @@ class EngineServiceTest : public ::testing::Test {
   void SetUp() override { LEMMA_REQUIRE_SHARED(lemma::testing::shared_data("models/stories260K/stories260K.gguf")); }
 };
 
+// Each choice's deltas carry one logprob record per token, for that token (greedy: the top entry).
+TEST_F(EngineServiceTest, LogprobsArriveWithEveryChoicesTokens) {
+  EngineService service(stories(), service_config());
+  CompletionRequest r = greedy_request("lp", 3, 7);
+  r.n = 2;
+  r.sampling.logprobs = true;
+  r.sampling.top_logprobs = 1;
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(service.submit(r, sink));
+  ASSERT_TRUE(sink->wait_final(2));
+  for (const auto& [index, c] : sink->choices()) {
+    ASSERT_EQ(c.tokens.size(), 7u) << "choice " << index;
+    ASSERT_EQ(c.logprobs.size(), c.tokens.size()) << "choice " << index;
+    for (size_t k = 0; k < c.tokens.size(); ++k) {
+      EXPECT_EQ(c.logprobs[k].token, c.tokens[k]);
+      ASSERT_EQ(c.logprobs[k].top.size(), 1u);
+      EXPECT_EQ(c.logprobs[k].top[0].token, c.tokens[k]);
+    }
+  }
+}
+
 TEST_F(EngineServiceTest, ConcurrentGreedyRequestsEqualSoloRuns) {
   constexpr int kRequests = 12;
   std::vector<std::vector<int32_t>> solo(kRequests);
@@ -112,7 +135,7 @@ TEST_F(EngineServiceTest, ConcurrentGreedyRequestsEqualSoloRuns) {
     auto c = sinks[i]->choices().at(0);
     EXPECT_EQ(c.tokens, solo[i]) << "request " << i;
     EXPECT_EQ(c.finals, 1);
-    EXPECT_EQ(c.reason, FinishReason::kLength);
+    EXPECT_EQ(c.reason, RequestStatus::kFinishedLength);
   }
   const EngineStats stats = service.stats();
   EXPECT_GT(stats.batch_size_sum, static_cast<double>(stats.batch_size_count)) << "no step batched two sequences";
@@ -199,7 +222,7 @@ TEST_F(EngineServiceTest, CancellationStormFreesEveryBlock) {
       }
       for (auto& [i, c] : sink->choices()) {
         EXPECT_EQ(c.finals, 1) << "choice " << i;
-        cancelled += c.reason == FinishReason::kCancelled;
+        cancelled += c.reason == RequestStatus::kFinishedCancelled;
       }
     }
   EXPECT_GT(accepted.load(), 0);
@@ -220,7 +243,7 @@ TEST_F(EngineServiceTest, InvalidRequestsEndWithAnErrorDelta) {
   ASSERT_TRUE(service.submit(r, sink));
   ASSERT_TRUE(sink->wait_final(2));
   for (auto& [i, c] : sink->choices()) {
-    EXPECT_EQ(c.reason, FinishReason::kError);
+    EXPECT_EQ(c.reason, RequestStatus::kFinishedFailed);
     EXPECT_NE(c.error.find("vocabulary"), std::string::npos) << c.error;
   }
   auto ok = std::make_shared<CollectingSink>();

@@ -22,16 +22,16 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
   std::vector<bool> done(size_t(request.n), false);
   size_t step = 0;
   int remaining = request.n;
-  auto final_delta = [&](int index, FinishReason reason, std::vector<int32_t> tokens) {
+  auto final_delta = [&](int index, RequestStatus reason, std::vector<int32_t> tokens) {
     CompletionDelta d;
     d.index = index;
     d.token_ids = std::move(tokens);
     if (emit_logprobs && request.sampling.logprobs) {
-      for (int32_t t : d.token_ids) d.logprobs.push_back(TokenLogprob{-0.5f, {{t, -0.5f}, {t + 1, -1.5f}}});
+      for (int32_t t : d.token_ids) d.logprobs.push_back(SampleResult{.token = t, .logprob = -0.5f, .top = {{t, -0.5f}, {t + 1, -1.5f}}});
       for (auto& lp : d.logprobs) lp.top.resize(size_t(request.sampling.top_logprobs));
     }
     d.finish_reason = reason;
-    if (reason == FinishReason::kError) d.error = "boom";
+    if (reason == RequestStatus::kFinishedFailed) d.error = "boom";
     d.cached_prompt_tokens = cached_tokens;
     d.queue_seconds = 0.001;
     sink->push(std::move(d));
@@ -40,7 +40,7 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
   };
   while (remaining > 0) {
     if (live->cancelled) {
-      for (int i = 0; i < request.n; ++i) if (!done[size_t(i)]) final_delta(i, FinishReason::kCancelled, {});
+      for (int i = 0; i < request.n; ++i) if (!done[size_t(i)]) final_delta(i, RequestStatus::kFinishedCancelled, {});
       break;
     }
     for (int i = 0; i < request.n; ++i) {
@@ -48,24 +48,24 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
       if (step >= script.size()) {
         std::vector<int32_t> tail;
         if (end_token >= 0) tail.push_back(end_token);
-        final_delta(i, FinishReason::kStop, tail);
+        final_delta(i, RequestStatus::kFinishedStopped, tail);
         continue;
       }
       if (fail_after_first_token && step >= 1) {
-        final_delta(i, FinishReason::kError, {});
+        final_delta(i, RequestStatus::kFinishedFailed, {});
         continue;
       }
       int32_t token = script[step];
       if (++produced[size_t(i)] >= request.max_tokens) {
-        final_delta(i, FinishReason::kLength, {token});
+        final_delta(i, RequestStatus::kFinishedLength, {token});
         continue;
       }
       CompletionDelta d;
       d.index = i;
       d.token_ids = {token};
       if (emit_logprobs && request.sampling.logprobs) {
-        TokenLogprob lp{-0.25f, {}};
-        for (int k = 0; k < request.sampling.top_logprobs; ++k) lp.top.emplace_back(token + k, -0.25f - float(k));
+        SampleResult lp{.token = token, .logprob = -0.25f};
+        for (int k = 0; k < request.sampling.top_logprobs; ++k) lp.top.push_back({token + k, -0.25f - float(k)});
         d.logprobs.push_back(lp);
       }
       sink->push(std::move(d));

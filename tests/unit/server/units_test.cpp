@@ -13,7 +13,7 @@
 namespace lemma::server {
 namespace {
 
-CompletionDelta delta(int index, std::vector<int32_t> tokens, std::optional<FinishReason> finish) {
+CompletionDelta delta(int index, std::vector<int32_t> tokens, std::optional<RequestStatus> finish) {
   CompletionDelta d;
   d.index = index;
   d.token_ids = std::move(tokens);
@@ -81,7 +81,7 @@ TEST(OutputBuffer, CoalescesAndNotifiesOncePerTake) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].token_ids, (std::vector<int32_t>{1, 2}));
   EXPECT_EQ(got[1].token_ids, (std::vector<int32_t>{7}));
-  b.push(delta(0, {3}, FinishReason::kLength));
+  b.push(delta(0, {3}, RequestStatus::kFinishedLength));
   EXPECT_EQ(notified, 2);
   EXPECT_FALSE(b.overflowed());
 }
@@ -91,10 +91,10 @@ TEST(OutputBuffer, OverflowDropsTokensButKeepsFinishReasons) {
   for (int i = 0; i < 10; ++i) b.push(delta(0, {i}, std::nullopt));
   EXPECT_TRUE(b.overflowed());
   EXPECT_LE(b.max_pending_tokens(), 4u);
-  b.push(delta(0, {99}, FinishReason::kCancelled));
+  b.push(delta(0, {99}, RequestStatus::kFinishedCancelled));
   auto got = b.take();
   ASSERT_FALSE(got.empty());
-  EXPECT_EQ(got.back().finish_reason, FinishReason::kCancelled);
+  EXPECT_EQ(got.back().finish_reason, RequestStatus::kFinishedCancelled);
   size_t tokens = 0;
   for (const auto& d : got) tokens += d.token_ids.size();
   EXPECT_LE(tokens, 4u);
@@ -103,7 +103,7 @@ TEST(OutputBuffer, OverflowDropsTokensButKeepsFinishReasons) {
 TEST(OutputBuffer, ClosedBufferDropsEverything) {
   OutputBuffer b(4);
   b.close();
-  b.push(delta(0, {1}, FinishReason::kStop));
+  b.push(delta(0, {1}, RequestStatus::kFinishedStopped));
   EXPECT_TRUE(b.take().empty());
 }
 

@@ -166,14 +166,14 @@ void matmuls() {
   for (const MatmulKernel& k : matmul_kernels()) {
     if (!runs_here(k)) continue;
     for (int64_t K : {int64_t{768}, int64_t{288}, int64_t{40}, int64_t{37}}) {
-      const DType plain = is_interleaved(k.weight) ? plain_dtype(k.weight) : k.weight;
+      const DType plain = k.weight.dtype;
       if (K % static_cast<int64_t>(lemma::dtype_info(plain).block_elements) != 0) continue;
-      const bool kquant = k.weight == DType::kQ2_Kx16 || k.weight == DType::kQ3_Kx16 || k.weight == DType::kQ4_Kx16 ||
-                          k.weight == DType::kQ5_Kx16 || k.weight == DType::kQ6_Kx16;
-      if (is_interleaved(k.weight) && K % (kquant ? 256 : 32) != 0) continue;
+      const bool kquant = k.weight == kernels::interleaved(DType::kQ2_K) || k.weight == kernels::interleaved(DType::kQ3_K) || k.weight == kernels::interleaved(DType::kQ4_K) ||
+                          k.weight == kernels::interleaved(DType::kQ5_K) || k.weight == kernels::interleaved(DType::kQ6_K);
+      if (k.weight.interleaved() && K % (kquant ? 256 : 32) != 0) continue;
       std::vector<uint8_t> w = random_blocks(plain, N, K, 40 + static_cast<uint32_t>(K));
       int64_t row_bytes = static_cast<int64_t>(*lemma::dtype_bytes(plain, static_cast<uint64_t>(K)));
-      if (is_interleaved(k.weight)) {
+      if (k.weight.interleaved()) {
         std::vector<uint8_t> out(interleaved_bytes(plain, N, K) + 64);
         interleave_rows(plain, w.data(), N, K, out.data());
         w = std::move(out);

@@ -40,7 +40,7 @@ using lemma::kernels::MatmulPrecision;
 
 struct Variant {
   const char* name;
-  DType dtype;
+  lemma::kernels::MatrixFormat dtype;
   Isa isa;
   MatmulPrecision precision;
   // A kernel matmul() never picks (the AMX-INT8 ones, see registry.cpp), run in place of the
@@ -51,19 +51,25 @@ struct Variant {
 
 // Random weights in `dtype`, kept for the whole run (the lm_head alone is 272 MB in bf16), in
 // huge pages where the kernel grants them (as the model's copied weights are).
-const TensorView& weights(DType dtype, int64_t N, int64_t K) {
-  if (lemma::kernels::is_interleaved(dtype)) {  // the plain blocks, re-laid as Model does at load
+const TensorView& weights(DType dtype, int64_t N, int64_t K);
+
+const TensorView& weights(lemma::kernels::MatrixFormat format, int64_t N, int64_t K) {
+  if (format.interleaved()) {  // the plain blocks, re-laid as Model does at load
     static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
-    auto& slot = cache[{dtype, N, K}];
+    auto& slot = cache[{format.dtype, N, K}];
     if (!slot.first) {
-      const DType plain = lemma::kernels::plain_dtype(dtype);
+      const DType plain = format.dtype;
       const size_t bytes = lemma::kernels::interleaved_bytes(plain, N, K);
       slot.first.reset(new (std::align_val_t{64}) uint8_t[bytes]);
       lemma::kernels::interleave_rows(plain, weights(plain, N, K).data, N, K, slot.first.get());
-      slot.second = TensorView{slot.first.get(), dtype, Shape{N, K}};
+      slot.second = TensorView{slot.first.get(), plain, Shape{N, K}, lemma::RowLayout::kInterleaved16};
     }
     return slot.second;
   }
+  return weights(format.dtype, N, K);
+}
+
+const TensorView& weights(DType dtype, int64_t N, int64_t K) {
   static std::map<std::tuple<DType, int64_t, int64_t>, std::pair<std::unique_ptr<uint8_t[]>, TensorView>> cache;
   auto& slot = cache[{dtype, N, K}];
   if (!slot.first) {
@@ -140,12 +146,12 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     state.SkipWithError(v.isa == Isa::kAmx || v.amx_fn != nullptr ? "needs AMX (this CPU has none)" : "this machine cannot run the variant");
     return;
   }
-  if (K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) {
+  if (K % lemma::kernels::format_block_values(v.dtype) != 0) {
     state.SkipWithError("K is not a whole number of the dtype's blocks");
     return;
   }
   const TensorView& w = weights(v.dtype, N, K);
-  const double bytes = static_cast<double>(*lemma::dtype_bytes(v.dtype, static_cast<uint64_t>(N * K)));
+  const double bytes = static_cast<double>(*lemma::dtype_bytes(v.dtype.dtype, static_cast<uint64_t>(N * K)));
   // Cold: a ring of copies well past the last-level cache (at least 512 MB, at least 2 copies).
   const ColdRing cold_copies =
       cold ? cold_ring(w, static_cast<size_t>(bytes), std::max<int64_t>(2, static_cast<int64_t>((512e6 + bytes - 1) / bytes)))
@@ -184,68 +190,68 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
 
 const Variant kVariants[] = {
     {"bf16_dpbf16", DType::kBF16, Isa::kAvx512, MatmulPrecision::kBf16Activations},
-    {"bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, MatmulPrecision::kBf16Activations},
+    {"bf16x16_dpbf16", kernels::interleaved(DType::kBF16), Isa::kAvx512, MatmulPrecision::kBf16Activations},
     {"bf16_f32act_avx512", DType::kBF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"bf16_avx2", DType::kBF16, Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f16_avx512", DType::kF16, Isa::kAvx512, MatmulPrecision::kF32Activations},
-    {"f16x16_avx512", DType::kF16x16, Isa::kAvx512, MatmulPrecision::kF32Activations},
-    {"f16x16_avx2", DType::kF16x16, Isa::kAvx2, MatmulPrecision::kF32Activations},
+    {"f16x16_avx512", kernels::interleaved(DType::kF16), Isa::kAvx512, MatmulPrecision::kF32Activations},
+    {"f16x16_avx2", kernels::interleaved(DType::kF16), Isa::kAvx2, MatmulPrecision::kF32Activations},
     {"f32_avx512", DType::kF32, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q8_0_int8_avx512", DType::kQ8_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_0_int8_avx512", DType::kQ4_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q8_0x16_int8_avx512", DType::kQ8_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q4_0x16_int8_avx512", DType::kQ4_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q8_0x16_int8_avx512", kernels::interleaved(DType::kQ8_0), Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_0x16_int8_avx512", kernels::interleaved(DType::kQ4_0), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_0_int8_avx512", DType::kQ5_0, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q5_0x16_int8_avx512", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q5_0x16_int8_avx512", kernels::interleaved(DType::kQ5_0), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // AMX tiles (x86/amx/); skipped on machines without AMX.
-    {"q8_0x16_int8_amx", DType::kQ8_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+    {"q8_0x16_int8_amx", kernels::interleaved(DType::kQ8_0), Isa::kAvx512, MatmulPrecision::kInt8Activations,
      lemma::kernels::x86::matmul_q8_0x16_int8_amx, "amx_q8_0x16_int8"},
-    {"q4_0x16_int8_amx", DType::kQ4_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+    {"q4_0x16_int8_amx", kernels::interleaved(DType::kQ4_0), Isa::kAvx512, MatmulPrecision::kInt8Activations,
      lemma::kernels::x86::matmul_q4_0x16_int8_amx, "amx_q4_0x16_int8"},
-    {"q5_0x16_int8_amx", DType::kQ5_0x16, Isa::kAvx512, MatmulPrecision::kInt8Activations,
+    {"q5_0x16_int8_amx", kernels::interleaved(DType::kQ5_0), Isa::kAvx512, MatmulPrecision::kInt8Activations,
      lemma::kernels::x86::matmul_q5_0x16_int8_amx, "amx_q5_0x16_int8"},
-    {"bf16x16_amx", DType::kBF16x16, Isa::kAmx, MatmulPrecision::kBf16Activations},
+    {"bf16x16_amx", kernels::interleaved(DType::kBF16), Isa::kAmx, MatmulPrecision::kBf16Activations},
     {"q4_k_int8_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q4_kx16_int8_avx512", DType::kQ4_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_kx16_int8_avx512", kernels::interleaved(DType::kQ4_K), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q4_k_f32act_avx512", DType::kQ4_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     {"q2_k_int8_avx512", DType::kQ2_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q2_kx16_int8_avx512", DType::kQ2_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q2_kx16_int8_avx512", kernels::interleaved(DType::kQ2_K), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q3_k_int8_avx512", DType::kQ3_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q3_kx16_int8_avx512", DType::kQ3_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q3_kx16_int8_avx512", kernels::interleaved(DType::kQ3_K), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q5_k_int8_avx512", DType::kQ5_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q5_kx16_int8_avx512", DType::kQ5_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q5_kx16_int8_avx512", kernels::interleaved(DType::kQ5_K), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_int8_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q6_kx16_int8_avx512", DType::kQ6_Kx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q6_kx16_int8_avx512", kernels::interleaved(DType::kQ6_K), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"q6_k_f32act_avx512", DType::kQ6_K, Isa::kAvx512, MatmulPrecision::kF32Activations},
     // IQ4_NL / IQ4_XS and Q4_1 / Q5_1: file order (f32 x) beside interleaved (int8 x).
     {"iq4_nl_f32act_avx512", DType::kIQ4_NL, Isa::kAvx512, MatmulPrecision::kF32Activations},
-    {"iq4_nlx16_int8_avx512", DType::kIQ4_NLx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"iq4_xsx16_int8_avx512", DType::kIQ4_XSx16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q4_1x16_int8_avx512", DType::kQ4_1x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
-    {"q5_1x16_int8_avx512", DType::kQ5_1x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"iq4_nlx16_int8_avx512", kernels::interleaved(DType::kIQ4_NL), Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"iq4_xsx16_int8_avx512", kernels::interleaved(DType::kIQ4_XS), Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q4_1x16_int8_avx512", kernels::interleaved(DType::kQ4_1), Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"q5_1x16_int8_avx512", kernels::interleaved(DType::kQ5_1), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // lemma int8/int4 with zero points (GPTQ, AWQ, lemma int): file order (f32 x) beside interleaved (int8 x).
     {"i4z32_f32act_avx512", DType::kI4Z32, Isa::kAvx512, MatmulPrecision::kF32Activations},
-    {"i4z32x16_int8_avx512", DType::kI4Z32x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"i4z32x16_int8_avx512", kernels::interleaved(DType::kI4Z32), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     {"i8z32_f32act_avx512", DType::kI8Z32, Isa::kAvx512, MatmulPrecision::kF32Activations},
-    {"i8z32x16_int8_avx512", DType::kI8Z32x16, Isa::kAvx512, MatmulPrecision::kInt8Activations},
+    {"i8z32x16_int8_avx512", kernels::interleaved(DType::kI8Z32), Isa::kAvx512, MatmulPrecision::kInt8Activations},
     // AVX2 (CPUs without AVX-512): GGUF order beside the interleaved kernels.
     {"q8_0_int8_avx2", DType::kQ8_0, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q8_0x16_int8_avx2", DType::kQ8_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q8_0x16_int8_avx2", kernels::interleaved(DType::kQ8_0), Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q4_0_int8_avx2", DType::kQ4_0, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q4_0x16_int8_avx2", DType::kQ4_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q5_0x16_int8_avx2", DType::kQ5_0x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_0x16_int8_avx2", kernels::interleaved(DType::kQ4_0), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q5_0x16_int8_avx2", kernels::interleaved(DType::kQ5_0), Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q4_k_int8_avx2", DType::kQ4_K, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q4_kx16_int8_avx2", DType::kQ4_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_kx16_int8_avx2", kernels::interleaved(DType::kQ4_K), Isa::kAvx2, MatmulPrecision::kInt8Activations},
     {"q6_k_int8_avx2", DType::kQ6_K, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q6_kx16_int8_avx2", DType::kQ6_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q5_kx16_int8_avx2", DType::kQ5_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q2_kx16_int8_avx2", DType::kQ2_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q3_kx16_int8_avx2", DType::kQ3_Kx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"i4z32x16_int8_avx2", DType::kI4Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"i8z32x16_int8_avx2", DType::kI8Z32x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"iq4_nlx16_int8_avx2", DType::kIQ4_NLx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"iq4_xsx16_int8_avx2", DType::kIQ4_XSx16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
-    {"q4_1x16_int8_avx2", DType::kQ4_1x16, Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q6_kx16_int8_avx2", kernels::interleaved(DType::kQ6_K), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q5_kx16_int8_avx2", kernels::interleaved(DType::kQ5_K), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q2_kx16_int8_avx2", kernels::interleaved(DType::kQ2_K), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q3_kx16_int8_avx2", kernels::interleaved(DType::kQ3_K), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"i4z32x16_int8_avx2", kernels::interleaved(DType::kI4Z32), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"i8z32x16_int8_avx2", kernels::interleaved(DType::kI8Z32), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"iq4_nlx16_int8_avx2", kernels::interleaved(DType::kIQ4_NL), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"iq4_xsx16_int8_avx2", kernels::interleaved(DType::kIQ4_XS), Isa::kAvx2, MatmulPrecision::kInt8Activations},
+    {"q4_1x16_int8_avx2", kernels::interleaved(DType::kQ4_1), Isa::kAvx2, MatmulPrecision::kInt8Activations},
 };
 
 struct MatrixShape {
@@ -260,8 +266,8 @@ const MatrixShape kShapes[] = {{"attn_896x896", 896, 896, false},
                                {"llama1b_down_2048x8192", 2048, 8192, true},
                                {"llama1b_lm_head_128256x2048", 128256, 2048, true}};
 
-bool is_k_quant(DType t) {
-  const DType plain = lemma::kernels::is_interleaved(t) ? lemma::kernels::plain_dtype(t) : t;
+bool is_k_quant(lemma::kernels::MatrixFormat t) {
+  const DType plain = t.dtype;
   return plain == DType::kQ2_K || plain == DType::kQ3_K || plain == DType::kQ4_K || plain == DType::kQ5_K || plain == DType::kQ6_K ||
          plain == DType::kIQ4_XS;
 }
@@ -270,7 +276,7 @@ const bool kRegistered = [] {
   for (const MatrixShape& s : kShapes) {
     for (const Variant& v : kVariants) {
       if (s.k_quants_only && !is_k_quant(v.dtype)) continue;
-      if (s.K % static_cast<int64_t>(lemma::dtype_info(v.dtype).block_elements) != 0) continue;  // IQ4_XS at K = 896
+      if (s.K % lemma::kernels::format_block_values(v.dtype) != 0) continue;  // IQ4_XS at K = 896
       auto* b = benchmark::RegisterBenchmark((std::string(v.name) + "/" + s.name).c_str(), run_matmul, v, s.N, s.K);
       // cold:1 reads W from DRAM every call (decode's case), cold:0 from whatever cache holds it.
       b->ArgNames({"M", "cold"})->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({32, 0})->Args({32, 1})->Args({512, 0});

@@ -136,11 +136,11 @@ int run_roofline(const MachineFlags& flags) {
 // (kernels/kernel_policy.h), the VNNI int8 dot where int8 activations
 // run on AVX512_VNNI, else the active ISA's f32 FMA (the f32 and dequantising kernels use it; the
 // AVX2 int8 kernels' fraction is of it too).
-std::string matmul_peak_probe(DType weights) {
+std::string matmul_peak_probe(kernels::MatrixFormat weights) {
   const auto isa = runtime_options().isa;
   const auto policy = runtime_options().activations;
   if (kernels::default_matmul_precision(weights, isa, policy) == kernels::MatmulPrecision::kBf16Activations)
-    return isa == kernels::Isa::kAmx && weights == DType::kBF16x16 ? "bf16_tile_amx" : "bf16_dot_avx512bf16";  // amx_bf16x16
+    return isa == kernels::Isa::kAmx && weights == kernels::interleaved(DType::kBF16) ? "bf16_tile_amx" : "bf16_dot_avx512bf16";  // amx_bf16x16
   if (kernels::default_matmul_precision(weights, isa, policy) == kernels::MatmulPrecision::kInt8Activations &&
       isa >= kernels::Isa::kAvx512 && kernels::cpu_features().avx512_vnni)
     return "int8_dot_avx512vnni";  // the int8 kernels' vpdpbusd
@@ -174,15 +174,15 @@ int run_model(const ModelFlags& flags) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   const RuntimeOptions& rt = runtime_options();
-  const DType q_dtype = w.layers.at(0).q.dtype;
-  const std::string kernel(kernels::kernel_name_for(q_dtype, c.hidden_size, rt.isa,
-                                                    kernels::default_matmul_precision(q_dtype, rt.isa, rt.activations)));
+  const kernels::MatrixFormat q_format = kernels::format_of(w.layers.at(0).q);
+  const std::string kernel(kernels::kernel_name_for(q_format, c.hidden_size, rt.isa,
+                                                    kernels::default_matmul_precision(q_format, rt.isa, rt.activations)));
   const auto weight_bytes = bench::weight_bytes(c, w);
   const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, w.layers.at(0).q.dtype);
   const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
   const bool measured = flags.bandwidth_gbps <= 0;
   const double bandwidth_before = measured ? measure_bandwidth(threads, flags.buffer_mib).best_gbps : flags.bandwidth_gbps;
-  const std::string peak_probe = matmul_peak_probe(w.layers.at(0).q.dtype);
+  const std::string peak_probe = matmul_peak_probe(kernels::format_of(w.layers.at(0).q));
   const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : matmul_peak_gflops(threads, peak_probe);
   if (!flags.json) {
     print_machine(threads);

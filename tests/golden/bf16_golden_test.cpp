@@ -34,7 +34,7 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   const Model hf = Model::open(files->hf_dir);
   // bf16, or bf16x16 where Model interleaves it (from AVX2 up; the same values).
   const DType q = gguf.weights().layers[0].q.dtype;
-  ASSERT_TRUE(q == DType::kBF16 || q == DType::kBF16x16) << dtype_name(q);
+  ASSERT_TRUE(q == DType::kBF16 || q == kernels::interleaved(DType::kBF16)) << dtype_name(q);
   ASSERT_EQ(hf.weights().layers[0].q.dtype, gguf.weights().layers[0].q.dtype);
   const auto& seq = golden_json("models/" + preset + ".json")["sequences"][2];  // len64
   const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
@@ -65,7 +65,7 @@ TEST(Bf16Golden, TinyGqaBothFormats) {
   const auto copied = sequence_logits(Model::open(files->hf_dir, LoadMode::kCopy), tokens);
   ASSERT_EQ(copied.size(), b.size());
   EXPECT_EQ(0, std::memcmp(copied.data(), b.data(), b.size() * sizeof(float)));
-  const bool bf16_activations = q == DType::kBF16x16 ||  // bf16x16 always takes bf16 activations
+  const bool bf16_activations = q == kernels::interleaved(DType::kBF16) ||  // bf16x16 always takes bf16 activations
                                 kernels::default_matmul_precision(DType::kBF16, kernels::detected_isa()) ==
                                     kernels::MatmulPrecision::kBf16Activations;
   std::printf("tiny-gqa bf16 (%s activations): max|logit - golden| = %.3g of max|golden|\n",

@@ -186,10 +186,11 @@ TEST(QuantGolden, InterleavedLayoutKeepsTheFileLayoutsLogits) {
       const LayerWeights& i = interleaved.weights().layers[l];
       for (auto m : {&LayerWeights::q, &LayerWeights::k, &LayerWeights::v, &LayerWeights::o, &LayerWeights::gate,
                      &LayerWeights::up, &LayerWeights::down}) {
-        const DType want_type =
-            interleaving_enabled((p.*m).dtype, defaults) ? kernels::interleaved_dtype((p.*m).dtype) : DType::kCount;
-        EXPECT_EQ((i.*m).dtype, want_type == DType::kCount ? (p.*m).dtype : want_type) << name << " layer " << l;
-        relaid += want_type != DType::kCount;
+        const bool relays = interleaving_enabled((p.*m).dtype, defaults);
+        EXPECT_EQ((i.*m).dtype, (p.*m).dtype) << name << " layer " << l;  // the values' type stays the file's
+        EXPECT_EQ((i.*m).layout, relays ? RowLayout::kInterleaved16 : RowLayout::kPlain) << name << " layer " << l;
+        EXPECT_EQ((p.*m).layout, RowLayout::kPlain) << name << " layer " << l;
+        relaid += relays;
       }
     }
     if (relaid == 0) continue;  // nothing of this file runs interleaved here

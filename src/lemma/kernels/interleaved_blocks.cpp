@@ -5,6 +5,7 @@
 #include "lemma/base/error.h"
 #include "lemma/kernels/dequantize.h"
 #include "lemma/kernels/float_bits.h"
+#include "lemma/kernels/matrix_format.h"
 
 namespace lemma::kernels {
 
@@ -266,9 +267,8 @@ void read_file_block(DType plain, const uint8_t* super, int64_t i, uint8_t* bloc
 
 }  // namespace
 
-void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_t row, float* out) {
-  const DType plain = plain_dtype(interleaved);
-  if (plain == DType::kCount) fail<InvalidArgument>("read_interleaved_row: {} is not an interleaved dtype", dtype_name(interleaved));
+void read_interleaved_row(DType plain, const void* data, int64_t K, int64_t row, float* out) {
+  if (!has_interleaved_form(plain)) fail<InvalidArgument>("read_interleaved_row: {} has no interleaved form", dtype_name(plain));
   const int64_t g = row / kInterleaveRows, i = row % kInterleaveRows;
   const auto* base = static_cast<const uint8_t*>(data);
   if (plain == DType::kBF16) {
@@ -290,49 +290,15 @@ void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_
   }
 }
 
-DType plain_dtype(DType interleaved) {
-  switch (interleaved) {
-    case DType::kQ8_0x16: return DType::kQ8_0;
-    case DType::kQ4_0x16: return DType::kQ4_0;
-    case DType::kQ5_0x16: return DType::kQ5_0;
-    case DType::kQ2_Kx16: return DType::kQ2_K;
-    case DType::kQ3_Kx16: return DType::kQ3_K;
-    case DType::kQ4_Kx16: return DType::kQ4_K;
-    case DType::kQ5_Kx16: return DType::kQ5_K;
-    case DType::kQ6_Kx16: return DType::kQ6_K;
-    case DType::kI8Z32x16: return DType::kI8Z32;
-    case DType::kI4Z32x16: return DType::kI4Z32;
-    case DType::kW8A8x16: return DType::kW8A8;
-    case DType::kBF16x16: return DType::kBF16;
-    case DType::kIQ4_NLx16: return DType::kIQ4_NL;
-    case DType::kIQ4_XSx16: return DType::kIQ4_XS;
-    case DType::kQ4_1x16: return DType::kQ4_1;
-    case DType::kQ5_1x16: return DType::kQ5_1;
-    case DType::kF16x16: return DType::kF16;
-    default: return DType::kCount;
-  }
-}
-
-DType interleaved_dtype(DType plain) {
+bool has_interleaved_form(DType plain) {
   switch (plain) {
-    case DType::kQ8_0: return DType::kQ8_0x16;
-    case DType::kQ4_0: return DType::kQ4_0x16;
-    case DType::kQ5_0: return DType::kQ5_0x16;
-    case DType::kQ2_K: return DType::kQ2_Kx16;
-    case DType::kQ3_K: return DType::kQ3_Kx16;
-    case DType::kQ4_K: return DType::kQ4_Kx16;
-    case DType::kQ5_K: return DType::kQ5_Kx16;
-    case DType::kQ6_K: return DType::kQ6_Kx16;
-    case DType::kI8Z32: return DType::kI8Z32x16;
-    case DType::kI4Z32: return DType::kI4Z32x16;
-    case DType::kW8A8: return DType::kW8A8x16;
-    case DType::kBF16: return DType::kBF16x16;
-    case DType::kIQ4_NL: return DType::kIQ4_NLx16;
-    case DType::kIQ4_XS: return DType::kIQ4_XSx16;
-    case DType::kQ4_1: return DType::kQ4_1x16;
-    case DType::kQ5_1: return DType::kQ5_1x16;
-    case DType::kF16: return DType::kF16x16;
-    default: return DType::kCount;
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ5_0: case DType::kQ4_1: case DType::kQ5_1:
+    case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K:
+    case DType::kIQ4_NL: case DType::kIQ4_XS: case DType::kI8Z32: case DType::kI4Z32: case DType::kW8A8:
+    case DType::kBF16: case DType::kF16:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -342,8 +308,7 @@ size_t interleaved_bytes(DType plain, int64_t N, int64_t K) {
 }
 
 void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out) {
-  const DType target = interleaved_dtype(plain);
-  if (target == DType::kCount || K % block_values(target) != 0)
+  if (!has_interleaved_form(plain) || K % format_block_values(interleaved(plain)) != 0)
     fail<InvalidArgument>("interleave_rows: {} rows of {} values have no interleaved form", dtype_name(plain), K);
   if (plain == DType::kBF16) {
     interleave_bf16(static_cast<const uint16_t*>(rows), N, K, static_cast<uint16_t*>(out));

@@ -1,7 +1,6 @@
 // GGUF Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 / Q2_K..Q6_K / IQ4_NL / IQ4_XS, lemma int8 / int4 with zero points and
-// bf16 weights with 16 rows interleaved (DType kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16 .. kQ6_Kx16,
-// kIQ4_NLx16, kIQ4_XSx16, kQ4_1x16, kQ5_1x16, kI8Z32x16, kI4Z32x16, kBF16x16), and the signed int8
-// activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
+// bf16 / f16 weights with 16 rows interleaved (a view's RowLayout::kInterleaved16 over the file's
+// dtype; named q8_0x16 .. bf16x16 by matrix_format.h), and the signed int8 activations their kernels read. Why: in GGUF order a row's 32-value block is one scale and 32
 // codes, so an int8 dot product must convert, scale and add per block *per row* (4 vector ops for
 // 64 multiply-adds). With 16 rows side by side, one vpdpbusd multiplies 4 values of 16 rows, and the
 // convert/scale/add runs once per block for 16 outputs: about 3x fewer instructions per byte of W.
@@ -147,31 +146,19 @@ struct IntZx16Layout {
   static constexpr int64_t kZerosAt = 32, kCodesAt = 48;
 };
 
-static inline bool is_interleaved(DType type) {
-  return type == DType::kQ8_0x16 || type == DType::kQ4_0x16 || type == DType::kQ5_0x16 || type == DType::kQ2_Kx16 ||
-         type == DType::kQ3_Kx16 || type == DType::kQ4_Kx16 || type == DType::kQ5_Kx16 || type == DType::kQ6_Kx16 ||
-         type == DType::kI8Z32x16 || type == DType::kI4Z32x16 || type == DType::kW8A8x16 || type == DType::kBF16x16 ||
-         type == DType::kIQ4_NLx16 || type == DType::kIQ4_XSx16 || type == DType::kQ4_1x16 || type == DType::kQ5_1x16 ||
-         type == DType::kF16x16;
-}
-// kQ8_0 -> kQ8_0x16, kQ4_0 -> kQ4_0x16, kQ5_0 -> kQ5_0x16, kQ2_K .. kQ6_K -> kQ2_Kx16 .. kQ6_Kx16,
-// kI8Z32 -> kI8Z32x16, kI4Z32 -> kI4Z32x16, kW8A8 -> kW8A8x16, kBF16 -> kBF16x16, kIQ4_NL ->
-// kIQ4_NLx16, kIQ4_XS -> kIQ4_XSx16, kQ4_1 -> kQ4_1x16, kQ5_1 -> kQ5_1x16, kF16 -> kF16x16; kCount
-// for dtypes without an interleaved form.
-DType interleaved_dtype(DType plain);
-// The inverse: the file's dtype an interleaved one was made from; kCount for other dtypes.
-DType plain_dtype(DType interleaved);
-// The buffer interleave_rows() writes for N rows of K values (K a whole number of the interleaved
-// dtype's blocks: 32 values for every one but the K-quants' 256).
+// Whether `plain` has an interleaved form: Q8_0/Q4_0/Q5_0, Q4_1/Q5_1, Q2_K..Q6_K, IQ4_NL/IQ4_XS, lemma
+// I8Z32/I4Z32/W8A8, bf16 and f16.
+bool has_interleaved_form(DType plain);
+// The buffer interleave_rows() writes for N rows of K values (K a whole number of
+// format_block_values(interleaved(plain)): 32 values for most, the K-quants' and IQ4_XS's 256, f16's 16).
 size_t interleaved_bytes(DType plain, int64_t N, int64_t K);
 // Re-lays N rows of `plain` blocks (rows dtype_bytes(K) apart, as in GGUF) into `out`
 // (interleaved_bytes(plain, N, K) bytes). `plain` must have an interleaved form.
 void interleave_rows(DType plain, const void* rows, int64_t N, int64_t K, void* out);
 
-// Row `row` of an interleaved [N, K] matrix (`interleaved` one of the dtypes above, `data` its
-// buffer) as f32 into out[0, K): bit for bit what dequantize_row() gives for the file's row (each
+// Row `row` of an interleaved [N, K] matrix of `plain` values (`data` its buffer) as f32 into out[0, K): bit for bit what dequantize_row() gives for the file's row (each
 // block is put back into the file's bytes first). For embedding lookups of a tied LM head.
-void read_interleaved_row(DType interleaved, const void* data, int64_t K, int64_t row, float* out);
+void read_interleaved_row(DType plain, const void* data, int64_t K, int64_t row, float* out);
 
 // The signed activation buffer (see above): rows of int8_signed_row_bytes(K).
 static inline int64_t int8_signed_row_bytes(int64_t K) { return int8_row_bytes(K) + 4 * int8_scales_stride(K); }

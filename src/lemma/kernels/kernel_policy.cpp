@@ -4,13 +4,15 @@
 
 namespace lemma::kernels {
 
-MatmulPrecision default_matmul_precision(DType weight, Isa isa, ActivationPolicy policy, const CpuFeatures& features) {
-  // The packed forms have kernels of one precision only (the model makes them only where that is the default).
-  if (weight == DType::kBF16x16) return MatmulPrecision::kBf16Activations;
-  if (weight == DType::kF16x16) return MatmulPrecision::kF32Activations;
-  if (is_interleaved(weight)) return MatmulPrecision::kInt8Activations;
+MatmulPrecision default_matmul_precision(MatrixFormat weight, Isa isa, ActivationPolicy policy, const CpuFeatures& features) {
+  // The interleaved forms have kernels of one precision only (the model makes them only where that is the default).
+  if (weight.interleaved()) {
+    if (weight.dtype == DType::kBF16) return MatmulPrecision::kBf16Activations;
+    if (weight.dtype == DType::kF16) return MatmulPrecision::kF32Activations;
+    return MatmulPrecision::kInt8Activations;
+  }
   if (policy == ActivationPolicy::kF32) return MatmulPrecision::kF32Activations;
-  switch (weight) {
+  switch (weight.dtype) {
     // llama.cpp's vec_dot_type for these is Q8_0: x in int8 blocks of 32, integer dot products.
     // The scalar ISA keeps f32 (it has no fast integer path; it is the oracle for the f32 kernels).
     case DType::kQ8_0:
@@ -52,7 +54,7 @@ bool interleave_pays(DType plain, Isa isa, ActivationPolicy policy) {
     case DType::kQ5_1: return int8_allowed;
     // Every other int8 x16 form has an AVX2 kernel (vpmaddubsw) besides the AVX-512 VNNI one.
     default:
-      return interleaved_dtype(plain) != DType::kCount &&
+      return has_interleaved_form(plain) &&
              default_matmul_precision(plain, isa, policy) == MatmulPrecision::kInt8Activations;
   }
 }

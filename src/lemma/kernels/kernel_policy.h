@@ -8,6 +8,7 @@
 
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_precision.h"
+#include "lemma/kernels/matrix_format.h"
 #include "lemma/tensor/dtype.h"
 
 namespace lemma::kernels {
@@ -19,7 +20,7 @@ enum class ActivationPolicy : uint8_t { kAuto, kF32 };
 
 // The precision a matmul over `weight` runs with under `isa` when its caller does not choose one.
 // `features` defaults to this machine's (tests pass others).
-MatmulPrecision default_matmul_precision(DType weight, Isa isa, ActivationPolicy policy = ActivationPolicy::kAuto,
+MatmulPrecision default_matmul_precision(MatrixFormat weight, Isa isa, ActivationPolicy policy = ActivationPolicy::kAuto,
                                          const CpuFeatures& features = cpu_features());
 
 // Whether a matrix stored as `plain` is worth re-laying in its interleaved (*x16) form under `isa`
@@ -27,9 +28,9 @@ MatmulPrecision default_matmul_precision(DType weight, Isa isa, ActivationPolicy
 // layout would get (or better, for formats whose plain layout has no int8 kernel).
 bool interleave_pays(DType plain, Isa isa, ActivationPolicy policy);
 
-// Rows of x from which the AMX-INT8 kernel runs for an interleaved int8 format; below, the VNNI
+// Rows of x from which the AMX-INT8 kernel runs for an interleaved int8 format (of `plain` values); below, the VNNI
 // kernel (faster there, same bits). Q8_0x16 stages one-group panels that pay from 32 rows; the
 // nibble forms unpack their codes while staging, which only 128 rows repay.
-constexpr int64_t amx_min_rows(DType interleaved) { return interleaved == DType::kQ8_0x16 ? 32 : 128; }
+constexpr int64_t amx_min_rows(DType plain) { return plain == DType::kQ8_0 ? 32 : 128; }
 
 }  // namespace lemma::kernels

@@ -100,23 +100,25 @@ KernelSet::KernelSet(Isa isa) : isa_(isa) {
   // Rows in table order; a stable sort by ISA keeps the table's order within one ISA.
   for (const MatmulKernel& k : matmul_kernels()) {
     if (k.isa > isa || !has(k.needs, f)) continue;
-    Choices& choices = matmul_[static_cast<size_t>(k.weight)][static_cast<size_t>(k.precision)];
+    Choices& choices = matmul_[static_cast<size_t>(k.weight.dtype)][static_cast<size_t>(k.weight.layout)]
+                              [static_cast<size_t>(k.precision)];
     auto free = std::find(choices.begin(), choices.end(), nullptr);
-    if (free == choices.end()) fail<InvalidArgument>("kernels: more than {} {} matmul kernels", kMaxChoices, dtype_name(k.weight));
+    if (free == choices.end()) fail<InvalidArgument>("kernels: more than {} {} matmul kernels", kMaxChoices, format_name(k.weight));
     *free = &k;
     std::stable_sort(choices.begin(), free + 1, [](const MatmulKernel* a, const MatmulKernel* b) { return a->isa > b->isa; });
   }
 }
 
-const MatmulKernel* KernelSet::pick(DType weight, MatmulPrecision precision, int64_t M) const {
-  if (weight >= DType::kCount) return nullptr;
-  for (const MatmulKernel* k : matmul_[static_cast<size_t>(weight)][static_cast<size_t>(precision)]) {
+const MatmulKernel* KernelSet::pick(MatrixFormat weight, MatmulPrecision precision, int64_t M) const {
+  if (weight.dtype >= DType::kCount) return nullptr;
+  for (const MatmulKernel* k :
+       matmul_[static_cast<size_t>(weight.dtype)][static_cast<size_t>(weight.layout)][static_cast<size_t>(precision)]) {
     if (k != nullptr && M >= k->min_rows) return k;
   }
   return nullptr;
 }
 
-const MatmulKernel* KernelSet::matmul(DType weight, MatmulPrecision precision, int64_t M) const {
+const MatmulKernel* KernelSet::matmul(MatrixFormat weight, MatmulPrecision precision, int64_t M) const {
   const MatmulKernel* k = pick(weight, precision, M);
   if (k == nullptr && precision != MatmulPrecision::kF32Activations) k = pick(weight, MatmulPrecision::kF32Activations, M);
   return k;

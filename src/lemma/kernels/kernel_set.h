@@ -52,21 +52,23 @@ class KernelSet {
   DequantizeFn decoder(DType type) const { return decoders_[static_cast<size_t>(type)]; }
   // The matmul kernel for `weight` with `precision` (or f32 activations when `weight` has no kernel
   // of that precision) and M rows of x; nullptr when there is none. K is not checked here.
-  const MatmulKernel* matmul(DType weight, MatmulPrecision precision, int64_t M) const;
+  const MatmulKernel* matmul(MatrixFormat weight, MatmulPrecision precision, int64_t M) const;
 
  private:
-  // Per (dtype, precision): the rows this machine runs under isa_, highest ISA first; the first
+  // Per (dtype, layout, precision): the rows this machine runs under isa_, highest ISA first; the first
   // whose min_rows <= M is taken (an AMX row, then the VNNI row it hands small M to).
   static constexpr size_t kMaxChoices = 4;
   using Choices = std::array<const MatmulKernel*, kMaxChoices>;
-  const MatmulKernel* pick(DType weight, MatmulPrecision precision, int64_t M) const;
+  const MatmulKernel* pick(MatrixFormat weight, MatmulPrecision precision, int64_t M) const;
 
   Isa isa_;
   RowOps row_;
   VocabOps vocab_;
   FlashSplitFn flash_split_;
   std::array<DequantizeFn, static_cast<size_t>(DType::kCount)> decoders_{};
-  std::array<std::array<Choices, kNumMatmulPrecisions>, static_cast<size_t>(DType::kCount)> matmul_{};
+  static constexpr size_t kNumLayouts = 2;  // RowLayout's values
+  std::array<std::array<std::array<Choices, kNumMatmulPrecisions>, kNumLayouts>, static_cast<size_t>(DType::kCount)>
+      matmul_{};
 };
 
 // The set for `isa`, built once per process. Any ISA may be looked up (names, tests); running a

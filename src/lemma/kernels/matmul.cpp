@@ -23,12 +23,12 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   if (isa > detected_isa()) {
     fail<InvalidArgument>("matmul: ISA {} is not available (max {})", isa_name(isa), isa_name(detected_isa()));
   }
-  const MatmulPrecision precision =
-      options.precision.value_or(default_matmul_precision(w.dtype, isa, options.activations));
-  const MatmulKernel* kernel = find_matmul_kernel(w.dtype, K, isa, precision, M);
+  const MatrixFormat format = format_of(w);
+  const MatmulPrecision precision = options.precision.value_or(default_matmul_precision(format, isa, options.activations));
+  const MatmulKernel* kernel = find_matmul_kernel(format, K, isa, precision, M);
   if (kernel == nullptr) {
-    fail<Unsupported>("matmul: no kernel for {} weights with K={} (block size {})", dtype_name(w.dtype), K,
-                      dtype_info(w.dtype).block_elements);
+    fail<Unsupported>("matmul: no kernel for {} weights with K={} (block size {})", format_name(format), K,
+                      format_block_values(format));
   }
   MatmulPlan plan;
   if (M == 0 || N == 0) return plan;
@@ -38,7 +38,7 @@ MatmulPlan plan_matmul(const float* x, int64_t x_stride, int64_t M, const Tensor
   plan.quantize_x = kernel->quantize_x;
   plan.xq_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(M, K) : 0;
   plan.xq_row_bytes = kernel->quantize_x != nullptr ? kernel->xq_bytes(1, K) : 0;
-  plan.row_group = is_interleaved(w.dtype) ? kInterleaveRows : 1;
+  plan.row_group = format.interleaved() ? kInterleaveRows : 1;
   MatmulArgs& args = plan.args;
   args.x = x;
   args.x_stride = x_stride;

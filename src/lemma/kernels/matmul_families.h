@@ -17,14 +17,15 @@
 #define LEMMA_INT8_BLOCK_FORMATS(X) X(q8_0, kQ8_0) X(q4_0, kQ4_0) X(q5_0, kQ5_0)
 #define LEMMA_INT8_KQUANT_FORMATS(X) X(q4_k, kQ4_K) X(q5_k, kQ5_K) X(q6_k, kQ6_K) X(q2_k, kQ2_K) X(q3_k, kQ3_K)
 
-// 16-row interleaved formats (interleaved_blocks.h) over signed int8 activations, with an AMX-INT8
-// kernel too (x86/amx/interleaved_amx_kernel.h), and without one; then those over Q8_K activations.
+// 16-row interleaved formats (interleaved_blocks.h; X(name, the plain DType)) over signed int8
+// activations, with an AMX-INT8 kernel too (x86/amx/interleaved_amx_kernel.h), and without one; then
+// those over Q8_K activations.
 #define LEMMA_INTERLEAVED_AMX_FORMATS(X)                                                                \
-  X(q8_0x16, kQ8_0x16) X(q4_0x16, kQ4_0x16) X(q5_0x16, kQ5_0x16) X(q4_1x16, kQ4_1x16) X(q5_1x16, kQ5_1x16) \
-  X(iq4_nlx16, kIQ4_NLx16) X(iq4_xsx16, kIQ4_XSx16)
-#define LEMMA_INTERLEAVED_SIGNED_FORMATS(X) LEMMA_INTERLEAVED_AMX_FORMATS(X) X(i8z32x16, kI8Z32x16) X(i4z32x16, kI4Z32x16)
+  X(q8_0x16, kQ8_0) X(q4_0x16, kQ4_0) X(q5_0x16, kQ5_0) X(q4_1x16, kQ4_1) X(q5_1x16, kQ5_1) \
+  X(iq4_nlx16, kIQ4_NL) X(iq4_xsx16, kIQ4_XS)
+#define LEMMA_INTERLEAVED_SIGNED_FORMATS(X) LEMMA_INTERLEAVED_AMX_FORMATS(X) X(i8z32x16, kI8Z32) X(i4z32x16, kI4Z32)
 #define LEMMA_INTERLEAVED_KQUANT_FORMATS(X) \
-  X(q2_kx16, kQ2_Kx16) X(q3_kx16, kQ3_Kx16) X(q4_kx16, kQ4_Kx16) X(q5_kx16, kQ5_Kx16) X(q6_kx16, kQ6_Kx16)
+  X(q2_kx16, kQ2_K) X(q3_kx16, kQ3_K) X(q4_kx16, kQ4_K) X(q5_kx16, kQ5_K) X(q6_kx16, kQ6_K)
 
 // Declares matmul_<name>_int8_<suffix>(const MatmulArgs&) for every format of a list.
 #define LEMMA_DECLARE_INT8_MATMUL(name, dtype, suffix) void matmul_##name##_int8_##suffix(const MatmulArgs& args);

@@ -55,21 +55,25 @@ constexpr auto kAnyCpu = CpuFeature::kNone;
   {"reference_" #name, DType::dtype, Isa::kScalar, kF32, kAnyCpu, reference<DType::dtype>},          \
       {"avx2_" #name, DType::dtype, Isa::kAvx2, kF32, kAnyCpu, dequant_then_fma<DType::dtype, Isa::kAvx2>}, \
       {"avx512_" #name, DType::dtype, Isa::kAvx512, kF32, kAnyCpu, dequant_then_fma<DType::dtype, Isa::kAvx512>},
-#define LEMMA_INT8_ROWS(name, dtype, quantizer, bytes)                                                      \
-  {"reference_" #name "_int8", DType::dtype, Isa::kScalar, kInt8, kAnyCpu, matmul_##name##_int8_reference, \
-   quantizer##_reference, bytes},                                                                            \
-      {"avx2_" #name "_int8", DType::dtype, Isa::kAvx2, kInt8, kAnyCpu, x86::matmul_##name##_int8_avx2,      \
-       x86::avx2::quantizer, bytes},                                                                         \
-      {"avx512_vnni_" #name "_int8", DType::dtype, Isa::kAvx512, kInt8, kVnni,                              \
-       x86::matmul_##name##_int8_avx512vnni, x86::avx512::quantizer, bytes},
-#define LEMMA_BLOCK_INT8_ROWS(name, dtype) LEMMA_INT8_ROWS(name, dtype, quantize_activations, int8_activation_bytes)
-#define LEMMA_KQUANT_INT8_ROWS(name, dtype) LEMMA_INT8_ROWS(name, dtype, quantize_q8k_activations, q8k_activation_bytes)
+#define LEMMA_INT8_ROWS(name, format, quantizer, bytes)                                                   \
+  {"reference_" #name "_int8", format, Isa::kScalar, kInt8, kAnyCpu, matmul_##name##_int8_reference,     \
+   quantizer##_reference, bytes},                                                                         \
+      {"avx2_" #name "_int8", format, Isa::kAvx2, kInt8, kAnyCpu, x86::matmul_##name##_int8_avx2,          \
+       x86::avx2::quantizer, bytes},                                                                      \
+      {"avx512_vnni_" #name "_int8", format, Isa::kAvx512, kInt8, kVnni, x86::matmul_##name##_int8_avx512vnni, \
+       x86::avx512::quantizer, bytes},
+#define LEMMA_BLOCK_INT8_ROWS(name, dtype) \
+  LEMMA_INT8_ROWS(name, MatrixFormat(DType::dtype), quantize_activations, int8_activation_bytes)
+#define LEMMA_KQUANT_INT8_ROWS(name, dtype) \
+  LEMMA_INT8_ROWS(name, MatrixFormat(DType::dtype), quantize_q8k_activations, q8k_activation_bytes)
 #define LEMMA_SIGNED_INT8_ROWS(name, dtype) \
-  LEMMA_INT8_ROWS(name, dtype, quantize_signed_activations, int8_signed_activation_bytes)
+  LEMMA_INT8_ROWS(name, interleaved(DType::dtype), quantize_signed_activations, int8_signed_activation_bytes)
+#define LEMMA_INTERLEAVED_KQUANT_ROWS(name, dtype) \
+  LEMMA_INT8_ROWS(name, interleaved(DType::dtype), quantize_q8k_activations, q8k_activation_bytes)
 // On AMX tiles (x86/amx/amx_int8.h): TDPBSSD per 32-value block and the oracle's f32 step, so the VNNI
 // rows' bits; from amx_min_rows() rows of x (kernel_policy.h), below which the VNNI row runs.
 #define LEMMA_AMX_INT8_ROWS(name, dtype)                                                                       \
-  {"amx_" #name "_int8", DType::dtype, Isa::kAmx, kInt8, kAnyCpu, x86::matmul_##name##_int8_amx,               \
+  {"amx_" #name "_int8", interleaved(DType::dtype), Isa::kAmx, kInt8, kAnyCpu, x86::matmul_##name##_int8_amx,               \
    x86::avx512::quantize_signed_activations, int8_signed_activation_bytes, amx_min_rows(DType::dtype)},
 
 // Add a kernel here (or its format to matmul_families.h) and nowhere else.
@@ -89,33 +93,33 @@ constexpr MatmulKernel kKernels[] = {
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
     // Interleaved bf16x16 (interleaved_blocks.h): bf16 activations only; the AVX2 kernel gives
     // vdpbf16ps's bits by FMAs. TDPBF16PS on AMX tiles sums pairs in another order: other bits.
-    {"reference_bf16x16", DType::kBF16x16, Isa::kScalar, kBf16, kAnyCpu, matmul_bf16x16_reference,
+    {"reference_bf16x16", interleaved(DType::kBF16), Isa::kScalar, kBf16, kAnyCpu, matmul_bf16x16_reference,
      pack_x_bf16_reference, bf16_activation_bytes},
-    {"avx2_bf16x16", DType::kBF16x16, Isa::kAvx2, kBf16, kAnyCpu, x86::matmul_bf16x16_avx2, pack_x_bf16_reference,
+    {"avx2_bf16x16", interleaved(DType::kBF16), Isa::kAvx2, kBf16, kAnyCpu, x86::matmul_bf16x16_avx2, pack_x_bf16_reference,
      bf16_activation_bytes},
-    {"avx512_bf16x16_dpbf16", DType::kBF16x16, Isa::kAvx512, kBf16, kDpbf16, x86::matmul_bf16x16_dpbf16_avx512,
+    {"avx512_bf16x16_dpbf16", interleaved(DType::kBF16), Isa::kAvx512, kBf16, kDpbf16, x86::matmul_bf16x16_dpbf16_avx512,
      x86::pack_x_bf16_avx512, bf16_activation_bytes},
-    {"amx_bf16x16", DType::kBF16x16, Isa::kAmx, kBf16, kDpbf16, x86::matmul_bf16x16_amx, x86::pack_x_bf16_avx512,
+    {"amx_bf16x16", interleaved(DType::kBF16), Isa::kAmx, kBf16, kDpbf16, x86::matmul_bf16x16_amx, x86::pack_x_bf16_avx512,
      bf16_activation_bytes},
     // Interleaved f16x16 (interleaved_blocks.h): f32 activations.
-    {"reference_f16x16", DType::kF16x16, Isa::kScalar, kF32, kAnyCpu, matmul_f16x16_reference},
-    {"avx2_f16x16", DType::kF16x16, Isa::kAvx2, kF32, kAnyCpu, x86::avx2::matmul_f16x16},
-    {"avx512_f16x16", DType::kF16x16, Isa::kAvx512, kF32, kAnyCpu, x86::avx512::matmul_f16x16},
+    {"reference_f16x16", interleaved(DType::kF16), Isa::kScalar, kF32, kAnyCpu, matmul_f16x16_reference},
+    {"avx2_f16x16", interleaved(DType::kF16), Isa::kAvx2, kF32, kAnyCpu, x86::avx2::matmul_f16x16},
+    {"avx512_f16x16", interleaved(DType::kF16), Isa::kAvx512, kF32, kAnyCpu, x86::avx512::matmul_f16x16},
     // W8A8 (lemma_int_blocks.h) quantises x itself: the dtype, not MatmulPrecision, selects int8 x.
     {"reference_w8a8", DType::kW8A8, Isa::kScalar, kF32, kAnyCpu, matmul_w8a8_reference},
     {"avx2_w8a8", DType::kW8A8, Isa::kAvx2, kF32, kAnyCpu, x86::matmul_w8a8_avx2},
     {"avx512_vnni_w8a8", DType::kW8A8, Isa::kAvx512, kF32, kVnni, x86::matmul_w8a8_avx512vnni},
-    {"reference_w8a8x16", DType::kW8A8x16, Isa::kScalar, kInt8, kAnyCpu, matmul_w8a8x16_reference,
+    {"reference_w8a8x16", interleaved(DType::kW8A8), Isa::kScalar, kInt8, kAnyCpu, matmul_w8a8x16_reference,
      quantize_w8a8_signed_activations_reference, w8a8_signed_activation_bytes},
-    {"avx2_w8a8x16", DType::kW8A8x16, Isa::kAvx2, kInt8, kAnyCpu, x86::matmul_w8a8x16_avx2,
+    {"avx2_w8a8x16", interleaved(DType::kW8A8), Isa::kAvx2, kInt8, kAnyCpu, x86::matmul_w8a8x16_avx2,
      x86::avx2::quantize_w8a8_signed_activations, w8a8_signed_activation_bytes},
-    {"avx512_vnni_w8a8x16", DType::kW8A8x16, Isa::kAvx512, kInt8, kVnni, x86::matmul_w8a8x16_avx512vnni,
+    {"avx512_vnni_w8a8x16", interleaved(DType::kW8A8), Isa::kAvx512, kInt8, kVnni, x86::matmul_w8a8x16_avx512vnni,
      x86::avx512::quantize_w8a8_signed_activations, w8a8_signed_activation_bytes},
     // int8 activations (int8_activations.h, q8k_activations.h, interleaved_blocks.h).
     LEMMA_INT8_BLOCK_FORMATS(LEMMA_BLOCK_INT8_ROWS)
     LEMMA_INT8_KQUANT_FORMATS(LEMMA_KQUANT_INT8_ROWS)
     LEMMA_INTERLEAVED_SIGNED_FORMATS(LEMMA_SIGNED_INT8_ROWS)
-    LEMMA_INTERLEAVED_KQUANT_FORMATS(LEMMA_KQUANT_INT8_ROWS)
+    LEMMA_INTERLEAVED_KQUANT_FORMATS(LEMMA_INTERLEAVED_KQUANT_ROWS)
     LEMMA_INTERLEAVED_AMX_FORMATS(LEMMA_AMX_INT8_ROWS)
 };
 constexpr size_t kKernelCount = sizeof(kKernels) / sizeof(kKernels[0]);
@@ -131,7 +135,7 @@ void log_choice(const MatmulKernel& kernel, Isa isa) {
   // A plain load first: an unconditional read-modify-write would bounce the cache line between cores.
   if ((logged.load(std::memory_order_relaxed) & bit) == 0 &&
       (logged.fetch_or(bit, std::memory_order_relaxed) & bit) == 0) {
-    log().debug("kernels: matmul {} weights -> {} (ISA {})", dtype_name(kernel.weight), kernel.name,
+    log().debug("kernels: matmul {} weights -> {} (ISA {})", format_name(kernel.weight), kernel.name,
                 isa_name(isa));
   }
 }
@@ -140,16 +144,16 @@ void log_choice(const MatmulKernel& kernel, Isa isa) {
 
 std::span<const MatmulKernel> matmul_kernels() { return {kKernels, kKernelCount}; }
 
-const MatmulKernel* find_matmul_kernel(DType weight, int64_t K, Isa isa, MatmulPrecision precision, int64_t M) {
-  if (weight >= DType::kCount) return nullptr;
-  const auto block = static_cast<int64_t>(dtype_info(weight).block_elements);
+const MatmulKernel* find_matmul_kernel(MatrixFormat weight, int64_t K, Isa isa, MatmulPrecision precision, int64_t M) {
+  if (weight.dtype >= DType::kCount) return nullptr;
+  const int64_t block = format_block_values(weight);
   if (block == 0 || K % block != 0) return nullptr;
   const MatmulKernel* kernel = kernel_set(isa).matmul(weight, precision, M);
   if (kernel != nullptr) log_choice(*kernel, isa);
   return kernel;
 }
 
-std::string_view kernel_name_for(DType weight, int64_t K, Isa isa, MatmulPrecision precision, int64_t M) {
+std::string_view kernel_name_for(MatrixFormat weight, int64_t K, Isa isa, MatmulPrecision precision, int64_t M) {
   const MatmulKernel* kernel = find_matmul_kernel(weight, K, isa, precision, M);
   return kernel != nullptr ? kernel->name : std::string_view{};
 }

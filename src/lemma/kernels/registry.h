@@ -10,6 +10,7 @@
 #include "lemma/kernels/int8_activations.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/matmul_args.h"
+#include "lemma/kernels/matrix_format.h"
 #include "lemma/kernels/matmul_precision.h"
 #include "lemma/tensor/dtype.h"
 
@@ -24,7 +25,7 @@ enum class CpuFeature : uint8_t { kNone, kAvx512Bf16, kAvx512Vnni };
 
 struct MatmulKernel {
   std::string_view name;  // e.g. "avx512_f32", "reference_q4_k"
-  DType weight;
+  MatrixFormat weight;
   Isa isa;  // the lowest ISA it runs on
   MatmulPrecision precision;
   CpuFeature needs = CpuFeature::kNone;
@@ -49,12 +50,12 @@ std::span<const MatmulKernel> matmul_kernels();
 // (weight, precision) that this machine runs, the highest-ISA one whose min_rows <= M, falling back to
 // f32 activations when no row has `precision`; nullptr when the dtype has no kernel or K is not a
 // whole number of its blocks. O(1): the choices are resolved once per ISA (kernel_set.h).
-const MatmulKernel* find_matmul_kernel(DType weight, int64_t K, Isa isa,
+const MatmulKernel* find_matmul_kernel(MatrixFormat weight, int64_t K, Isa isa,
                                        MatmulPrecision precision = MatmulPrecision::kF32Activations,
                                        int64_t M = INT64_MAX);
 
 // find_matmul_kernel()'s name, or "" when there is none.
-std::string_view kernel_name_for(DType weight, int64_t K, Isa isa,
+std::string_view kernel_name_for(MatrixFormat weight, int64_t K, Isa isa,
                                  MatmulPrecision precision = MatmulPrecision::kF32Activations, int64_t M = INT64_MAX);
 
 }  // namespace lemma::kernels

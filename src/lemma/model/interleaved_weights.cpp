@@ -13,6 +13,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
+#include "lemma/kernels/matrix_format.h"
 
 namespace lemma {
 
@@ -45,9 +46,8 @@ void release_pages(const void* data, size_t bytes) {
 }
 
 bool interleavable(const TensorView& view, const RuntimeOptions& runtime) {
-  const DType target = kernels::interleaved_dtype(view.dtype);
-  return target != DType::kCount && view.shape.rank == 2 &&
-         view.shape[1] % static_cast<int64_t>(dtype_info(target).block_elements) == 0 &&
+  return view.layout == RowLayout::kPlain && kernels::has_interleaved_form(view.dtype) && view.shape.rank == 2 &&
+         view.shape[1] % kernels::format_block_values(kernels::interleaved(view.dtype)) == 0 &&
          interleaving_enabled(view.dtype, runtime);
 }
 
@@ -56,7 +56,6 @@ bool interleavable(const TensorView& view, const RuntimeOptions& runtime) {
 void interleave(TensorView& view, const RuntimeOptions& runtime, Interleaved& out, bool release_source,
                 std::span<const int32_t> row_order = {}) {
   if (!interleavable(view, runtime)) return;
-  const DType target = kernels::interleaved_dtype(view.dtype);
   const int64_t N = view.shape[0], K = view.shape[1];
   const size_t bytes = kernels::interleaved_bytes(view.dtype, N, K);
   auto buffer = std::make_unique<AlignedBuffer>(bytes);
@@ -82,7 +81,7 @@ void interleave(TensorView& view, const RuntimeOptions& runtime, Interleaved& ou
   }
   if (release_source && !row_order.empty()) release_pages(view.data, view.bytes());
   if (release_source) out.released_bytes += view.bytes();
-  view = TensorView{buffer->bytes, target, view.shape};
+  view = TensorView{buffer->bytes, view.dtype, view.shape, RowLayout::kInterleaved16};
   out.total_bytes += bytes;
   out.buffers.push_back(std::move(buffer));
 }

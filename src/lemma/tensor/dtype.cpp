@@ -37,23 +37,6 @@ constexpr std::array<DTypeInfo, static_cast<size_t>(DType::kCount)> kInfo{{
     {"i8z32", 32, 35, false, true},
     {"i4z32", 32, 19, false, true},
     {"w8a8", 32, 34, false, true},
-    {"q8_0x16", 32, 34, false, true},  // per row-equivalent: a 16-row group of one block is 16 x 34 bytes
-    {"q4_0x16", 32, 18, false, true},
-    {"q5_0x16", 32, 22, false, true},
-    {"q2_kx16", 256, 84, false, true},
-    {"q3_kx16", 256, 110, false, true},
-    {"q4_kx16", 256, 144, false, true},
-    {"q5_kx16", 256, 176, false, true},
-    {"q6_kx16", 256, 210, false, true},
-    {"i8z32x16", 32, 35, false, true},
-    {"i4z32x16", 32, 19, false, true},
-    {"w8a8x16", 32, 34, false, true},
-    {"iq4_nlx16", 32, 18, false, true},
-    {"iq4_xsx16", 256, 136, false, true},
-    {"q4_1x16", 32, 20, false, true},
-    {"q5_1x16", 32, 24, false, true},
-    {"f16x16", 16, 32, false, true},  // blocks of 16 values: one 32-byte load of 16 rows' value k is 16 of them
-    {"bf16x16", 32, 64, false, true},  // blocks of 32 so K is whole AMX/vdpbf16ps chunks
 }};
 
 struct NamedType {

@@ -20,22 +20,6 @@ enum class DType : uint8_t {
   // lemma's in-memory block layouts (kernels/lemma_int_blocks.h); no file stores them: lemma int
   // safetensors are re-laid out into them at load (quant/runnable_weights.h)
   kI8Z32, kI4Z32, kW8A8,
-  // GGUF Q8_0 / Q4_0 / Q5_0 / Q2_K..Q6_K with 16 rows interleaved (kernels/interleaved_blocks.h); no file stores
-  // them: Model re-lays its matrices into them at load where the int8 VNNI kernels run
-  kQ8_0x16, kQ4_0x16, kQ5_0x16, kQ2_Kx16, kQ3_Kx16, kQ4_Kx16, kQ5_Kx16, kQ6_Kx16,
-  // lemma int8 / int4 (kI8Z32 / kI4Z32: GPTQ, AWQ and lemma int checkpoints) with 16 rows interleaved
-  kI8Z32x16, kI4Z32x16,
-  // lemma W8A8 weights with 16 rows interleaved (Q8_0x16's bytes: codes q + 128)
-  kW8A8x16,
-  // GGUF IQ4_NL / IQ4_XS with 16 rows interleaved (kernels/interleaved_blocks.h), made at load as above
-  kIQ4_NLx16, kIQ4_XSx16,
-  // GGUF Q4_1 / Q5_1 (value = d q + m) with 16 rows interleaved, made at load as above
-  kQ4_1x16, kQ5_1x16,
-  // f16 with 16 rows interleaved value by value (kernels/interleaved_blocks.h), made at load from AVX2 up
-  kF16x16,
-  // bf16 with 16 rows interleaved in pairs of values (kernels/interleaved_blocks.h): Model re-lays its
-  // bf16 matrices into it where the AVX512_BF16 kernels run
-  kBF16x16,
   kCount
 };
 

@@ -31,6 +31,10 @@ std::string Shape::to_string() const {
 }
 
 uint64_t TensorView::bytes() const {
+  if (layout == RowLayout::kInterleaved16 && shape.rank == 2) {
+    const auto rows = static_cast<uint64_t>((shape[0] + 15) / 16 * 16);
+    return rows * dtype_bytes(dtype, static_cast<uint64_t>(shape[1])).value_or(0);
+  }
   return dtype_bytes(dtype, static_cast<uint64_t>(elements())).value_or(0);
 }
 

@@ -28,13 +28,19 @@ struct Shape {
   std::string to_string() const;  // "[2, 3]"
 };
 
+// How a matrix's rows lie in memory. kInterleaved16: rows in groups of 16 (the last group padded),
+// interleaved block by block as kernels/interleaved_blocks.h describes for each dtype; the model
+// re-lays matrices so at load for the kernels, and no file stores it.
+enum class RowLayout : uint8_t { kPlain, kInterleaved16 };
+
 struct TensorView {
   const void* data = nullptr;
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // the values' type, as the file stores them
   Shape shape;
+  RowLayout layout = RowLayout::kPlain;
 
   int64_t elements() const { return shape.elements(); }
-  // Byte size of the (contiguous) data.
+  // Byte size of the (contiguous) data (whole groups of 16 rows when interleaved).
   uint64_t bytes() const;
   const uint8_t* bytes_ptr() const { return static_cast<const uint8_t*>(data); }
   template <typename T>

@@ -185,10 +185,10 @@ TEST(AmxBf16Matmul, HardwareKernel) {
 // the default); through matmul() only where the CPU has AMX.
 TEST(AmxBf16Matmul, RegistryChoosesTheAmxKernelOnlyUnderAmx) {
   if (!cpu_features().avx512_bf16) GTEST_SKIP() << "needs AVX512_BF16 for the bf16-activation rows";
-  EXPECT_EQ(kernel_name_for(DType::kBF16x16, 256, Isa::kAmx, kBf16), "amx_bf16x16");
-  EXPECT_EQ(kernel_name_for(DType::kBF16x16, 256, Isa::kAvx512, kBf16), "avx512_bf16x16_dpbf16");
+  EXPECT_EQ(kernel_name_for(kernels::interleaved(DType::kBF16), 256, Isa::kAmx, kBf16), "amx_bf16x16");
+  EXPECT_EQ(kernel_name_for(kernels::interleaved(DType::kBF16), 256, Isa::kAvx512, kBf16), "avx512_bf16x16_dpbf16");
   EXPECT_EQ(default_matmul_precision(DType::kBF16, Isa::kAmx), kBf16);
-  EXPECT_EQ(default_matmul_precision(DType::kBF16x16, Isa::kAmx), kBf16);
+  EXPECT_EQ(default_matmul_precision(kernels::interleaved(DType::kBF16), Isa::kAmx), kBf16);
   if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "needs AMX to run the Isa::kAmx row; this CPU has none";
   std::mt19937 rng(79);
   const int64_t M = 21, N = 40, K = 768;

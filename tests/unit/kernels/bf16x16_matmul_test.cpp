@@ -49,12 +49,12 @@ TEST(Bf16x16Matmul, LayoutPutsEachPairWhereTheHeaderSays) {
   std::mt19937 rng(5);
   const int64_t N = 35, K = 96;
   const auto w = testing::random_bf16x16(N, K, rng);
-  EXPECT_EQ(interleaved_dtype(DType::kBF16), DType::kBF16x16);
-  EXPECT_EQ(plain_dtype(DType::kBF16x16), DType::kBF16);
-  EXPECT_TRUE(is_interleaved(DType::kBF16x16));
+  EXPECT_TRUE(has_interleaved_form(DType::kBF16));
+  EXPECT_EQ(format_name(interleaved(DType::kBF16)), std::string(dtype_name(DType::kBF16)) + "x16");
   EXPECT_EQ(interleaved_bytes(DType::kBF16, N, K), static_cast<size_t>(48 * K * 2));  // 3 groups of 16 rows
-  EXPECT_EQ(*dtype_bytes(DType::kBF16x16, static_cast<uint64_t>(K)), static_cast<uint64_t>(K * 2));
-  EXPECT_FALSE(dtype_bytes(DType::kBF16x16, 48).has_value());  // K must be whole chunks of 32
+  EXPECT_EQ(w.view.bytes(), static_cast<uint64_t>(48 * K * 2));
+  EXPECT_EQ(format_block_values(interleaved(DType::kBF16)), 32);  // K must be whole chunks of 32
+  EXPECT_EQ(find_matmul_kernel(interleaved(DType::kBF16), 48, Isa::kScalar, kBf16), nullptr);
   const auto* src = reinterpret_cast<const uint16_t*>(w.plain.bytes.data());
   const auto* out = static_cast<const uint16_t*>(w.view.data);
   for (int64_t n = 0; n < 48; ++n) {
@@ -64,7 +64,7 @@ TEST(Bf16x16Matmul, LayoutPutsEachPairWhereTheHeaderSays) {
     }
   }
   EXPECT_THROW(interleave_rows(DType::kBF16, src, N, 48, nullptr), InvalidArgument);
-  EXPECT_EQ(default_matmul_precision(DType::kBF16x16, detected_isa()), kBf16);
+  EXPECT_EQ(default_matmul_precision(kernels::interleaved(DType::kBF16), detected_isa()), kBf16);
 }
 
 TEST(Bf16x16Matmul, ReferencePackerMatchesTheAvx512PackerBitwise) {
@@ -231,7 +231,7 @@ TEST(Bf16x16Matmul, ActivationRowsPreparedInPiecesEqualOneCall) {
     interleaved[i].resize(interleaved_bytes(DType::kQ8_0, N, K) + 64);
     auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(interleaved[i].data()) + 63) / 64 * 64);
     interleave_rows(DType::kQ8_0, (i == 0 ? q8_a : q8_b).view.data, N, K, aligned);
-    interleaved_view[i] = TensorView{aligned, DType::kQ8_0x16, Shape{N, K}};
+    interleaved_view[i] = TensorView{aligned, DType::kQ8_0, Shape{N, K}, RowLayout::kInterleaved16};
   }
   check(interleaved_view[0], interleaved_view[1], MatmulPrecision::kInt8Activations);
 

@@ -24,7 +24,7 @@ inline Bf16x16 interleave_bf16(const void* rows, int64_t N, int64_t K) {
   w.bytes.resize(interleaved_bytes(DType::kBF16, N, K) + 64);
   auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(w.bytes.data()) + 63) / 64 * 64);
   interleave_rows(DType::kBF16, rows, N, K, aligned);
-  w.view = TensorView{aligned, DType::kBF16x16, Shape{N, K}};
+  w.view = TensorView{aligned, DType::kBF16, Shape{N, K}, RowLayout::kInterleaved16};
   return w;
 }
 

@@ -40,7 +40,7 @@ struct F16x16 {
 F16x16 interleaved(const testing::Weights& plain, int64_t N, int64_t K) {
   F16x16 w{plain, std::vector<uint8_t>(interleaved_bytes(DType::kF16, N, K)), {}};
   interleave_rows(DType::kF16, w.plain.bytes.data(), N, K, w.bytes.data());
-  w.view = TensorView{w.bytes.data(), DType::kF16x16, Shape{N, K}};
+  w.view = TensorView{w.bytes.data(), DType::kF16, Shape{N, K}, RowLayout::kInterleaved16};
   return w;
 }
 F16x16 random_f16x16(int64_t N, int64_t K, std::mt19937& rng) { return interleaved(testing::random_weights(DType::kF16, N, K, rng), N, K); }
@@ -49,19 +49,19 @@ TEST(F16x16Matmul, LayoutPutsEachValueWhereTheHeaderSays) {
   std::mt19937 rng(5);
   const int64_t N = 35, K = 48;
   const auto w = random_f16x16(N, K, rng);
-  EXPECT_EQ(interleaved_dtype(DType::kF16), DType::kF16x16);
-  EXPECT_EQ(plain_dtype(DType::kF16x16), DType::kF16);
-  EXPECT_TRUE(is_interleaved(DType::kF16x16));
+  EXPECT_TRUE(has_interleaved_form(DType::kF16));
+  EXPECT_EQ(format_name(kernels::interleaved(DType::kF16)), std::string(dtype_name(DType::kF16)) + "x16");
   EXPECT_EQ(interleaved_bytes(DType::kF16, N, K), static_cast<size_t>(48 * K * 2));  // 3 groups of 16 rows
-  EXPECT_FALSE(dtype_bytes(DType::kF16x16, 40).has_value());  // K must be whole chunks of 16
+  EXPECT_EQ(format_block_values(kernels::interleaved(DType::kF16)), 16);  // K must be whole chunks of 16
+  EXPECT_EQ(find_matmul_kernel(kernels::interleaved(DType::kF16), 40, Isa::kScalar), nullptr);
   const auto* src = reinterpret_cast<const uint16_t*>(w.plain.bytes.data());
   const auto* out = static_cast<const uint16_t*>(w.view.data);
   for (int64_t n = 0; n < 48; ++n)
     for (int64_t k = 0; k < K; ++k) ASSERT_EQ(out[(n / 16) * 16 * K + k * 16 + n % 16], n < N ? src[n * K + k] : 0) << n << " " << k;
-  EXPECT_EQ(default_matmul_precision(DType::kF16x16, detected_isa()), kF32);
+  EXPECT_EQ(default_matmul_precision(kernels::interleaved(DType::kF16), detected_isa()), kF32);
   std::vector<float> row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
-    read_interleaved_row(DType::kF16x16, w.view.data, K, n, row.data());
+    read_interleaved_row(DType::kF16, w.view.data, K, n, row.data());
     ASSERT_EQ(0, std::memcmp(row.data(), w.plain.dequantized.data() + n * K, row.size() * sizeof(float))) << "row " << n;
   }
 }

@@ -34,7 +34,7 @@ std::vector<uint8_t> random_q8_0(int64_t N, int64_t K, std::mt19937& rng) {
 std::vector<float> row_of(const TensorView& w, int64_t row) {
   const int64_t K = w.shape[1];
   std::vector<float> out(static_cast<size_t>(K));
-  if (kernels::is_interleaved(w.dtype)) {
+  if (w.layout == RowLayout::kInterleaved16) {
     kernels::read_interleaved_row(w.dtype, w.data, K, row, out.data());
   } else {
     kernels::dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + row * (K / 32 * 34), out.data(), K);

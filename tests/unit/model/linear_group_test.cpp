@@ -67,7 +67,7 @@ TEST(LinearGroup, TeamsGiveTheInlineBitsAcrossMatrixEdges) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const int64_t M = 3, K = 64;
   const int64_t rows[] = {100, 48, 37};
-  for (DType dtype : {DType::kF32, DType::kBF16x16}) {
+  for (kernels::MatrixFormat dtype : {kernels::MatrixFormat(DType::kF32), kernels::interleaved(DType::kBF16)}) {
     std::vector<std::vector<uint8_t>> bytes;
     std::vector<TensorView> weights;
     for (int64_t N : rows) {
@@ -87,7 +87,7 @@ TEST(LinearGroup, TeamsGiveTheInlineBitsAcrossMatrixEdges) {
     for (size_t i = 0; i < bytes.size(); ++i) {
       void* data = bytes[i].data();
       if (dtype != DType::kF32) data = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(data) + 63) / 64 * 64);
-      weights.push_back(TensorView{data, dtype, Shape{rows[i], K}});
+      weights.push_back(TensorView{data, dtype.dtype, Shape{rows[i], K}, dtype.layout});
     }
     std::vector<float> x(static_cast<size_t>(M * K));
     for (auto& v : x) v = dist(rng);
@@ -104,7 +104,7 @@ TEST(LinearGroup, TeamsGiveTheInlineBitsAcrossMatrixEdges) {
       ThreadTeam team(threads);
       const auto got = run(&team);
       for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0) << dtype_name(dtype) << " " << threads << " threads, output " << i;
+        ASSERT_EQ(std::memcmp(got[i].data(), want[i].data(), want[i].size() * 4), 0) << kernels::format_name(dtype) << " " << threads << " threads, output " << i;
     }
   }
 }
@@ -114,13 +114,13 @@ struct Weights {
   std::vector<uint8_t> bytes;
   TensorView view;
 };
-Weights random_weights(DType dtype, int64_t N, int64_t K, std::mt19937& rng) {
+Weights random_weights(kernels::MatrixFormat dtype, int64_t N, int64_t K, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(N * K));
   for (auto& v : w) v = dist(rng);
   Weights out;
-  const size_t size = dtype == DType::kBF16x16 ? kernels::interleaved_bytes(DType::kBF16, N, K)
-                                               : *dtype_bytes(dtype, static_cast<uint64_t>(N * K));
+  const size_t size = dtype == kernels::interleaved(DType::kBF16) ? kernels::interleaved_bytes(DType::kBF16, N, K)
+                                               : *dtype_bytes(dtype.dtype, static_cast<uint64_t>(N * K));
   out.bytes.resize(size + 64);
   auto* data = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(out.bytes.data()) + 63) / 64 * 64);
   if (dtype == DType::kF32) {
@@ -140,7 +140,7 @@ Weights random_weights(DType dtype, int64_t N, int64_t K, std::mt19937& rng) {
       kernels::interleave_rows(DType::kBF16, plain.data(), N, K, data);
     }
   }
-  out.view = TensorView{data, dtype, Shape{N, K}};
+  out.view = TensorView{data, dtype.dtype, Shape{N, K}, dtype.layout};
   return out;
 }
 
@@ -154,7 +154,9 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
   const int64_t K = 1024;  // ranges of 16 rows on a team (16K values each)
   const int64_t rows[] = {100, 48};
   bool converted_by_rows = false;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kBF16x16, DType::kQ8_0}) {
+  for (kernels::MatrixFormat dtype :
+       {kernels::MatrixFormat(DType::kF32), kernels::MatrixFormat(DType::kBF16), kernels::interleaved(DType::kBF16),
+        kernels::MatrixFormat(DType::kQ8_0)}) {
     std::vector<Weights> weights;
     for (int64_t N : rows) weights.push_back(random_weights(dtype, N, K, rng));
     for (int64_t M : {1, 5, 40}) {
@@ -175,7 +177,7 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
       std::vector<std::vector<float>> want;
       linear_group(x, M, outputs_into(want), nullptr);
       for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M << " threads=" << threads);
+        SCOPED_TRACE(::testing::Message() << kernels::format_name(dtype) << " M=" << M << " threads=" << threads);
         ThreadTeam team(threads);
         std::vector<std::vector<float>> got;
         const auto outputs = outputs_into(got);
@@ -218,11 +220,12 @@ TEST(LinearGroup, InputOrdersReadXInThatOrder) {
   std::shuffle(b.begin(), b.end(), rng);
   const std::vector<int32_t> a_copy = a;
   const std::span<const int32_t> orders[] = {a, a_copy, b, {}};
-  for (DType dtype : {DType::kF32, DType::kBF16x16, DType::kQ8_0}) {
+  for (kernels::MatrixFormat dtype :
+       {kernels::MatrixFormat(DType::kF32), kernels::interleaved(DType::kBF16), kernels::MatrixFormat(DType::kQ8_0)}) {
     std::vector<Weights> weights;
     for (int64_t N : rows) weights.push_back(random_weights(dtype, N, K, rng));
     for (int64_t M : {1, 7, 40}) {
-      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " M=" << M);
+      SCOPED_TRACE(::testing::Message() << kernels::format_name(dtype) << " M=" << M);
       std::vector<float> x(static_cast<size_t>(M * K));
       for (auto& v : x) v = dist(rng);
       std::vector<std::vector<float>> want;

@@ -110,7 +110,8 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
 // golden/quant: 4-8% of max|logit| even for Q8_0) moves logits by a few percent.
 double reference_bound(DType served) {
   // The dtype the matmuls really run: Model re-lays interleavable matrices (tiny-256's K are whole blocks).
-  const DType run = interleaving_enabled(served, {}) ? kernels::interleaved_dtype(served) : served;
+  const kernels::MatrixFormat run =
+      interleaving_enabled(served, {}) ? kernels::interleaved(served) : kernels::MatrixFormat(served);
   const auto precision = kernels::default_matmul_precision(run, kernels::detected_isa());
   return precision == kernels::MatmulPrecision::kF32Activations ? 1e-4 : 0.1;
 }

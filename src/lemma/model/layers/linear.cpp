@@ -65,7 +65,7 @@ bool is_supported_weight_dtype(DType dtype) { return kernels::can_dequantize(dty
 void read_row(const TensorView& weight, int64_t row, std::span<float> out) {
   const int64_t k = row_length(weight);
   assert(static_cast<int64_t>(out.size()) >= k);
-  if (kernels::is_interleaved(weight.dtype)) {  // a tied LM head's embedding rows (interleaved_weights.h)
+  if (weight.layout == RowLayout::kInterleaved16) {  // a tied LM head's embedding rows (interleaved_weights.h)
     kernels::read_interleaved_row(weight.dtype, weight.data, k, row, out.data());
     return;
   }

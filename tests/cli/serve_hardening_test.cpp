@@ -121,7 +121,8 @@ TEST(ServeHardening, ConnectionCapHeldKeepsTheServerIdleAndAnswering) {
 
 TEST(ServeHardening, SecondSignalWhileDrainingExitsAtOnce) {
   LEMMA_REQUIRE_SHARED(stories());
-  ServeProcess server("--model " + shell_quote(stories()) + " --port 0 --threads 1 --shutdown-grace 60");
+  // Four sequences at a time, so the 16 choices below take several seconds even on a fast machine.
+  ServeProcess server("--model " + shell_quote(stories()) + " --port 0 --threads 1 --max-num-seqs 4 --shutdown-grace 60");
   ASSERT_TRUE(server.started()) << server.log();
   // A stream whose reader reads nothing keeps a request in flight (its writes stall).
   int small = 4096;
@@ -132,7 +133,7 @@ TEST(ServeHardening, SecondSignalWhileDrainingExitsAtOnce) {
   const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                               std::to_string(body.size()) + "\r\n\r\n" + body;
   ::send(reader, request.data(), request.size(), MSG_NOSIGNAL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(500), -1) << "no request kept the drain busy:\n" << server.log();
   const std::string health = raw_http(server.port(), kHealth, 2000);

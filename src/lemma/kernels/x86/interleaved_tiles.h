@@ -80,6 +80,24 @@ static inline void for_each_quarter(Pass&& pass) {
   pass.template operator()<1, 1>();
 }
 
+// Q2_K / Q3_K's scales of sub-blocks 8 H + 2 f + Q (f = 0..3, one quarter pass) from their scale
+// vectors lo = sc[2 H] and hi = sc[2 H + 1]: byte (2 f + Q) % 4 of each 32-bit lane, Q3_K's as a
+// signed byte (already minus 32), Q2_K's low nibble (its min is the high one).
+template <class V, bool kQ3, int Q>
+static inline void q23k_scales(typename V::I lo, typename V::I hi, typename V::I (&scale)[4]) {
+  const auto pick = [&]<int J>(typename V::I v) {
+    if constexpr (kQ3) {
+      return V::template signed_byte<J>(v);
+    } else {
+      return V::and_i32(V::template shift_right_i32<8 * J>(v), V::set1_i32(0x0F));
+    }
+  };
+  scale[0] = pick.template operator()<Q>(lo);
+  scale[1] = pick.template operator()<2 + Q>(lo);
+  scale[2] = pick.template operator()<Q>(hi);
+  scale[3] = pick.template operator()<2 + Q>(hi);
+}
+
 // 4 signed codes of x as one int32 (for a broadcast vpdpbusd operand).
 static inline int32_t load_i32(const int8_t* p) {
   int32_t v;

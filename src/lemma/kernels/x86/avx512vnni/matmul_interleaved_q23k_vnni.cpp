@@ -26,12 +26,6 @@ using Vec = VecAvx512;
 
 constexpr int64_t kValues = 256;
 
-// The low nibble of byte J (0..3) of each 32-bit lane (Q2_K's scale).
-template <int J>
-__m512i low_nibble(__m512i v) {
-  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * J), _mm512_set1_epi32(0x0F));
-}
-
 // Q3_K's 16 scales of the 16 rows, minus 32, as int8 bytes: vector q, byte b = sub-block 4 q + b
 // (ggml's 12-byte packing: low nibbles in bytes 0..7, top bit pairs in bytes 8..11).
 void unpack_q3k_scales(const uint8_t* packed, __m512i v[4]) {
@@ -100,17 +94,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         }
         // Sub-block 8 H + 2 f + Q: scale vector 2 H + f / 2, byte (2 f + Q) % 4.
         __m512i scale[4];
-        if constexpr (kQ3) {
-          scale[0] = Vec::signed_byte<Q>(sc[2 * H]);
-          scale[1] = Vec::signed_byte<2 + Q>(sc[2 * H]);
-          scale[2] = Vec::signed_byte<Q>(sc[2 * H + 1]);
-          scale[3] = Vec::signed_byte<2 + Q>(sc[2 * H + 1]);
-        } else {
-          scale[0] = low_nibble<Q>(sc[2 * H]);
-          scale[1] = low_nibble<2 + Q>(sc[2 * H]);
-          scale[2] = low_nibble<Q>(sc[2 * H + 1]);
-          scale[3] = low_nibble<2 + Q>(sc[2 * H + 1]);
-        }
+        q23k_scales<Vec, kQ3, Q>(sc[2 * H], sc[2 * H + 1], scale);
         for (int r = 0; r < R; ++r)
           for (int f = 0; f < 4; ++f) S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(scale[f], U[r][f]));
       };

@@ -12,6 +12,7 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
+#include "lemma/kernels/reference/oracle_loops.h"
 
 namespace lemma::kernels {
 
@@ -53,40 +54,31 @@ void matmul_interleaved(const MatmulArgs& a) {
   constexpr bool kMins = Plain == DType::kQ4_1 || Plain == DType::kQ5_1;
   const int64_t blocks = a.K / kBlock;
   const int64_t super_bytes = kInterleaveRows * static_cast<int64_t>(dtype_info(Plain).block_bytes);
-  for (int64_t m = 0; m < a.M; ++m) {
-    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
-    const float* dx = int8_signed_scales(a.xq, a.K, m);
-    const int32_t* xs = int8_block_sums(a.xq, a.K, m);
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
-      const int64_t i = n % kInterleaveRows;
-      float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* super = group + b * super_bytes;
-        uint16_t d_bits;
-        std::memcpy(&d_bits, super + 2 * i, 2);
-        int32_t sum = 0;
-        for (int64_t k = 0; k < kBlock; ++k) {
-          const int q = Plain == DType::kQ8_0    ? code_q8(super + 32, i, k)
-                        : Plain == DType::kQ4_0  ? code_q4(super + 32, i, k)
-                        : Plain == DType::kQ5_0  ? code_q5(super + 32, i, k)
-                        : Plain == DType::kIQ4_NL ? code_iq4(super + 32, i, k)
-                        : Plain == DType::kQ4_1  ? code_q4(super + 64, i, k) + 8
-                        : Plain == DType::kQ5_1  ? code_q5(super + 64, i, k) + 16
-                        : Plain == DType::kI8Z32 ? code_intz(true, super, i, k)
-                                                 : code_intz(false, super, i, k);
-          sum += q * x[b * kBlock + k];
-        }
-        acc = std::fma(f16_to_f32(d_bits) * dx[b], static_cast<float>(sum), acc);
-        if constexpr (kMins) {
-          uint16_t m_bits;
-          std::memcpy(&m_bits, super + 32 + 2 * i, 2);
-          acc = std::fma(f16_to_f32(m_bits) * dx[b], static_cast<float>(xs[b]), acc);
-        }
-      }
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
+  oracle::for_each_group_block(a, blocks, blocks * super_bytes, [&](float acc, const uint8_t* group, int64_t i, int64_t m, int64_t b) {
+    const Int8SignedRow x = int8_signed_row(a.xq, a.K, m);
+    const uint8_t* super = group + b * super_bytes;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, super + 2 * i, 2);
+    int32_t sum = 0;
+    for (int64_t k = 0; k < kBlock; ++k) {
+      const int q = Plain == DType::kQ8_0    ? code_q8(super + 32, i, k)
+                    : Plain == DType::kQ4_0  ? code_q4(super + 32, i, k)
+                    : Plain == DType::kQ5_0  ? code_q5(super + 32, i, k)
+                    : Plain == DType::kIQ4_NL ? code_iq4(super + 32, i, k)
+                    : Plain == DType::kQ4_1  ? code_q4(super + 64, i, k) + 8
+                    : Plain == DType::kQ5_1  ? code_q5(super + 64, i, k) + 16
+                    : Plain == DType::kI8Z32 ? code_intz(true, super, i, k)
+                                             : code_intz(false, super, i, k);
+      sum += q * x.codes[b * kBlock + k];
     }
-  }
+    acc = std::fma(f16_to_f32(d_bits) * x.scales[b], static_cast<float>(sum), acc);
+    if constexpr (kMins) {
+      uint16_t m_bits;
+      std::memcpy(&m_bits, super + 32 + 2 * i, 2);
+      acc = std::fma(f16_to_f32(m_bits) * x.scales[b], static_cast<float>(x.sums[b]), acc);
+    }
+    return acc;
+  });
 }
 
 // IQ4_XSx16 (interleaved_blocks.h): Q8_0x16's activations and loop, dw = f32(d) * (ls - 32) per
@@ -94,28 +86,19 @@ void matmul_interleaved(const MatmulArgs& a) {
 void matmul_iq4_xsx16(const MatmulArgs& a) {
   using L = Iq4XsX16Layout;
   const int64_t blocks = a.K / kBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const int8_t* x = int8_signed_codes(a.xq, a.K, m);
-    const float* dx = int8_signed_scales(a.xq, a.K, m);
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * (blocks / 8) * L::kSuperBytes;
-      const int64_t i = n % kInterleaveRows;
-      float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* super = group + b / 8 * L::kSuperBytes;
-        uint16_t d_bits, scales_h;
-        std::memcpy(&d_bits, super + 2 * i, 2);
-        std::memcpy(&scales_h, super + L::kScalesHighAt + 2 * i, 2);
-        const int scale = iq4_xs_scale(scales_h, super + L::kScalesLowAt + 4 * i, static_cast<int>(b % 8));  // ls - 32
-        const uint8_t* codes = super + L::kCodesAt + L::kSubBlockBytes * (b % 8);
-        int32_t sum = 0;
-        for (int64_t k = 0; k < kBlock; ++k) sum += code_iq4(codes, i, k) * x[b * kBlock + k];
-        const float dw = f16_to_f32(d_bits) * static_cast<float>(scale);
-        acc = std::fma(dw * dx[b], static_cast<float>(sum), acc);
-      }
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
-    }
-  }
+  oracle::for_each_group_block(a, blocks, (blocks / 8) * L::kSuperBytes, [&](float acc, const uint8_t* group, int64_t i, int64_t m, int64_t b) {
+    const uint8_t* super = group + b / 8 * L::kSuperBytes;
+    uint16_t d_bits, scales_h;
+    std::memcpy(&d_bits, super + 2 * i, 2);
+    std::memcpy(&scales_h, super + L::kScalesHighAt + 2 * i, 2);
+    const int scale = iq4_xs_scale(scales_h, super + L::kScalesLowAt + 4 * i, static_cast<int>(b % 8));  // ls - 32
+    const uint8_t* codes = super + L::kCodesAt + L::kSubBlockBytes * (b % 8);
+    const int8_t* x = int8_signed_codes(a.xq, a.K, m) + b * kBlock;
+    int32_t sum = 0;
+    for (int64_t k = 0; k < kBlock; ++k) sum += code_iq4(codes, i, k) * x[k];
+    const float dw = f16_to_f32(d_bits) * static_cast<float>(scale);
+    return std::fma(dw * int8_signed_scales(a.xq, a.K, m)[b], static_cast<float>(sum), acc);
+  });
 }
 
 // The loops the K-quant oracles share: per output one f32 accumulator from +0, then for each
@@ -125,18 +108,10 @@ template <typename Update>
 void matmul_kx16(const MatmulArgs& a, int64_t super_bytes, Update update) {
   constexpr int64_t kValues = 256;
   const int64_t blocks = a.K / kValues;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const int8_t* x = q8k_codes(a.xq, a.K, m);
-    const float* dx = q8k_scales(a.xq, a.K, m);
-    const int16_t* sums = q8k_sums(a.xq, a.K, m);
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
-      float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b)
-        acc = update(acc, group + b * super_bytes, n % kInterleaveRows, x + b * kValues, dx[b], sums + b * 16);
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? acc + a.bias[n] : acc;
-    }
-  }
+  oracle::for_each_group_block(a, blocks, blocks * super_bytes, [&](float acc, const uint8_t* group, int64_t i, int64_t m, int64_t b) {
+    const Q8kRows<1> x(a.xq, a.K, m);
+    return update(acc, group + b * super_bytes, i, x.codes[0] + b * kValues, x.scales[0][b], x.sums[0] + b * 16);
+  });
 }
 
 // Q4_Kx16 and Q5_Kx16 (kFifthBit; interleaved_blocks.h): the stated order, exactly.
@@ -276,21 +251,17 @@ void matmul_w8a8x16_reference(const MatmulArgs& a) {
   if (a.K > kW8A8MaxK) return write_nan_outputs(a);
   const int64_t blocks = a.K / kBlock;
   const int64_t super_bytes = kInterleaveRows * 34;
-  for (int64_t m = 0; m < a.M; ++m) {
+  oracle::for_each_output(a, [&](int64_t m, int64_t n) {
     const int8_t* x = int8_signed_codes(a.xq, a.K, m);
-    const float sx = int8_signed_scales(a.xq, a.K, m)[0];
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
-      const int64_t i = n % kInterleaveRows;
-      int32_t sum = 0;
-      for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t k = 0; k < kBlock; ++k) sum += code_q8(group + b * super_bytes + 32, i, k) * x[b * kBlock + k];
-      uint16_t d_bits;
-      std::memcpy(&d_bits, group + 2 * i, 2);
-      const float y = static_cast<float>(sum) * (sx * f16_to_f32(d_bits));
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
-    }
-  }
+    const auto* group = static_cast<const uint8_t*>(a.w) + n / kInterleaveRows * blocks * super_bytes;
+    const int64_t i = n % kInterleaveRows;
+    int32_t sum = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t k = 0; k < kBlock; ++k) sum += code_q8(group + b * super_bytes + 32, i, k) * x[b * kBlock + k];
+    uint16_t d_bits;
+    std::memcpy(&d_bits, group + 2 * i, 2);
+    return static_cast<float>(sum) * (int8_signed_scales(a.xq, a.K, m)[0] * f16_to_f32(d_bits));
+  });
 }
 void matmul_i4z32x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kI4Z32>(args); }
 void matmul_q5_0x16_int8_reference(const MatmulArgs& args) { matmul_interleaved<DType::kQ5_0>(args); }

@@ -10,6 +10,7 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/quant_blocks.h"
 #include "lemma/kernels/reference/lemma_int.h"
+#include "lemma/kernels/reference/oracle_loops.h"
 #include "lemma/tensor/dtype.h"
 
 namespace lemma::kernels {
@@ -106,77 +107,52 @@ KBlock weight_block(const uint8_t* row, int64_t b) {
 template <DType T>
 void matmul_q8k(const MatmulArgs& a) {
   const int64_t blocks = a.K / kBlock;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const int8_t* codes = q8k_codes(a.xq, a.K, m);
-    const float* scales = q8k_scales(a.xq, a.K, m);
-    const int16_t* sums = q8k_sums(a.xq, a.K, m);
-    for (int64_t n = 0; n < a.N; ++n) {
-      const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
-      float acc[8] = {};
-      for (int64_t b = 0; b < blocks; ++b) {
-        const KBlock w = weight_block<T>(row, b);
-        const int8_t* q = codes + b * kBlock;
-        const int16_t* s = sums + b * (kBlock / kQ8KGroup);
-        const float scale = w.d * scales[b];
-        for (int l = 0; l < 8; ++l) {
-          int32_t S = 0;
-          for (int c = 0; c < 8; ++c) {  // the 32-value chunks
-            int32_t dot = 0;
-            for (int t = 32 * c + 4 * l; t < 32 * c + 4 * l + 4; ++t) dot += (w.u[t] - w.offset) * q[t];
-            S += w.sc[2 * c + l / 4] * dot;
-          }
-          acc[l] = std::fma(scale, static_cast<float>(S), acc[l]);
-          if (w.has_mins) {
-            const int32_t N = w.mn[2 * l] * s[2 * l] + w.mn[2 * l + 1] * s[2 * l + 1];
-            acc[l] = std::fma(-(w.dmin * scales[b]), static_cast<float>(N), acc[l]);
-          }
+  oracle::for_each_output(a, [&](int64_t m, int64_t n) {
+    const Q8kRows<1> x(a.xq, a.K, m);
+    const auto* row = static_cast<const uint8_t*>(a.w) + n * a.w_row_bytes;
+    float acc[8] = {};
+    for (int64_t b = 0; b < blocks; ++b) {
+      const KBlock w = weight_block<T>(row, b);
+      const int8_t* q = x.codes[0] + b * kBlock;
+      const int16_t* s = x.sums[0] + b * (kBlock / kQ8KGroup);
+      const float dx = x.scales[0][b];
+      for (int l = 0; l < 8; ++l) {
+        int32_t S = 0;
+        for (int c = 0; c < 8; ++c) {  // the 32-value chunks
+          int32_t dot = 0;
+          for (int t = 32 * c + 4 * l; t < 32 * c + 4 * l + 4; ++t) dot += (w.u[t] - w.offset) * q[t];
+          S += w.sc[2 * c + l / 4] * dot;
+        }
+        acc[l] = std::fma(w.d * dx, static_cast<float>(S), acc[l]);
+        if (w.has_mins) {
+          const int32_t N = w.mn[2 * l] * s[2 * l] + w.mn[2 * l + 1] * s[2 * l + 1];
+          acc[l] = std::fma(-(w.dmin * dx), static_cast<float>(N), acc[l]);
         }
       }
-      float s4[4], s2[2];
-      for (int i = 0; i < 4; ++i) s4[i] = acc[i] + acc[i + 4];
-      for (int i = 0; i < 2; ++i) s2[i] = s4[i] + s4[i + 2];
-      const float y = s2[0] + s2[1];
-      a.y[m * a.y_stride + n] = a.bias != nullptr ? y + a.bias[n] : y;
     }
-  }
+    return oracle::tree_sum8(acc);
+  });
 }
 
 }  // namespace
 
 void quantize_q8k_activations_reference(const float* x, int64_t x_stride, int64_t M, int64_t K, void* out) {
-  const int64_t blocks = K / kBlock;
-  auto* base = static_cast<uint8_t*>(out);
-  for (int64_t m = 0; m < M; ++m) {
-    const float* row = x + m * x_stride;
-    auto* codes = reinterpret_cast<int8_t*>(base + m * q8k_row_bytes(K));
-    auto* scales = const_cast<float*>(q8k_scales(out, K, m));
-    auto* sums = const_cast<int16_t*>(q8k_sums(out, K, m));
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* xb = row + b * kBlock;
-      float amax = 0.0f;
-      bool has_nan = false;
-      for (int j = 0; j < kBlock; ++j) {
-        amax = std::max(amax, std::fabs(xb[j]));  // ignores NaN (std::max keeps its first argument)
-        has_nan = has_nan || std::isnan(xb[j]);
-      }
-      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;  // inf for a subnormal amax
-      int8_t* q = codes + b * kBlock;
-      for (int j = 0; j < kBlock; ++j) {
-        float v = xb[j] * id;
-        if (std::isnan(v)) v = 0.0f;
-        v = std::min(std::max(v, -127.0f), 127.0f);
-        q[j] = static_cast<int8_t>(std::nearbyint(v));
-      }
-      for (int g = 0; g < kBlock / kQ8KGroup; ++g) {
-        int sum = 0;
-        for (int j = 0; j < kQ8KGroup; ++j) sum += q[kQ8KGroup * g + j];
-        sums[b * (kBlock / kQ8KGroup) + g] = static_cast<int16_t>(sum);
-      }
-      // A NaN anywhere in the block makes its scale NaN, so every output that reads it is NaN.
-      scales[b] = has_nan ? std::numeric_limits<float>::quiet_NaN() : amax != 0.0f ? 1.0f / id : 0.0f;
+  oracle::quantise_blocks<kBlock>(x, x_stride, M, K, [&](int64_t m, int64_t b, const int8_t* q, const oracle::QuantisedBlock& block) {
+    std::copy(q, q + kBlock, const_cast<int8_t*>(q8k_codes(out, K, m)) + b * kBlock);
+    int16_t* sums = const_cast<int16_t*>(q8k_sums(out, K, m)) + b * (kBlock / kQ8KGroup);
+    for (int g = 0; g < kBlock / kQ8KGroup; ++g) {
+      int sum = 0;
+      for (int j = 0; j < kQ8KGroup; ++j) sum += q[kQ8KGroup * g + j];
+      sums[g] = static_cast<int16_t>(sum);
     }
-    std::memset(codes + K, 0, static_cast<size_t>(q8k_codes_stride(K) - K));
-    std::fill(scales + blocks, scales + q8k_scales_stride(K), 0.0f);
+    const float d = block.amax != 0.0f ? 1.0f / block.id : 0.0f;
+    const_cast<float*>(q8k_scales(out, K, m))[b] = block.has_nan ? std::numeric_limits<float>::quiet_NaN() : d;
+  });
+  for (int64_t m = 0; m < M; ++m) {  // padding: codes, scales and sums 0
+    std::memset(const_cast<int8_t*>(q8k_codes(out, K, m)) + K, 0, static_cast<size_t>(q8k_codes_stride(K) - K));
+    auto* scales = const_cast<float*>(q8k_scales(out, K, m));
+    std::fill(scales + K / kBlock, scales + q8k_scales_stride(K), 0.0f);
+    auto* sums = const_cast<int16_t*>(q8k_sums(out, K, m));
     std::fill(sums + K / kQ8KGroup, sums + q8k_sums_stride(K), int16_t{0});
   }
 }

@@ -1,8 +1,9 @@
 // Pieces the interleaved-weight kernels share (interleaved_blocks.h), whatever their ISA: the 16-row
 // groups' first superblocks, W's stream prefetch (in one burst or spread over a superblock's work),
-// the K-quants' quarter passes, x's 4-code broadcasts, the tile walks and the store of a register
-// tile's outputs (+ bias) over a vector layer V (x86/vec/). Included only by per-ISA sources;
-// `static inline` keeps each copy local to its object file (see horizontal_sum.h).
+// the K-quants' quarter passes, x's 4-code broadcasts, the tile walks, the store of a register
+// tile's outputs (+ bias) over a vector layer V (x86/vec/) and the K-quant tile around them.
+// Included only by per-ISA sources; `static inline` keeps each copy local to its object file (see
+// horizontal_sum.h).
 #pragma once
 
 #include <immintrin.h>
@@ -77,6 +78,24 @@ static inline void for_each_quarter(Pass&& pass) {
   pass.template operator()<0, 1>();
   pass.template operator()<1, 0>();
   pass.template operator()<1, 1>();
+}
+
+// Q2_K / Q3_K's scales of sub-blocks 8 H + 2 f + Q (f = 0..3, one quarter pass) from their scale
+// vectors lo = sc[2 H] and hi = sc[2 H + 1]: byte (2 f + Q) % 4 of each 32-bit lane, Q3_K's as a
+// signed byte (already minus 32), Q2_K's low nibble (its min is the high one).
+template <class V, bool kQ3, int Q>
+static inline void q23k_scales(typename V::I lo, typename V::I hi, typename V::I (&scale)[4]) {
+  const auto pick = [&]<int J>(typename V::I v) {
+    if constexpr (kQ3) {
+      return V::template signed_byte<J>(v);
+    } else {
+      return V::and_i32(V::template shift_right_i32<8 * J>(v), V::set1_i32(0x0F));
+    }
+  };
+  scale[0] = pick.template operator()<Q>(lo);
+  scale[1] = pick.template operator()<2 + Q>(lo);
+  scale[2] = pick.template operator()<Q>(hi);
+  scale[3] = pick.template operator()<2 + Q>(hi);
 }
 
 // 4 signed codes of x as one int32 (for a broadcast vpdpbusd operand).
@@ -156,6 +175,23 @@ static inline typename V::F group_part(const typename V::F (&outputs)[N], int h)
 template <class V, int R, int G, class Acc>
 static inline void store_tile(const MatmulArgs& a, int64_t m0, int64_t g0, const Acc (&acc)[R][G]) {
   for (int g = 0; g < G; ++g) store_group<V, R>(a, m0, g0 + g, [&](int r, int h) { return group_part<V>(acc[r][g], h); });
+}
+
+// The K-quant x16 kernels' register tile over Q8_K-style x (q8k_activations.h): rows m0 .. m0 + R - 1
+// of x by groups g0 .. g0 + G - 1 of W (superblocks of super_bytes, walked in step); per 256-value
+// block b, block(b, group, x, acc) adds superblock b of every group to the accumulators acc[r][g],
+// zeroed here and stored with their bias at the end.
+template <class V, int R, int G, class Block>
+static inline void kquant_group_tile(const MatmulArgs& a, int64_t m0, int64_t g0, int64_t super_bytes, Block&& block) {
+  const int64_t blocks = a.K / kQ8KBlock;
+  const uint8_t* group[G];
+  group_starts<G>(a, g0, blocks, super_bytes, group);
+  const Q8kRows<R> x(a.xq, a.K, m0);
+  typename V::F acc[R][G];
+  for (int r = 0; r < R; ++r)
+    for (int g = 0; g < G; ++g) acc[r][g] = V::zero();
+  for (int64_t b = 0; b < blocks; ++b) block(b, group, x, acc);
+  store_tile<V, R, G>(a, m0, g0, acc);
 }
 
 }  // namespace lemma::kernels::x86

@@ -1,6 +1,6 @@
 // Pieces the AVX2 and AVX-512 VNNI K-quant int8-activation kernels (q8k_activations.h) share: the
-// f16 scale read, the unpacked scales and mins, and the 8-lane f32 part of a block (the same
-// instructions in both files, so their bits agree). Included only by per-ISA sources compiled with
+// f16 scale read, the unpacked scales and mins, the formats' sizes and the 8-lane f32 part of a block
+// (the same instructions in both files, so their bits agree). Included only by per-ISA sources compiled with
 // AVX2 or more; `static inline` keeps each copy local to its object file (see horizontal_sum.h).
 #pragma once
 
@@ -85,5 +85,37 @@ static inline void k2_scales(const uint8_t* bytes, __m256i* sc, __m256i* mn) {
   *sc = _mm256_cvtepu8_epi16(_mm_and_si128(v, low));
   *mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), low));
 }
+
+// The formats' block sizes, code offsets o (S sums (u - o) q) and f32 parts, the same for both ISAs;
+// each ISA file derives its decoder (Prep, prepare, codes, scales) from these. finish reads the
+// decoder's Prep: k (Q4_K/Q5_K), d (Q6_K), or d, dmin and mins (Q2_K/Q3_K). In an anonymous
+// namespace, as every helper here: no copy compiled with AVX-512 flags is shared with AVX2 callers.
+namespace {
+template <bool Q5>
+struct Q45KFormat {
+  static constexpr int64_t kBytes = Q5 ? 176 : 144;
+  static constexpr int kQs = Q5 ? 48 : 16;  // offset of qs (after d, dmin, scales[12] and qh[32])
+  static constexpr int kOffset = 0;
+  template <class Prep>
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    return accumulate_with_mins(p.k.d, p.k.dmin, p.k.mins, S, sums, dx, acc);
+  }
+};
+struct Q6KFormat {
+  static constexpr int64_t kBytes = 210;
+  static constexpr int kOffset = 32;
+  template <class Prep>
+  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return accumulate(p.d, S, dx, acc); }
+};
+template <bool Q3>
+struct Q23KFormat {
+  static constexpr int64_t kBytes = Q3 ? 110 : 84;
+  static constexpr int kOffset = Q3 ? 4 : 0;
+  template <class Prep>
+  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
+    return finish_block<!Q3>(p.d, p.dmin, p.mins, S, sums, dx, acc);
+  }
+};
+}  // namespace
 
 }  // namespace lemma::kernels::x86

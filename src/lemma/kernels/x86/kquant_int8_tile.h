@@ -18,6 +18,7 @@
 #include "lemma/kernels/q8k_activations.h"
 #include "lemma/kernels/x86/horizontal_sum.h"
 #include "lemma/kernels/x86/int8_tiles.h"
+#include "lemma/kernels/x86/register_tiles.h"
 
 namespace lemma::kernels::x86 {
 namespace {
@@ -72,6 +73,12 @@ void kquant_tile(const MatmulArgs& a, int64_t m0, int64_t n0) {
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) y[r][c] = reduce8(acc[r][c]);
   store_sums<R, C>(a, m0, n0, y);
+}
+
+// The whole product in register tiles of up to kMaxRows rows of x by kMaxCols rows of W.
+template <class Dot, int kMaxRows, int kMaxCols, class W>
+void kquant_matmul(const MatmulArgs& a) {
+  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { kquant_tile<Dot, W, R, C>(a, m0, n0); });
 }
 
 }  // namespace

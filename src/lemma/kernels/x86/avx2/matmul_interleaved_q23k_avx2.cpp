@@ -24,12 +24,6 @@ namespace {
 
 constexpr int64_t kValues = 256;
 
-// The low nibble of byte J (0..3) of each 32-bit lane (Q2_K's scale).
-template <int J>
-__m256i low_nibble(__m256i v) {
-  return _mm256_and_si256(_mm256_srli_epi32(v, 8 * J), _mm256_set1_epi32(0x0F));
-}
-
 // Half H's Q3_K scales minus 32 as int8 bytes: vector q, byte b = sub-block 4 q + b (ggml's 12-byte
 // packing: low nibbles in bytes 0..7, top bit pairs in bytes 8..11).
 template <int H>
@@ -85,17 +79,7 @@ void block_half(const uint8_t* super, const Q8kRows<R>& x, int64_t b, bool prefe
     }
     // Sub-block 8 BH + 2 f + Q: scale vector 2 BH + f / 2, byte (2 f + Q) % 4.
     __m256i scale[4];
-    if constexpr (kQ3) {
-      scale[0] = VecAvx2::signed_byte<Q>(sc[2 * BH]);
-      scale[1] = VecAvx2::signed_byte<2 + Q>(sc[2 * BH]);
-      scale[2] = VecAvx2::signed_byte<Q>(sc[2 * BH + 1]);
-      scale[3] = VecAvx2::signed_byte<2 + Q>(sc[2 * BH + 1]);
-    } else {
-      scale[0] = low_nibble<Q>(sc[2 * BH]);
-      scale[1] = low_nibble<2 + Q>(sc[2 * BH]);
-      scale[2] = low_nibble<Q>(sc[2 * BH + 1]);
-      scale[3] = low_nibble<2 + Q>(sc[2 * BH + 1]);
-    }
+    q23k_scales<VecAvx2, kQ3, Q>(sc[2 * BH], sc[2 * BH + 1], scale);
     for (int r = 0; r < R; ++r)
       for (int f = 0; f < 4; ++f) {
         __m256i U = widen(t[r][f]);

@@ -23,10 +23,8 @@ __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m
 
 // Q4_K (Q5 = false) and Q5_K: 8 chunks of 32 values, chunk c has scale sc_c and min mn_c.
 template <bool Q5>
-struct Q45K {
-  static constexpr int64_t kBytes = Q5 ? 176 : 144;
-  static constexpr int kQs = Q5 ? 48 : 16;  // offset of qs (after d, dmin, scales[12] and qh[32])
-  static constexpr int kOffset = 0;
+struct Q45K : Q45KFormat<Q5> {
+  using Q45KFormat<Q5>::kQs;
   struct Prep {
     const uint8_t* qs;
     __m256i qh;
@@ -54,9 +52,6 @@ struct Q45K {
   static __m256i scales(const Prep& p, int c) {
     return _mm256_shuffle_epi8(p.sc, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * c)));
   }
-  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return accumulate_with_mins(p.k.d, p.k.dmin, p.k.mins, S, sums, dx, acc);
-  }
 };
 
 // 16 int16 group scales sc_0..sc_15 arranged for vpshufb: chunk c's are [sc_2c x8 | sc_2c+1 x8].
@@ -72,9 +67,7 @@ __m256i g16_chunk_scales(const G16Scales& g, int c) {
 }
 
 // Q6_K: chunk c of 32 values holds groups 2c and 2c + 1 (int8 scales); codes 0..63 stand for u - 32.
-struct Q6K {
-  static constexpr int64_t kBytes = 210;
-  static constexpr int kOffset = 32;
+struct Q6K : Q6KFormat {
   struct Prep {
     const uint8_t* ql;
     const uint8_t* qh;
@@ -98,15 +91,12 @@ struct Q6K {
     return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
   }
   static __m256i scales(const Prep& p, int c) { return g16_chunk_scales(p.sc, c); }
-  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return accumulate(p.d, S, dx, acc); }
 };
 
 // Q2_K (Q3 = false) and Q3_K: chunk c = 4h + f is bits 2f of qs[32h..32h+31]; Q3_K adds bit c of
 // hmask as u's bit 2 (value u - 4); 16 groups of 16.
 template <bool Q3>
-struct Q23K {
-  static constexpr int64_t kBytes = Q3 ? 110 : 84;
-  static constexpr int kOffset = Q3 ? 4 : 0;
+struct Q23K : Q23KFormat<Q3> {
   struct Prep {
     const uint8_t* qs;
     __m256i hmask;
@@ -142,9 +132,6 @@ struct Q23K {
     return u;
   }
   static __m256i scales(const Prep& p, int c) { return g16_chunk_scales(p.sc, c); }
-  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return finish_block<!Q3>(p.d, p.dmin, p.mins, S, sums, dx, acc);
-  }
 };
 
 // kquant_tile's integer steps on AVX2: 32 codes, vpmaddubsw, then vpmaddwd by the chunk's scales.
@@ -155,17 +142,12 @@ struct Dot : VecAvx2 {
   static __m256i fold(I S) { return S; }
 };
 
-template <class W>
-void run(const MatmulArgs& a) {
-  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { kquant_tile<Dot, W, R, C>(a, m0, n0); });
-}
-
 }  // namespace
 
-void matmul_q4_k_int8_avx2(const MatmulArgs& a) { run<Q45K<false>>(a); }
-void matmul_q5_k_int8_avx2(const MatmulArgs& a) { run<Q45K<true>>(a); }
-void matmul_q6_k_int8_avx2(const MatmulArgs& a) { run<Q6K>(a); }
-void matmul_q2_k_int8_avx2(const MatmulArgs& a) { run<Q23K<false>>(a); }
-void matmul_q3_k_int8_avx2(const MatmulArgs& a) { run<Q23K<true>>(a); }
+void matmul_q4_k_int8_avx2(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q45K<false>>(a); }
+void matmul_q5_k_int8_avx2(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q45K<true>>(a); }
+void matmul_q6_k_int8_avx2(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q6K>(a); }
+void matmul_q2_k_int8_avx2(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q23K<false>>(a); }
+void matmul_q3_k_int8_avx2(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q23K<true>>(a); }
 
 }  // namespace lemma::kernels::x86

@@ -26,12 +26,6 @@ using Vec = VecAvx512;
 
 constexpr int64_t kValues = 256;
 
-// The low nibble of byte J (0..3) of each 32-bit lane (Q2_K's scale).
-template <int J>
-__m512i low_nibble(__m512i v) {
-  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * J), _mm512_set1_epi32(0x0F));
-}
-
 // Q3_K's 16 scales of the 16 rows, minus 32, as int8 bytes: vector q, byte b = sub-block 4 q + b
 // (ggml's 12-byte packing: low nibbles in bytes 0..7, top bit pairs in bytes 8..11).
 void unpack_q3k_scales(const uint8_t* packed, __m512i v[4]) {
@@ -47,25 +41,15 @@ void unpack_q3k_scales(const uint8_t* packed, __m512i v[4]) {
 template <bool kQ3, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   using L = Q23Kx16Layout<kQ3>;
-  const int64_t blocks = a.K / kValues;
-  const uint8_t* group[G];
-  group_starts<G>(a, g0, blocks, L::kSuperBytes, group);
-  const Q8kRows<R> rows(a.xq, a.K, m0);
-  const auto& x = rows.codes;
-  const auto& dx = rows.scales;
-  const auto& sums = rows.sums;
-  __m512 acc[R][G];
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4), pairs16 = _mm512_set1_epi32(0x000F000F);
-  for (int64_t b = 0; b < blocks; ++b) {
+  kquant_group_tile<Vec, R, G>(a, m0, g0, L::kSuperBytes, [&](int64_t b, const uint8_t* const (&group)[G], const Q8kRows<R>& x, __m512 (&acc)[R][G]) {
     // Q2_K's mins: x's 16-value sums as int16 pairs (s_4w, s_4w+2) and (s_4w+1, s_4w+3).
     __m512i xs_pair[R][8];
     if constexpr (!kQ3)
       for (int r = 0; r < R; ++r)
         for (int w = 0; w < 4; ++w)
           for (int o = 0; o < 2; ++o) {
-            const int16_t* s = sums[r] + b * 16 + 4 * w + o;
+            const int16_t* s = x.sums[r] + b * 16 + 4 * w + o;
             xs_pair[r][2 * w + o] = _mm512_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(s[0]) & 0xFFFFu) |
                                                                           (static_cast<uint32_t>(s[2]) << 16)));
           }
@@ -94,7 +78,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
         __m512i U[R][4];
         for (int r = 0; r < R; ++r)
           for (int f = 0; f < 4; ++f)
-            U[r][f] = kQ3 ? _mm512_set1_epi32(-4 * sums[r][b * 16 + 8 * H + 2 * f + Q]) : _mm512_setzero_si512();
+            U[r][f] = kQ3 ? _mm512_set1_epi32(-4 * x.sums[r][b * 16 + 8 * H + 2 * f + Q]) : _mm512_setzero_si512();
         for (int p = 4 * Q; p < 4 * Q + 4; ++p) {
           if constexpr (G == 1) prefetch_stream_part<G, 16>(super, L::kSuperBytes, 8 * H + p);
           const __m512i v = _mm512_loadu_si512(super + L::kCodesAt + 64 * (8 * H + p));
@@ -104,23 +88,13 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
             for (int f = 0; f < 4; ++f)
               u[f] = _mm512_mask_add_epi8(u[f], Vec::load_mask64(super + L::kHighAt + 8 * (8 * (4 * H + f) + p)), u[f], four);
           for (int r = 0; r < R; ++r) {
-            const int8_t* xc = x[r] + b * kValues + 128 * H + 4 * p;
+            const int8_t* xc = x.codes[r] + b * kValues + 128 * H + 4 * p;
             for (int f = 0; f < 4; ++f) U[r][f] = _mm512_dpbusd_epi32(U[r][f], u[f], _mm512_set1_epi32(load_i32(xc + 32 * f)));
           }
         }
         // Sub-block 8 H + 2 f + Q: scale vector 2 H + f / 2, byte (2 f + Q) % 4.
         __m512i scale[4];
-        if constexpr (kQ3) {
-          scale[0] = Vec::signed_byte<Q>(sc[2 * H]);
-          scale[1] = Vec::signed_byte<2 + Q>(sc[2 * H]);
-          scale[2] = Vec::signed_byte<Q>(sc[2 * H + 1]);
-          scale[3] = Vec::signed_byte<2 + Q>(sc[2 * H + 1]);
-        } else {
-          scale[0] = low_nibble<Q>(sc[2 * H]);
-          scale[1] = low_nibble<2 + Q>(sc[2 * H]);
-          scale[2] = low_nibble<Q>(sc[2 * H + 1]);
-          scale[3] = low_nibble<2 + Q>(sc[2 * H + 1]);
-        }
+        q23k_scales<Vec, kQ3, Q>(sc[2 * H], sc[2 * H + 1], scale);
         for (int r = 0; r < R; ++r)
           for (int f = 0; f < 4; ++f) S[r] = _mm512_add_epi32(S[r], _mm512_mullo_epi32(scale[f], U[r][f]));
       };
@@ -128,13 +102,12 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
       const __m512 dmin = kQ3 ? _mm512_setzero_ps() : _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 32)));
       for (int r = 0; r < R; ++r) {
-        const __m512 dxv = _mm512_set1_ps(dx[r][b]);
+        const __m512 dxv = _mm512_set1_ps(x.scales[r][b]);
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxv), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
         if constexpr (!kQ3) acc[r][g] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dxv), _mm512_cvtepi32_ps(N[r]), acc[r][g]);
       }
     }
-  }
-  store_tile<Vec, R, G>(a, m0, g0, acc);
+  });
 }
 
 template <bool kQ3>

@@ -54,23 +54,13 @@ __m512i byte_of(__m512i v, int j) { return _mm512_and_si512(_mm512_srli_epi32(v,
 template <bool kFifthBit, int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
   constexpr int64_t kSuper = kSuperBytes<kFifthBit>;
-  const int64_t blocks = a.K / kValues;
-  const uint8_t* group[G];
-  group_starts<G>(a, g0, blocks, kSuper, group);
-  const Q8kRows<R> rows(a.xq, a.K, m0);
-  const auto& x = rows.codes;
-  const auto& dx = rows.scales;
-  const auto& sums = rows.sums;
-  __m512 acc[R][G];
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F), even16 = _mm512_set1_epi32(0x00FF00FF);
-  for (int64_t b = 0; b < blocks; ++b) {
+  kquant_group_tile<Vec, R, G>(a, m0, g0, kSuper, [&](int64_t b, const uint8_t* const (&group)[G], const Q8kRows<R>& x, __m512 (&acc)[R][G]) {
     // x's 32-value code sums xs_j as int16 pairs (xs_j, xs_j+2) for the vpdpwssd of the mins.
     __m512i xs_pair[R][4];
     for (int r = 0; r < R; ++r) {
       int32_t xs[8];
-      for (int j = 0; j < 8; ++j) xs[j] = sums[r][b * 16 + 2 * j] + sums[r][b * 16 + 2 * j + 1];
+      for (int j = 0; j < 8; ++j) xs[j] = x.sums[r][b * 16 + 2 * j] + x.sums[r][b * 16 + 2 * j + 1];
       for (int k = 0; k < 4; ++k) {  // pairs (0,2) (1,3) (4,6) (5,7): bytes 0/2 and 1/3 of a lane
         const int j = (k / 2) * 4 + k % 2;
         xs_pair[r][k] = _mm512_set1_epi32(static_cast<int32_t>((static_cast<uint32_t>(xs[j]) & 0xFFFFu) |
@@ -103,7 +93,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
             hi = _mm512_mask_add_epi8(hi, Vec::load_mask64(super + kHighAt + 8 * (16 * c + 8 + p)), hi, sixteen);
           }
           for (int r = 0; r < R; ++r) {
-            const int8_t* xc = x[r] + b * kValues + 64 * c + 4 * p;
+            const int8_t* xc = x.codes[r] + b * kValues + 64 * c + 4 * p;
             lo_sum[r] = _mm512_dpbusd_epi32(lo_sum[r], lo, _mm512_set1_epi32(load_i32(xc)));
             hi_sum[r] = _mm512_dpbusd_epi32(hi_sum[r], hi, _mm512_set1_epi32(load_i32(xc + 32)));
           }
@@ -116,13 +106,12 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 32)));
       for (int r = 0; r < R; ++r) {
-        const __m512 dxv = _mm512_set1_ps(dx[r][b]);
+        const __m512 dxv = _mm512_set1_ps(x.scales[r][b]);
         acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxv), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
         acc[r][g] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, dxv), _mm512_cvtepi32_ps(N[r]), acc[r][g]);
       }
     }
-  }
-  store_tile<Vec, R, G>(a, m0, g0, acc);
+  });
 }
 
 template <bool kFifthBit>

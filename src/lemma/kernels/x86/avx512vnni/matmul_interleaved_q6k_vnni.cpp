@@ -34,18 +34,8 @@ __m512i join(__m512i a, __m512i b, __m512i low4) { return _mm512_ternarylogic_ep
 
 template <int R, int G>
 void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
-  const int64_t blocks = a.K / kValues;
-  const uint8_t* group[G];
-  group_starts<G>(a, g0, blocks, kSuperBytes, group);
-  const Q8kRows<R> rows(a.xq, a.K, m0);
-  const auto& x = rows.codes;
-  const auto& dx = rows.scales;
-  const auto& sums = rows.sums;
-  __m512 acc[R][G];
-  for (int r = 0; r < R; ++r)
-    for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  for (int64_t b = 0; b < blocks; ++b) {
+  kquant_group_tile<Vec, R, G>(a, m0, g0, kSuperBytes, [&](int64_t b, const uint8_t* const (&group)[G], const Q8kRows<R>& x, __m512 (&acc)[R][G]) {
     for (int g = 0; g < G; ++g) {
       const uint8_t* super = group[g] + b * kSuperBytes;
       __m512i sc[4];
@@ -56,7 +46,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       const auto quarter_pass = [&]<int H, int Q>() {
         __m512i U[R][4];  // sub-blocks 8H + 2k + Q, k = quarter
         for (int r = 0; r < R; ++r)
-          for (int k = 0; k < 4; ++k) U[r][k] = _mm512_set1_epi32(-32 * sums[r][b * 16 + 8 * H + 2 * k + Q]);
+          for (int k = 0; k < 4; ++k) U[r][k] = _mm512_set1_epi32(-32 * x.sums[r][b * 16 + 8 * H + 2 * k + Q]);
         for (int p = 4 * Q; p < 4 * Q + 4; ++p) {
           prefetch_stream_part<G, 16>(super, kSuperBytes, 8 * H + 4 * Q + p % 4);
           const __m512i lo_a = _mm512_loadu_si512(super + kLowAt + 64 * (16 * H + p));
@@ -68,7 +58,7 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
               join(_mm512_srli_epi16(lo_a, 4), _mm512_and_si512(hi, bits45), low4),
               join(_mm512_srli_epi16(lo_b, 4), _mm512_and_si512(_mm512_srli_epi16(hi, 2), bits45), low4)};
           for (int r = 0; r < R; ++r) {
-            const int8_t* xc = x[r] + b * kValues + 128 * H + 4 * p;
+            const int8_t* xc = x.codes[r] + b * kValues + 128 * H + 4 * p;
             for (int k = 0; k < 4; ++k) U[r][k] = _mm512_dpbusd_epi32(U[r][k], u[k], _mm512_set1_epi32(load_i32(xc + 32 * k)));
           }
         }
@@ -81,10 +71,9 @@ void tile(const MatmulArgs& a, int64_t m0, int64_t g0) {
       for_each_quarter(quarter_pass);
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
       for (int r = 0; r < R; ++r)
-        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx[r][b])), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
+        acc[r][g] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.scales[r][b])), _mm512_cvtepi32_ps(S[r]), acc[r][g]);
     }
-  }
-  store_tile<Vec, R, G>(a, m0, g0, acc);
+  });
 }
 
 }  // namespace

@@ -47,10 +47,8 @@ __mmask64 pair_mask(const uint32_t masks[8], int pair) {
 
 // Q4_K (Q5 = false) and Q5_K: pair p is chunks 2p (low nibbles of qs[32p..]) and 2p + 1 (high).
 template <bool Q5>
-struct Q45K {
-  static constexpr int64_t kBytes = Q5 ? 176 : 144;
-  static constexpr int kQs = Q5 ? 48 : 16;
-  static constexpr int kOffset = 0;
+struct Q45K : Q45KFormat<Q5> {
+  using Q45KFormat<Q5>::kQs;
   struct Prep {
     const uint8_t* qs;
     uint32_t qh[8];  // qh bit c of the 32 bytes, as a 32-bit mask per chunk c
@@ -75,16 +73,11 @@ struct Q45K {
   static __m512i scales(const Prep& p, int pair) {
     return _mm512_permutexvar_epi16(pick4(2 * pair, 2 * pair, 2 * pair + 1, 2 * pair + 1), _mm512_castsi128_si512(p.k.sc));
   }
-  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return accumulate_with_mins(p.k.d, p.k.dmin, p.k.mins, S, sums, dx, acc);
-  }
 };
 
 // Q6_K: pair p of half h = p / 2 is chunks 4h + 2(p % 2) and + 1: ql[64h..64h+63]'s low (p even)
 // or high nibbles, with qh[32h..] bits 4(p % 2) + {0, 1} and + {2, 3}.
-struct Q6K {
-  static constexpr int64_t kBytes = 210;
-  static constexpr int kOffset = 32;
+struct Q6K : Q6KFormat {
   struct Prep {
     const uint8_t* ql;
     const uint8_t* qh;
@@ -110,15 +103,12 @@ struct Q6K {
     return _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
   }
   static __m512i scales(const Prep& p, int pair) { return g16_pair_scales(p.sc, pair); }
-  static __m256 finish(const Prep& p, __m256i S, __m256i, float dx, __m256 acc) { return accumulate(p.d, S, dx, acc); }
 };
 
 // Q2_K (Q3 = false) and Q3_K: pair p is chunks 2p, 2p + 1 = bits 4(p % 2) + {0, 1} and + {2, 3} of
 // qs[32h..] (h = p / 2); Q3_K adds bit c of hmask as u's bit 2 (value u - 4); 16 groups of 16.
 template <bool Q3>
-struct Q23K {
-  static constexpr int64_t kBytes = Q3 ? 110 : 84;
-  static constexpr int kOffset = Q3 ? 4 : 0;
+struct Q23K : Q23KFormat<Q3> {
   struct Prep {
     const uint8_t* qs;
     uint32_t hmask[8];
@@ -150,9 +140,6 @@ struct Q23K {
     return u;
   }
   static __m512i scales(const Prep& p, int pair) { return g16_pair_scales(p.sc, pair); }
-  static __m256 finish(const Prep& p, __m256i S, __m256i sums, float dx, __m256 acc) {
-    return finish_block<!Q3>(p.d, p.dmin, p.mins, S, sums, dx, acc);
-  }
 };
 
 // kquant_tile's integer steps on AVX-512 VNNI: 64 codes (chunk 2p in lanes 0..7 of each 128 bits,
@@ -164,17 +151,12 @@ struct Dot : VecAvx512 {
   static __m256i fold(I S) { return _mm256_add_epi32(_mm512_castsi512_si256(S), _mm512_extracti64x4_epi64(S, 1)); }
 };
 
-template <class W>
-void run(const MatmulArgs& a) {
-  for_each_tile<kMaxRows, kMaxCols>(a.M, a.N, [&]<int R, int C>(int64_t m0, int64_t n0) { kquant_tile<Dot, W, R, C>(a, m0, n0); });
-}
-
 }  // namespace
 
-void matmul_q4_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<false>>(a); }
-void matmul_q5_k_int8_avx512vnni(const MatmulArgs& a) { run<Q45K<true>>(a); }
-void matmul_q6_k_int8_avx512vnni(const MatmulArgs& a) { run<Q6K>(a); }
-void matmul_q2_k_int8_avx512vnni(const MatmulArgs& a) { run<Q23K<false>>(a); }
-void matmul_q3_k_int8_avx512vnni(const MatmulArgs& a) { run<Q23K<true>>(a); }
+void matmul_q4_k_int8_avx512vnni(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q45K<false>>(a); }
+void matmul_q5_k_int8_avx512vnni(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q45K<true>>(a); }
+void matmul_q6_k_int8_avx512vnni(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q6K>(a); }
+void matmul_q2_k_int8_avx512vnni(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q23K<false>>(a); }
+void matmul_q3_k_int8_avx512vnni(const MatmulArgs& a) { kquant_matmul<Dot, kMaxRows, kMaxCols, Q23K<true>>(a); }
 
 }  // namespace lemma::kernels::x86

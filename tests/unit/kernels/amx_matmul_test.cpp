@@ -20,6 +20,7 @@
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
+#include "hardware_paths.h"
 #include "matmul_test_util.h"
 
 namespace lemma::kernels {
@@ -212,7 +213,7 @@ TEST(AmxMatmul, EmulatedKernelsStageInTheLentScratchWhateverItHolds) {
 }
 
 TEST(AmxMatmul, HardwareKernelsGiveTheReferenceBits) {
-  if (!cpu_features().amx) GTEST_SKIP() << "needs AMX-TILE/INT8 (Sapphire Rapids or later); this CPU has none";
+  if (!cpu_features().amx) GTEST_SKIP() << testing::without("AMX", "the same kernels ran on the tile emulator instead (AmxMatmul.Emulated*)");
   expect_reference_bits(hardware);
   expect_reference_bits_at_extremes(hardware);
   expect_batch_and_split_invariance(hardware);
@@ -228,7 +229,7 @@ TEST(AmxMatmul, RegistryChoosesTheAmxKernelsUnderAmxOnly) {
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAmx, MatmulPrecision::kInt8Activations), "amx_" + name + "_int8");
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, MatmulPrecision::kInt8Activations), "avx512_vnni_" + name + "_int8");
   }
-  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "needs AMX to run under Isa::kAmx; this CPU has none";
+  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << testing::without("AMX", "Isa::kAmx cannot run; its kernels ran on the tile emulator instead (AmxMatmul.Emulated*)");
   // Through the registry under Isa::kAmx: below and above the row count where the AMX kernel takes
   // over from the VNNI one, the oracle's bits.
   std::mt19937 rng(53);

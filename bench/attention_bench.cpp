@@ -127,11 +127,13 @@ void run_case(const char* name, int64_t context, int64_t num_tokens, int64_t bat
   std::vector<float> scratch(static_cast<size_t>(scratch_floats));
   std::vector<float> old_scratch(static_cast<size_t>(kHeads * context));
   ThreadTeam team(threads);
+  std::vector<lemma::kernels::KernelScratch> kernel_scratch(static_cast<size_t>(team.size()));  // per thread, as a forward's
 
   double flash_cpu = 0.0, old_cpu = 0.0;
   int64_t next_layer = 0;
   const double flash = best_ms(reps, [&] {
-    lemma::layers::paged_attention(q, cache.layer(next_layer), seqs, params, scratch, out, &team);
+    lemma::layers::paged_attention(q, cache.layer(next_layer), seqs, params, scratch, out, &team,
+                                   lemma::kernels::detected_isa(), kernel_scratch);
     next_layer = (next_layer + 1) % layers;
   }, &flash_cpu);
   const double kv_gb =

@@ -27,6 +27,7 @@
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/kernel_policy.h"
+#include "lemma/kernels/kernel_set.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
 #include "lemma/model/thread_team.h"
 
@@ -164,6 +165,10 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
   for (auto& value : x) value = dist(rng);
   std::vector<float> y(static_cast<size_t>(M * N));
   lemma::ThreadTeam& threads = team();
+  // One per team thread, as a forward lends them (the AMX kernels stage their panels there).
+  std::vector<lemma::kernels::KernelScratch> kernel_scratch(static_cast<size_t>(threads.size()));
+  const Isa scratch_isa = v.amx_fn != nullptr ? Isa::kAmx : v.isa;  // grown before the timed calls
+  for (auto& s : kernel_scratch) s.reserve(lemma::kernels::kernel_set(scratch_isa).scratch_bytes());
   // layers::linear's split: whole 16-row tiles, at least ~64K multiply-adds, about 4 per thread.
   const int64_t min_rows = std::max<int64_t>(16, (int64_t{1} << 16) / std::max<int64_t>(M * K, 1));
   const int64_t per_thread = (N + 4 * threads.size() - 1) / (4 * threads.size());
@@ -175,8 +180,9 @@ void run_matmul(benchmark::State& state, Variant v, int64_t N, int64_t K) {
     if (v.amx_fn != nullptr) plan.fn = v.amx_fn;
     lemma::kernels::ActivationBuffer buffer;
     lemma::kernels::prepare_activations(std::span(&plan, 1), buffer);
-    threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile));
+    threads.parallel_tiles((N + rows_per_tile - 1) / rows_per_tile, 1, [&](int64_t t0, int64_t t1, int worker) {
+      for (int64_t t = t0; t < t1; ++t)
+        plan.run_rows(t * rows_per_tile, std::min(N, (t + 1) * rows_per_tile), &kernel_scratch[static_cast<size_t>(worker)]);
     });
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();

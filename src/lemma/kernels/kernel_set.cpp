@@ -7,6 +7,7 @@
 #include "lemma/kernels/attention/kv_dtype.h"
 #include "lemma/kernels/reference/ops_reference.h"
 #include "lemma/kernels/reference/vocab_ops_reference.h"
+#include "lemma/kernels/x86/amx/amx_scratch.h"
 #include "lemma/kernels/x86/simd/simd_kernels.h"
 
 namespace lemma::kernels {
@@ -87,6 +88,7 @@ KernelSet::KernelSet(Isa isa) : isa_(isa) {
       break;
     case Isa::kAmx:
       row_ = kAvx512RowOps, vocab_ = kAvx512VocabOps, flash_split_ = amx_flash;
+      scratch_bytes_ = x86::amx::kAmxScratchBytes;
       break;
   }
   for (size_t t = 0; t < decoders_.size(); ++t) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "lemma/kernels/attention/flash_split_args.h"
@@ -48,6 +49,9 @@ class KernelSet {
   const RowOps& row_ops() const { return row_; }
   const VocabOps& vocab_ops() const { return vocab_; }
   FlashSplitFn flash_split() const { return flash_split_; }
+  // The most KernelScratch bytes any of these kernels asks for (0: none uses one; the AMX kernels
+  // stage tiles there), to grow each thread's scratch once before the first call.
+  size_t scratch_bytes() const { return scratch_bytes_; }
   // The fastest block decoder for `type` (bit-identical to the reference); nullptr if none.
   DequantizeFn decoder(DType type) const { return decoders_[static_cast<size_t>(type)]; }
   // The matmul kernel for `weight` with `precision` (or f32 activations when `weight` has no kernel
@@ -65,6 +69,7 @@ class KernelSet {
   RowOps row_;
   VocabOps vocab_;
   FlashSplitFn flash_split_;
+  size_t scratch_bytes_ = 0;
   std::array<DequantizeFn, static_cast<size_t>(DType::kCount)> decoders_{};
   static constexpr size_t kNumLayouts = 2;  // RowLayout's values
   std::array<std::array<std::array<Choices, kNumMatmulPrecisions>, kNumLayouts>, static_cast<size_t>(DType::kCount)>

@@ -101,15 +101,6 @@ bool owns_activations(std::span<const MatmulPlan> plans, size_t i) {
 
 }  // namespace
 
-std::byte* ActivationBuffer::reserve(size_t bytes) {
-  if (bytes + 64 > capacity_) {
-    capacity_ = bytes + 64;
-    storage_ = std::make_unique_for_overwrite<std::byte[]>(capacity_);
-  }
-  const auto address = reinterpret_cast<uintptr_t>(storage_.get());
-  return storage_.get() + ((64 - address % 64) % 64);
-}
-
 void prepare_activations(std::span<MatmulPlan> plans, ActivationBuffer& buffer) {
   assign_activation_buffers(plans, buffer, [](MatmulPlan& p) {
     p.quantize_x(p.args.x, p.args.x_stride, p.args.M, p.args.K, const_cast<void*>(p.args.xq));
@@ -133,7 +124,7 @@ void prepare_activation_rows(std::span<const MatmulPlan> plans, int64_t m0, int6
   }
 }
 
-void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
+void MatmulPlan::run_rows(int64_t n0, int64_t n1, KernelScratch* scratch) const {
   if (fn == nullptr || n0 >= n1) return;
   if (quantize_x != nullptr && args.xq == nullptr) fail<InvalidArgument>("matmul: run_rows() before prepare_activations()");
   if (n0 % row_group != 0) fail<InvalidArgument>("matmul: rows of interleaved weights start in groups of {}, not at {}", row_group, n0);
@@ -142,6 +133,7 @@ void MatmulPlan::run_rows(int64_t n0, int64_t n1) const {
   part.bias = args.bias != nullptr ? args.bias + n0 : nullptr;
   part.y = args.y + n0;
   part.N = n1 - n0;
+  part.scratch = scratch;
   fn(part);
 }
 

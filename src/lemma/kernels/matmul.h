@@ -12,12 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
+#include "lemma/kernels/kernel_scratch.h"
 #include "lemma/kernels/registry.h"
 #include "lemma/tensor/tensor_view.h"
 
@@ -30,17 +30,10 @@ struct MatmulOptions {
   ActivationPolicy activations = ActivationPolicy::kAuto;
 };
 
-// The caller's buffer for x prepared for the kernels (quantised to int8, rounded to bf16): 64-byte
-// aligned, grown on demand and never shrunk, so steady-state calls allocate nothing. A forward keeps
-// one in its workspace. Not thread-safe; prepared x lives there until the next prepare.
-class ActivationBuffer {
- public:
-  std::byte* reserve(size_t bytes);
-
- private:
-  std::unique_ptr<std::byte[]> storage_;
-  size_t capacity_ = 0;
-};
+// The caller's buffer for x prepared for the kernels (quantised to int8, rounded to bf16): grow-only
+// aligned bytes like a kernel's scratch, so steady-state calls allocate nothing. A forward keeps one
+// in its workspace. Not thread-safe; prepared x lives there until the next prepare.
+using ActivationBuffer = KernelScratch;
 
 // x: [M, K] with rows x_stride floats apart; w: rank-2 [N, K] (contiguous rows of K values);
 // y: [M, N] with rows y_stride floats apart; bias: [N] or null. y must not overlap x, w or bias.
@@ -65,8 +58,10 @@ struct MatmulPlan {
   int64_t row_group = 1;
 
   // Outputs n in [n0, n1) of every row of x; 0 <= n0 <= n1 <= N, n0 a multiple of row_group.
-  // Thread-safe; no allocation.
-  void run_rows(int64_t n0, int64_t n1) const;
+  // `scratch`: the calling thread's (a team keeps one per worker), lent to kernels that stage data
+  // (the AMX-INT8 panel); null makes such a kernel allocate its own for this call. Thread-safe for
+  // distinct scratches; no allocation once `scratch` has grown to what the kernel needs.
+  void run_rows(int64_t n0, int64_t n1, KernelScratch* scratch = nullptr) const;
 };
 
 // Throws exactly as matmul() does; y is untouched until run_rows().

@@ -7,6 +7,8 @@
 
 namespace lemma::kernels {
 
+class KernelScratch;  // kernel_scratch.h
+
 struct MatmulArgs {
   const float* x = nullptr;  // [M, K], rows x_stride floats apart
   int64_t x_stride = 0;
@@ -21,6 +23,9 @@ struct MatmulArgs {
   // x quantised for an int8-activation kernel (int8_activations.h), written once per call before
   // the kernel runs (MatmulPlan::prepare); null for every other kernel.
   const void* xq = nullptr;
+  // The calling thread's scratch for kernels that stage data (the AMX-INT8 panel); null: such a
+  // kernel uses its own for this call. Other kernels ignore it.
+  KernelScratch* scratch = nullptr;
 };
 
 }  // namespace lemma::kernels

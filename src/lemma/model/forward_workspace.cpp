@@ -27,4 +27,10 @@ void ForwardWorkspace::reserve(const ModelConfig& c, int64_t num_tokens, int64_t
   grow(rope_sin, num_tokens * (c.rope.rotary_dim / 2));
 }
 
+void ForwardWorkspace::reserve_kernel_scratch(size_t bytes) {
+  if (bytes == 0) return;
+  for (kernels::KernelScratch& scratch : kernel_scratch)
+    if (scratch.capacity() < bytes) scratch.reserve(bytes);
+}
+
 }  // namespace lemma

@@ -4,10 +4,12 @@
 // buffers (decode_plans.h). One per concurrent forward; not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "lemma/kernels/kernel_scratch.h"
 #include "lemma/model/decode_plans.h"
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
@@ -21,11 +23,14 @@ namespace lemma {
 struct ForwardWorkspace {
   // `num_threads` threads (the caller included) work on each forward; 0 means one per CPU.
   explicit ForwardWorkspace(int num_threads = 1, bool pin_threads = true)
-      : team(std::make_unique<ThreadTeam>(num_threads, pin_threads)) {}
+      : team(std::make_unique<ThreadTeam>(num_threads, pin_threads)), kernel_scratch(static_cast<size_t>(team->size())) {}
 
   // Makes every buffer large enough for `num_tokens` new tokens, `num_logit_rows` logit rows and
   // a context of `max_context` tokens. Allocates only when growing.
   void reserve(const ModelConfig& config, int64_t num_tokens, int64_t num_logit_rows, int64_t max_context);
+  // Grows every team thread's kernel scratch to `bytes` (KernelSet::scratch_bytes() of the forward's
+  // ISA), so that no kernel allocates later, whichever thread first runs it. Allocates only when growing.
+  void reserve_kernel_scratch(size_t bytes);
 
   std::vector<float> residual;    // [tokens, hidden]
   std::vector<float> normed;      // [tokens, hidden]
@@ -45,6 +50,10 @@ struct ForwardWorkspace {
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   layers::LinearScratch activations;  // the matmuls' prepared inputs (int8/bf16 x, gathered x)
   std::unique_ptr<ThreadTeam> team;
+  // One per team thread, indexed by the worker index ThreadTeam passes to a range (0 = the caller):
+  // what the kernels stage per call (the AMX-INT8 panel, the AMX flash tiles), lent to the matmuls
+  // and attention that thread runs. Empty for kernels that stage nothing.
+  std::vector<kernels::KernelScratch> kernel_scratch;
   DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
   // Empty in serving (one branch per matmul group); set by calibration tools (linear_inputs.h).
   LinearInputObserver observe_linear_input;

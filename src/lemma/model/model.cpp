@@ -6,6 +6,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
+#include "lemma/kernels/kernel_set.h"
 #include "lemma/kernels/ops.h"
 #include "lemma/model/interleaved_weights.h"
 #include "lemma/model/layers/linear.h"
@@ -114,7 +115,7 @@ struct StepState {
     ThreadTeam* team = ws.team.get();
     layers::LinearGroupPlan& plan = plans.plan(static_cast<size_t>(layer) * kSlotsPerLayer + slot, x, M, outputs, team, runtime.matmul_options());
     trace::Scope t_run(name);
-    layers::run_linear_group(plan, team, ws.activations);
+    layers::run_linear_group(plan, team, ws.activations, ws.kernel_scratch);
   }
 
   // The same over x, whose rows `write_x` writes first, on the team, each range of rows then
@@ -128,7 +129,7 @@ struct StepState {
     t_write.end();
     observe(layer, slot, x, num_tokens, outputs);
     trace::Scope t_run(name);
-    layers::run_prepared_linear_group(plan, team);
+    layers::run_prepared_linear_group(plan, team, ws.kernel_scratch);
   }
 
   // x = ws.normed, written by `norm` (fused with the residual add before it when it has one).
@@ -182,7 +183,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   if (static_cast<int64_t>(ws.scores.size()) < scratch)
     ws.scores.resize(static_cast<size_t>(std::max<int64_t>(scratch, 2 * static_cast<int64_t>(ws.scores.size()))));
   trace::Scope t_attention("attention");
-  layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team, st.runtime.isa);
+  layers::paged_attention(ws.q, kv, st.slices, attention, ws.scores, ws.attn_out, team, st.runtime.isa, ws.kernel_scratch);
   t_attention.end();
   const layers::LinearOutput o{&w.o, {}, ws.normed, w.o_order};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
@@ -214,6 +215,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   const int64_t T = batch.num_tokens();
   const int64_t H = c.hidden_size;
   ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
+  ws.reserve_kernel_scratch(kernels::kernel_set(runtime_.isa).scratch_bytes());
   if (T == 0) return;
 
   // Embedding lookup, positions and RoPE angles (cos/sin per row, shared by every layer); one

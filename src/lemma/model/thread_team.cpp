@@ -91,7 +91,7 @@ ThreadTeam::~ThreadTeam() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadTeam::worker_loop(int /*index*/, int cpu) {
+void ThreadTeam::worker_loop(int index, int cpu) {
   trace::name_this_thread("forward worker");
   if (cpu >= 0) {
     cpu_set_t set;
@@ -114,25 +114,25 @@ void ThreadTeam::worker_loop(int /*index*/, int cpu) {
     if (stopping_.load(std::memory_order_acquire)) return;
     seen = g;
     const uint64_t start_ns = trace::enabled() ? trace::now_ns() : 0;
-    const int tiles = run_tiles(g);
+    const int tiles = run_tiles(g, index);
     if (start_ns != 0 && tiles > 0) trace::record("tiles", "worker", start_ns, trace::now_ns(), "tiles", tiles);
   }
 }
 
-void ThreadTeam::run_tile(int64_t t) {
+void ThreadTeam::run_tile(int64_t t, int worker) {
   const int64_t n = job_n_.load(std::memory_order_relaxed);
   const int64_t tile = job_tile_.load(std::memory_order_relaxed);
   const int64_t begin = t * tile;
   const int64_t end = std::min(n, begin + tile);
   try {
-    (*job_fn_.load(std::memory_order_relaxed))(begin, end);
+    (*job_fn_.load(std::memory_order_relaxed))(begin, end, worker);
   } catch (...) {
     std::lock_guard lock(error_mutex_);
     if (!error_) error_ = std::current_exception();
   }
 }
 
-int ThreadTeam::run_tiles(uint32_t generation) {
+int ThreadTeam::run_tiles(uint32_t generation, int worker) {
   uint64_t c = claim_.load(std::memory_order_acquire);
   int ran = 0;
   for (;;) {
@@ -146,7 +146,7 @@ int ThreadTeam::run_tiles(uint32_t generation) {
     const auto t = static_cast<uint32_t>(c);
     if (t >= tiles) return ran;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_seq_cst, std::memory_order_acquire)) continue;
-    run_tile(t);
+    run_tile(t, worker);
     ++ran;
     const uint32_t done = tiles_done_.fetch_add(1, std::memory_order_seq_cst) + 1;
     if (done == tiles && caller_parked_.load(std::memory_order_seq_cst) != 0) futex_wake(&tiles_done_, 1);
@@ -197,7 +197,7 @@ void ThreadTeam::parallel_tiles(int64_t n, int64_t tile, RangeFnRef fn) {
   generation_.store(generation, std::memory_order_seq_cst);
   if (parked_workers_.load(std::memory_order_seq_cst) > 0) futex_wake(&generation_, INT_MAX);
 
-  run_tiles(generation);
+  run_tiles(generation, 0);  // the caller is worker 0
 
   const auto total = static_cast<uint32_t>(tiles);
   if (!spin_until([&] { return tiles_done_.load(std::memory_order_acquire) == total; }, kCallerSpin)) {

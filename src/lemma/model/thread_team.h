@@ -21,20 +21,31 @@
 
 namespace lemma {
 
-// A non-owning reference to a callable `void(int64_t begin, int64_t end)`; valid while the
-// referenced callable lives (parallel_for's duration). Never allocates.
+// A non-owning reference to a callable `void(int64_t begin, int64_t end)`, or `void(int64_t begin,
+// int64_t end, int worker)` for a job that needs per-thread state: `worker` in [0, team size) names
+// the thread running the range (0 the caller, i the i-th worker; the same index in every job), so
+// that two ranges running at once never share one and the caller can lend each thread its own
+// buffers (ForwardWorkspace::kernel_scratch). Valid while the referenced callable lives
+// (parallel_for's duration). Never allocates.
 class RangeFnRef {
  public:
   template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFnRef>>>
   RangeFnRef(F&& fn)  // NOLINT(google-explicit-constructor): implicit, like std::function
       : object_(const_cast<void*>(static_cast<const void*>(&fn))),
-        call_([](void* object, int64_t begin, int64_t end) { (*static_cast<std::remove_reference_t<F>*>(object))(begin, end); }) {}
+        call_([](void* object, int64_t begin, int64_t end, int worker) {
+          auto& f = *static_cast<std::remove_reference_t<F>*>(object);
+          if constexpr (std::is_invocable_v<decltype(f), int64_t, int64_t, int>) {
+            f(begin, end, worker);
+          } else {
+            f(begin, end);
+          }
+        }) {}
 
-  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+  void operator()(int64_t begin, int64_t end, int worker = 0) const { call_(object_, begin, end, worker); }
 
  private:
   void* object_;
-  void (*call_)(void*, int64_t, int64_t);
+  void (*call_)(void*, int64_t, int64_t, int);
 };
 
 class ThreadTeam {
@@ -56,7 +67,7 @@ class ThreadTeam {
   // One thread per CPU in this process's affinity mask (at least 1).
   static int default_size();
 
-  // Calls fn(begin, end) on disjoint tiles covering [0, n), each `min_chunk` long or more (the last
+  // Calls fn(begin, end[, worker]) on disjoint tiles covering [0, n), each `min_chunk` long or more (the last
   // may be shorter), a few per thread; a range under 2 * min_chunk runs inline as one call. Tiles are handed out from
   // an atomic counter to the caller and the workers. Blocks until all are done; rethrows the first
   // exception a tile threw (the other tiles still run).
@@ -71,8 +82,8 @@ class ThreadTeam {
   // When the calling thread is on a worker's CPU: saves its affinity into `saved`, moves it off
   // the workers' CPUs and returns true (restore `saved` after the job).
   bool move_caller_off_worker_cpus(cpu_set_t& saved) const;
-  int run_tiles(uint32_t generation);  // returns the number of tiles this thread ran
-  void run_tile(int64_t t);
+  int run_tiles(uint32_t generation, int worker);  // returns the number of tiles this thread ran
+  void run_tile(int64_t t, int worker);
 
   std::vector<std::thread> workers_;
   std::vector<int> worker_cpus_;  // the CPUs workers are pinned to (empty when not pinned)

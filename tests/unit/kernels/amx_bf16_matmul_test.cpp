@@ -26,6 +26,7 @@
 #include "lemma/kernels/registry.h"
 #include "lemma/kernels/x86/amx/amx_bf16.h"
 #include "bf16x16_test_util.h"
+#include "hardware_paths.h"
 #include "matmul_test_util.h"
 
 namespace lemma::kernels {
@@ -175,7 +176,7 @@ TEST(AmxBf16Matmul, ModelDiffersFromTheVdpbf16psReference) {
 }
 
 TEST(AmxBf16Matmul, HardwareKernel) {
-  if (!cpu_features().amx) GTEST_SKIP() << "needs AMX (Sapphire Rapids or later); this CPU has none";
+  if (!cpu_features().amx) GTEST_SKIP() << testing::without("AMX", "the same kernel ran on the tile emulator instead (AmxBf16Matmul.Emulated*)");
   expect_model_bits_within_bound(kHardware);
   expect_batch_and_split_invariance(kHardware.fn);
   expect_extremes(kHardware);
@@ -184,12 +185,12 @@ TEST(AmxBf16Matmul, HardwareKernel) {
 // Isa::kAmx picks the AMX row for bf16x16 (and Model interleaves bf16 there: bf16 activations are
 // the default); through matmul() only where the CPU has AMX.
 TEST(AmxBf16Matmul, RegistryChoosesTheAmxKernelOnlyUnderAmx) {
-  if (!cpu_features().avx512_bf16) GTEST_SKIP() << "needs AVX512_BF16 for the bf16-activation rows";
+  if (!cpu_features().avx512_bf16) GTEST_SKIP() << testing::without("AVX512_BF16", "no bf16-activation rows to choose from; the AMX-BF16 kernel ran on the tile emulator (AmxBf16Matmul.Emulated*)");
   EXPECT_EQ(kernel_name_for(kernels::interleaved(DType::kBF16), 256, Isa::kAmx, kBf16), "amx_bf16x16");
   EXPECT_EQ(kernel_name_for(kernels::interleaved(DType::kBF16), 256, Isa::kAvx512, kBf16), "avx512_bf16x16_dpbf16");
   EXPECT_EQ(default_matmul_precision(DType::kBF16, Isa::kAmx), kBf16);
   EXPECT_EQ(default_matmul_precision(kernels::interleaved(DType::kBF16), Isa::kAmx), kBf16);
-  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "needs AMX to run the Isa::kAmx row; this CPU has none";
+  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << testing::without("AMX", "the Isa::kAmx row cannot run; its kernel ran on the tile emulator instead (AmxBf16Matmul.Emulated*)");
   std::mt19937 rng(79);
   const int64_t M = 21, N = 40, K = 768;
   const auto w = testing::random_bf16x16(N, K, rng);

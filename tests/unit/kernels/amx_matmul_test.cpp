@@ -16,9 +16,11 @@
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
+#include "lemma/kernels/kernel_scratch.h"
 #include "lemma/kernels/matmul.h"
 #include "lemma/kernels/reference/lemma_int.h"
 #include "lemma/kernels/x86/amx/amx_int8.h"
+#include "hardware_paths.h"
 #include "matmul_test_util.h"
 
 namespace lemma::kernels {
@@ -81,7 +83,8 @@ struct Problem {
     xq = aligned;
   }
   // y [M, N] from `fn` over W's rows [n0, n1) only (n0 on a group edge), as MatmulPlan::run_rows passes them.
-  void run(MatmulFn fn, const float* bias, std::vector<float>& y, int64_t n0, int64_t n1) const {
+  void run(MatmulFn fn, const float* bias, std::vector<float>& y, int64_t n0, int64_t n1,
+           KernelScratch* scratch = nullptr) const {
     MatmulArgs a;
     a.w_row_bytes = static_cast<int64_t>(*dtype_bytes(plain, static_cast<uint64_t>(K)));
     a.w = w.data() + n0 * a.w_row_bytes;
@@ -92,6 +95,7 @@ struct Problem {
     a.N = n1 - n0;
     a.K = K;
     a.xq = xq;
+    a.scratch = scratch;
     fn(a);
   }
   std::vector<float> run(MatmulFn fn, const float* bias) const {
@@ -183,11 +187,37 @@ TEST(AmxMatmul, EmulatedKernelsGiveTheReferenceBits) { expect_reference_bits(emu
 TEST(AmxMatmul, EmulatedKernelsGiveTheReferenceBitsAtExtremes) { expect_reference_bits_at_extremes(emulated); }
 TEST(AmxMatmul, EmulatedRowsDoNotDependOnTheBatchOrOnTheSplitOfN) { expect_batch_and_split_invariance(emulated); }
 
+// The staged panel lives in the scratch the caller lends (MatmulArgs::scratch): the kernel grows it
+// and leaves the bits alone whatever an earlier user left there (here: 0xFF bytes, NaN scales).
+void expect_lent_scratch_is_used_and_its_contents_ignored(Backend backend) {
+  std::mt19937 rng(59);
+  for (DType type : kTypes) {
+    const int64_t M = 40, N = 65, K = row_length(type, 1056);
+    Problem p = random_problem(type, N, K, rng);
+    p.quantize(random_floats(static_cast<size_t>(M * K), rng, 2.0f), K, M);
+    const MatmulFn fn = backend(type).amx;
+    const auto own = p.run(fn, nullptr);
+    KernelScratch scratch;
+    std::vector<float> lent(own.size(), -1.0f);
+    p.run(fn, nullptr, lent, 0, N, &scratch);
+    EXPECT_GT(scratch.capacity(), 0u) << trace(type, M, N, K);
+    EXPECT_TRUE(same_bits(lent, own)) << trace(type, M, N, K);
+    std::memset(scratch.reserve(scratch.capacity()), 0xFF, scratch.capacity());
+    p.run(fn, nullptr, lent, 0, N, &scratch);
+    EXPECT_TRUE(same_bits(lent, own)) << trace(type, M, N, K) << " over a scratch of 0xFF bytes";
+  }
+}
+
+TEST(AmxMatmul, EmulatedKernelsStageInTheLentScratchWhateverItHolds) {
+  expect_lent_scratch_is_used_and_its_contents_ignored(emulated);
+}
+
 TEST(AmxMatmul, HardwareKernelsGiveTheReferenceBits) {
-  if (!cpu_features().amx) GTEST_SKIP() << "needs AMX-TILE/INT8 (Sapphire Rapids or later); this CPU has none";
+  if (!cpu_features().amx) GTEST_SKIP() << testing::without("AMX", "the same kernels ran on the tile emulator instead (AmxMatmul.Emulated*)");
   expect_reference_bits(hardware);
   expect_reference_bits_at_extremes(hardware);
   expect_batch_and_split_invariance(hardware);
+  expect_lent_scratch_is_used_and_its_contents_ignored(hardware);
 }
 
 // Through matmul(): Isa::kAmx lists the AMX-INT8 kernels for these formats (run from 32 rows of x
@@ -199,7 +229,7 @@ TEST(AmxMatmul, RegistryChoosesTheAmxKernelsUnderAmxOnly) {
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAmx, MatmulPrecision::kInt8Activations), "amx_" + name + "_int8");
     EXPECT_EQ(kernel_name_for(type, 256, Isa::kAvx512, MatmulPrecision::kInt8Activations), std::string(cpu_features().avx512_vnni ? "avx512_vnni_" : "avx2_") + name + "_int8");  // VNNI is checked once, in the kernel set
   }
-  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << "needs AMX to run under Isa::kAmx; this CPU has none";
+  if (detected_isa() < Isa::kAmx) GTEST_SKIP() << testing::without("AMX", "Isa::kAmx cannot run; its kernels ran on the tile emulator instead (AmxMatmul.Emulated*)");
   // Through the registry under Isa::kAmx: below and above the row count where the AMX kernel takes
   // over from the VNNI one, the oracle's bits.
   std::mt19937 rng(53);

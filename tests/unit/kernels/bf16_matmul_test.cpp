@@ -15,6 +15,7 @@
 #include "lemma/kernels/matmul_blocking.h"
 #include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/x86/x86_kernels.h"
+#include "hardware_paths.h"
 #include "matmul_test_util.h"
 
 namespace lemma::kernels {
@@ -54,7 +55,7 @@ TEST(Bf16Matmul, DefaultPrecisionIsBf16WhereTheDotExists) {
 }
 
 TEST(Bf16Matmul, PackerRoundsToNearestEvenAndZeroPads) {
-  if (!has_dpbf16()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  if (!has_dpbf16()) GTEST_SKIP() << testing::without("AVX512_BF16", "the vdpbf16ps kernel has no emulated twin and did not run");
   std::mt19937 rng(3);
   for (int64_t K : {1, 15, 16, 17, 31, 32, 33, 64, 100}) {
     const int64_t M = 3, x_stride = K + 5;
@@ -97,7 +98,7 @@ std::vector<float> run_blocked(const std::vector<float>& x, int64_t x_stride, in
 }
 
 TEST(Bf16Matmul, EveryBlockSizeMatchesTheReferenceAndIsBatchInvariant) {
-  if (!has_dpbf16()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  if (!has_dpbf16()) GTEST_SKIP() << testing::without("AVX512_BF16", "the vdpbf16ps kernel has no emulated twin and did not run");
   uint32_t seed = 40;
   for (int64_t K : {1, 31, 33, 100, 257}) {
     for (int64_t N : {1, 7, 13, 29}) {
@@ -147,7 +148,7 @@ TEST(Bf16Matmul, BlockRowsAreWholeRegisterTiles) {
 // Through matmul() and the default precision: the public path packs x once and gives the same
 // bits as the kernel called directly, and the planned split over N changes nothing.
 TEST(Bf16Matmul, DefaultPathEqualsTheKernel) {
-  if (!has_dpbf16()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  if (!has_dpbf16()) GTEST_SKIP() << testing::without("AVX512_BF16", "the vdpbf16ps kernel has no emulated twin and did not run");
   std::mt19937 rng(77);
   const int64_t M = 9, N = 50, K = 200;
   const auto x = random_floats(static_cast<size_t>(M * K), rng);

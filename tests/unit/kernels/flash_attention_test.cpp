@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "lemma/kernels/attention/kv_quant.h"
+#include "lemma/kernels/kernel_scratch.h"
 
 namespace lemma::kernels {
 namespace {
@@ -232,6 +233,30 @@ TEST(FlashAttention, EachIsaRunsTheBestKernelTheCpuHas) {
     kernel.run(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, want.data()));
     flash_attention_split(args_for(s, c, q.data(), 0, 0, s.num_rows, 1, 0.125f, got.data()), kernel.isa);
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << kernel.name;
+  }
+}
+
+// The AMX kernel (emulated, and on hardware where there is AMX) stages its tiles in the scratch the
+// caller lends (FlashSplitArgs::scratch): it grows it, and its bits do not depend on what an earlier
+// user left there (here: 0xFF bytes, NaNs); the other kernels ignore it.
+TEST(FlashAttention, KernelsStageInTheLentScratchWhateverItHolds) {
+  const Shape s{80, 4, 1, 600, 20, 16, 0};
+  const PagedCache c(s, 91, KvDtype::kBf16);
+  const auto q = random_values(static_cast<size_t>(s.num_rows * s.group * s.head_dim), 92);
+  const int64_t ps = flash_partial_stride(s.head_dim);
+  for (const FlashSplitKernel& kernel : flash_split_kernels()) {
+    const bool amx = std::string(kernel.name).starts_with("amx");
+    KernelScratch scratch;
+    for (int64_t split = 0; split < 3; ++split) {
+      std::vector<float> own(static_cast<size_t>(s.num_rows * s.group * ps)), lent(own.size());
+      kernel.run(args_for(s, c, q.data(), 0, 0, s.num_rows, split, 0.125f, own.data()));
+      FlashSplitArgs a = args_for(s, c, q.data(), 0, 0, s.num_rows, split, 0.125f, lent.data());
+      a.scratch = &scratch;
+      kernel.run(a);
+      EXPECT_EQ(0, std::memcmp(own.data(), lent.data(), own.size() * sizeof(float))) << kernel.name << " split " << split;
+      EXPECT_EQ(scratch.capacity() > 0, amx) << kernel.name;
+      if (scratch.capacity() > 0) std::memset(scratch.reserve(scratch.capacity()), 0xFF, scratch.capacity());
+    }
   }
 }
 

@@ -351,6 +351,18 @@ TEST(Forward, ThreadCountDoesNotChangeTheResult) {
   }
 }
 
+// One kernel scratch per team thread (indexed by ThreadTeam's worker index), grown up front to
+// what the forward's kernels ask for (KernelSet::scratch_bytes; 0 unless AMX) and never shrunk.
+TEST(ForwardWorkspaceTest, KeepsOneKernelScratchPerTeamThread) {
+  ForwardWorkspace ws(3);
+  ASSERT_EQ(ws.kernel_scratch.size(), 3u);
+  ws.reserve_kernel_scratch(0);
+  for (const kernels::KernelScratch& s : ws.kernel_scratch) EXPECT_EQ(s.capacity(), 0u);
+  ws.reserve_kernel_scratch(4096);
+  ws.reserve_kernel_scratch(100);
+  for (const kernels::KernelScratch& s : ws.kernel_scratch) EXPECT_GE(s.capacity(), 4096u);
+}
+
 TEST(ThreadTeamTest, CoversTheRangeOnceAndRethrows) {
   ThreadTeam team(4);
   std::vector<int> hits(1000, 0);

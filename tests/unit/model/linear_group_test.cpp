@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "lemma/base/error.h"
@@ -203,6 +207,48 @@ TEST(LinearGroup, InputWrittenRowByRowGivesTheBitsOfWritingItFirst) {
   }
   // bf16 weights read x as bf16 rows where the CPU has AVX512_BF16: the fused path ran.
   if (kernels::cpu_features().avx512_bf16 && kernels::detected_isa() >= kernels::Isa::kAvx512) { EXPECT_TRUE(converted_by_rows); }
+}
+
+// Each thread of the team lends the kernels its own scratch (one per worker index): every call
+// gets one of the caller's, and no scratch is used by two threads. The kernel here records what it
+// got, then runs the planned one.
+struct ScratchUse {
+  std::mutex mutex;
+  std::vector<std::pair<const kernels::KernelScratch*, std::thread::id>> calls;
+  kernels::MatmulFn planned = nullptr;
+};
+ScratchUse g_scratch_use;
+void recording_kernel(const kernels::MatmulArgs& a) {
+  {
+    std::lock_guard lock(g_scratch_use.mutex);
+    g_scratch_use.calls.emplace_back(a.scratch, std::this_thread::get_id());
+  }
+  g_scratch_use.planned(a);
+}
+
+TEST(LinearGroup, EachThreadLendsTheKernelsItsOwnScratch) {
+  std::mt19937 rng(9);
+  const int64_t M = 5, K = 256;
+  const Weights a = random_weights(DType::kF32, 100, K, rng), b = random_weights(DType::kF32, 48, K, rng);
+  std::vector<float> x(static_cast<size_t>(M * K), 0.5f), ya(static_cast<size_t>(M * 100)), yb(static_cast<size_t>(M * 48));
+  const LinearOutput outputs[] = {{&a.view, {}, ya, {}}, {&b.view, {}, yb, {}}};
+  for (int threads : {1, 3}) {
+    ThreadTeam team(threads);
+    std::vector<kernels::KernelScratch> per_worker(static_cast<size_t>(threads));
+    LinearGroupPlan plan = plan_linear_group(x, M, outputs, &team);
+    g_scratch_use.planned = plan.plans[0].fn;
+    ASSERT_EQ(plan.plans[1].fn, g_scratch_use.planned);
+    for (size_t i = 0; i < plan.count; ++i) plan.plans[i].fn = recording_kernel;
+    g_scratch_use.calls.clear();
+    LinearScratch scratch;
+    for (int round = 0; round < 10; ++round) run_linear_group(plan, &team, scratch, per_worker);
+    ASSERT_FALSE(g_scratch_use.calls.empty());
+    std::map<const kernels::KernelScratch*, std::thread::id> owner;
+    for (const auto& [lent, thread] : g_scratch_use.calls) {
+      ASSERT_TRUE(lent >= per_worker.data() && lent < per_worker.data() + per_worker.size()) << threads << " threads";
+      EXPECT_EQ(owner.emplace(lent, thread).first->second, thread) << "a scratch lent to two threads";
+    }
+  }
 }
 
 // Outputs with input orders (GPTQ act-order matrices served with their inputs sorted by group):

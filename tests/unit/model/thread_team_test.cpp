@@ -45,6 +45,30 @@ TEST(ThreadTeamPool, ParallelTilesKeepsTheCallersSplit) {
   }
 }
 
+// A range callable may take the worker index: in [0, size), 0 for the caller, and never held by two
+// ranges at once, so each index can own per-thread buffers (ForwardWorkspace::kernel_scratch).
+TEST(ThreadTeamPool, WorkerIndicesAreInRangeAndNeverShared) {
+  for (int threads : {1, 2, 3}) {
+    ThreadTeam team(threads);
+    std::vector<std::atomic<int>> busy(static_cast<size_t>(threads));
+    std::atomic<int> bad{0}, ranges{0};
+    const auto claim = [&](int64_t, int64_t, int worker) {
+      ranges.fetch_add(1);
+      if (worker < 0 || worker >= threads || busy[static_cast<size_t>(worker)].exchange(1) != 0) {
+        bad.fetch_add(1);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // overlap with the other threads
+      busy[static_cast<size_t>(worker)].store(0);
+    };
+    for (int round = 0; round < 20; ++round) team.parallel_tiles(40, 1, claim);
+    team.parallel_for(1, 1, [&](int64_t, int64_t, int worker) { EXPECT_EQ(worker, 0); });  // inline: the caller
+    parallel_rows(nullptr, 3, 1, [&](int64_t, int64_t, int worker) { EXPECT_EQ(worker, 0); });
+    EXPECT_EQ(bad.load(), 0) << threads << " threads";
+    EXPECT_EQ(ranges.load(), 20 * 40);
+  }
+}
+
 TEST(ThreadTeamPool, WakesParkedWorkersAndUsesThem) {
   ThreadTeam team(2);
   for (int round = 0; round < 3; ++round) {

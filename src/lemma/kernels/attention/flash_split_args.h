@@ -8,6 +8,8 @@
 
 namespace lemma::kernels {
 
+class KernelScratch;  // kernel_scratch.h
+
 // One split of keys [key_begin, key_end) for `num_rows` query tokens x `group` query heads that
 // share one KV head. Query token r sits at position first_position + r and sees key j only if
 // j <= its position and (sliding_window == 0 or position - j < sliding_window). Only keys some row
@@ -39,6 +41,9 @@ struct FlashSplitArgs {
   // Output, [num_rows, group, head_dim + 2]: per query (max score, sum of exp, unnormalised
   // sum of exp * v [head_dim]). A query that sees no key of the split gets (-inf, 0, zeros).
   float* partial;
+  // The calling thread's scratch for kernels that stage tiles (the AMX one); null: such a kernel
+  // uses its own for this call. Other kernels ignore it.
+  KernelScratch* scratch;
 };
 
 }  // namespace lemma::kernels

@@ -108,24 +108,29 @@ LinearGroupPlan plan_linear_group(std::span<const float> x, int64_t M, std::span
   return g;
 }
 
-// Row tiles over the team: each thread runs the part of each matrix inside a tile.
-void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team) {
+// Row tiles over the team: each thread runs the part of each matrix inside a tile, with its own
+// kernel scratch.
+void run_prepared_linear_group(LinearGroupPlan& g, ThreadTeam* team, std::span<kernels::KernelScratch> kernel_scratch) {
+  const auto scratch_of = [kernel_scratch](int worker) {
+    return kernel_scratch.empty() ? nullptr : &kernel_scratch[static_cast<size_t>(worker)];
+  };
   if (g.tiles.count == 0) {
-    for (size_t i = 0; i < g.count; ++i) g.plans[i].run_rows(0, g.plans[i].args.N);
+    for (size_t i = 0; i < g.count; ++i) g.plans[i].run_rows(0, g.plans[i].args.N, scratch_of(0));
     return;
   }
-  assert(team != nullptr);
-  team->parallel_tiles(g.tiles.count, 1, [&g](int64_t t0, int64_t t1) {
+  assert(team != nullptr && (kernel_scratch.empty() || kernel_scratch.size() >= static_cast<size_t>(team->size())));
+  team->parallel_tiles(g.tiles.count, 1, [&g, &scratch_of](int64_t t0, int64_t t1, int worker) {
     const int64_t begin = g.tiles.start[static_cast<size_t>(t0)], end = g.tiles.start[static_cast<size_t>(t1)];
     for (size_t i = 0; i < g.count; ++i) {  // the part of each matrix inside [begin, end)
       const int64_t n0 = std::max(begin, g.row_offset[i]) - g.row_offset[i];
       const int64_t n1 = std::min(end - g.row_offset[i], g.plans[i].args.N);
-      if (n0 < n1) g.plans[i].run_rows(n0, n1);
+      if (n0 < n1) g.plans[i].run_rows(n0, n1, scratch_of(worker));
     }
   });
 }
 
-void run_linear_group(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scratch) {
+void run_linear_group(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scratch,
+                      std::span<kernels::KernelScratch> kernel_scratch) {
   // int8/bf16 kernels read x prepared once per call; bf16 rows are prepared on the team (at batch 32
   // the 4864-wide input of down took 8% of that matmul on one thread). Ordered inputs are gathered
   // first, row by row, by the thread that then prepares the row.
@@ -143,7 +148,7 @@ void run_linear_group(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scrat
     if (ordered) gather_ordered_inputs(g, 0, g.plans[0].args.M);
     kernels::prepare_activations(plans, scratch.activations);
   }
-  run_prepared_linear_group(g, team);
+  run_prepared_linear_group(g, team, kernel_scratch);
 }
 
 void write_linear_group_input(LinearGroupPlan& g, ThreadTeam* team, LinearScratch& scratch, RangeFnRef write_x) {

@@ -75,7 +75,10 @@ struct LinearScratch {
 // Runs the plan on `team` (of the size it was planned for, or null when planned without one);
 // gathers x in the outputs' input orders and quantises it where the kernels need it first (into
 // `scratch`, which the plan's pointers then point into until the next run with that scratch).
-void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& scratch);
+// `kernel_scratch`: one per team thread (ThreadTeam's worker index; one without a team), lent to
+// kernels that stage data (AMX); empty makes those kernels allocate their own per call.
+void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& scratch,
+                      std::span<kernels::KernelScratch> kernel_scratch = {});
 // run_linear_group() in two steps, for an x that `write_x(m0, m1)` writes first, rows [m0, m1) at a
 // time, on the team (the residual add + RMSNorm before q/k/v and gate/up). Each range is converted
 // for the kernels (bf16 or int8 activations, which hold x row by row) right after it is written, by
@@ -84,7 +87,7 @@ void run_linear_group(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& sc
 // followed by run_linear_group(). write_x must write each row from inputs of that row only (ranges
 // run concurrently), and no other group may use `scratch` in between (the prepared x lives there).
 void write_linear_group_input(LinearGroupPlan& plan, ThreadTeam* team, LinearScratch& scratch, RangeFnRef write_x);
-void run_prepared_linear_group(LinearGroupPlan& plan, ThreadTeam* team);
+void run_prepared_linear_group(LinearGroupPlan& plan, ThreadTeam* team, std::span<kernels::KernelScratch> kernel_scratch = {});
 
 // Row `row` of a [N, K] weight as f32: out has K elements.
 void read_row(const TensorView& weight, int64_t row, std::span<float> out);

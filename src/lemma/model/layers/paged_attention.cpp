@@ -63,7 +63,7 @@ struct Job {
 };
 
 kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, int64_t kv_head, int64_t row_begin,
-                                   int64_t num_rows, int64_t split, float* partial) {
+                                   int64_t num_rows, int64_t split, float* partial, kernels::KernelScratch* kernel_scratch) {
   const KvLayerView& c = job.cache;
   const int64_t hd = c.head_dim;
   kernels::FlashSplitArgs a{};
@@ -90,12 +90,13 @@ kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, i
     a.scale_stride = c.num_kv_heads;
   }
   a.partial = partial;
+  a.scratch = kernel_scratch;
   return a;
 }
 
 // A query block of a long sequence: every split it sees, folded in order, then normalised into out.
 void run_query_block(const Job& job, const AttentionSequence& s, const SequencePlan& plan, int64_t kv_head,
-                     int64_t block, float* seq_scratch, std::span<float> out) {
+                     int64_t block, float* seq_scratch, std::span<float> out, kernels::KernelScratch* kernel_scratch) {
   const int64_t hd = job.cache.head_dim;
   const int64_t row_begin = block * kQueryBlock, rows = std::min(kQueryBlock, s.num_tokens - row_begin);
   const int64_t queries = rows * job.group;
@@ -109,7 +110,7 @@ void run_query_block(const Job& job, const AttentionSequence& s, const SequenceP
   const int64_t split_begin = first_visible_key(first_pos, job.p.sliding_window) / kFlashSplitKeys;
   const int64_t split_end = (first_pos + rows - 1) / kFlashSplitKeys + 1;
   for (int64_t split = split_begin; split < split_end; ++split) {
-    kernels::flash_attention_split(split_args(job, s, kv_head, row_begin, rows, split, part), job.isa);
+    kernels::flash_attention_split(split_args(job, s, kv_head, row_begin, rows, split, part, kernel_scratch), job.isa);
     for (int64_t i = 0; i < queries; ++i) kernels::flash_merge(total + i * job.ps, part + i * job.ps, hd);
   }
   for (int64_t r = 0; r < rows; ++r)
@@ -157,17 +158,18 @@ class ItemCursor {
   SequencePlan plan_;
 };
 
-// Calls fn(thread, n) for thread 0..size-1 of the team (or 0 inline); each thread takes items
-// i with i % n == thread, which balances causal prefill blocks of growing cost.
+// Calls fn(thread, n, worker) for thread 0..size-1 of the team (or 0 inline); each thread takes
+// items i with i % n == thread, which balances causal prefill blocks of growing cost. `worker` is
+// the team thread that runs the call (ThreadTeam's worker index: the one whose scratch it may use).
 template <typename Fn>
 void for_each_thread(ThreadTeam* team, Fn&& fn) {
   if (team == nullptr || team->size() == 1) {
-    fn(0, 1);
+    fn(0, 1, 0);
     return;
   }
   const int64_t n = team->size();
-  team->parallel_for(n, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) fn(t, n);
+  team->parallel_for(n, 1, [&](int64_t begin, int64_t end, int worker) {
+    for (int64_t t = begin; t < end; ++t) fn(t, n, worker);
   });
 }
 
@@ -182,7 +184,7 @@ int64_t paged_attention_scratch_floats(std::span<const AttentionSequence> sequen
 
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
                      const AttentionParams& p, std::span<float> scratch, std::span<float> out, ThreadTeam* team,
-                     kernels::Isa isa) {
+                     kernels::Isa isa, std::span<kernels::KernelScratch> kernel_scratch) {
   assert(p.num_heads % cache.num_kv_heads == 0);
   assert(static_cast<int64_t>(scratch.size()) >= paged_attention_scratch_floats(sequences, p, cache.head_dim));
   const int64_t hd = cache.head_dim, nkv = cache.num_kv_heads;
@@ -200,19 +202,21 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
     total_scratch += plan.scratch_floats;
   }
   std::atomic<int64_t> next_claim{0};
-  for_each_thread(items > 1 ? team : nullptr, [&](int64_t, int64_t) {
+  assert(kernel_scratch.empty() || team == nullptr || kernel_scratch.size() >= static_cast<size_t>(team->size()));
+  for_each_thread(items > 1 ? team : nullptr, [&](int64_t, int64_t, int worker) {
+    kernels::KernelScratch* own = kernel_scratch.empty() ? nullptr : &kernel_scratch[static_cast<size_t>(worker)];
     ItemCursor cursor(sequences, p, nkv, hd, items, total_scratch);
     for (int64_t t; (t = next_claim.fetch_add(1, std::memory_order_relaxed)) < items;) {
       const Item it = cursor.at(items - 1 - t);
       const AttentionSequence& s = sequences[static_cast<size_t>(it.sequence)];
       float* seq_scratch = scratch.data() + it.scratch_offset;
       if (!it.plan.split_mode) {
-        run_query_block(job, s, it.plan, it.kv_head, it.unit, seq_scratch, out);
+        run_query_block(job, s, it.plan, it.kv_head, it.unit, seq_scratch, out, own);
         continue;
       }
       float* partial = seq_scratch + (it.unit * nkv + it.kv_head) * s.num_tokens * job.group * job.ps;
       kernels::flash_attention_split(
-          split_args(job, s, it.kv_head, 0, s.num_tokens, it.plan.first_split + it.unit, partial), isa);
+          split_args(job, s, it.kv_head, 0, s.num_tokens, it.plan.first_split + it.unit, partial, own), isa);
     }
   });
 
@@ -222,7 +226,7 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
   for (const AttentionSequence& s : sequences)
     if (plan_sequence(s, p, hd).split_mode) fold_items += s.num_tokens * p.num_heads;
   if (fold_items == 0) return;
-  for_each_thread(fold_items >= kMinFoldItemsPerTeam ? team : nullptr, [&](int64_t thread, int64_t num_threads) {
+  for_each_thread(fold_items >= kMinFoldItemsPerTeam ? team : nullptr, [&](int64_t thread, int64_t num_threads, int) {
     int64_t item = 0, offset = 0;
     for (const AttentionSequence& s : sequences) {
       const SequencePlan plan = plan_sequence(s, p, hd);

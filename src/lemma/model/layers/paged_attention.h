@@ -10,6 +10,7 @@
 #include <span>
 
 #include "lemma/kernels/isa.h"
+#include "lemma/kernels/kernel_scratch.h"
 #include "lemma/model/kv_cache.h"
 #include "lemma/model/thread_team.h"
 
@@ -37,10 +38,12 @@ int64_t paged_attention_scratch_floats(std::span<const AttentionSequence> sequen
 
 // q, out: [total_tokens, num_heads, head_dim] f32; scratch: >= paged_attention_scratch_floats().
 // Work is spread over `team` (nullptr: the calling thread) by (sequence, KV head, query block or
-// split); the result does not depend on the team's size.
+// split); the result does not depend on the team's size. `kernel_scratch`: one per team thread
+// (ThreadTeam's worker index), lent to the flash kernels that stage tiles (AMX); empty makes those
+// kernels allocate their own per call.
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
                      const AttentionParams& params, std::span<float> scratch, std::span<float> out,
-                     ThreadTeam* team, kernels::Isa isa);
+                     ThreadTeam* team, kernels::Isa isa, std::span<kernels::KernelScratch> kernel_scratch = {});
 void paged_attention(std::span<const float> q, const KvLayerView& cache, std::span<const AttentionSequence> sequences,
                      const AttentionParams& params, std::span<float> scratch, std::span<float> out,
                      ThreadTeam* team = nullptr);  // kernels::detected_isa()

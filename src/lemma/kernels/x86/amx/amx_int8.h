@@ -3,8 +3,8 @@
 // matmul_q*_0x16_int8_reference oracles. One kernel template (interleaved_amx_kernel.h) compiled
 // twice: on the AMX instructions with AVX-512 for the f32 step (needs cpu_features().amx; registry
 // rows `amx_*_int8`: Q8_0x16 from 32 rows of x, the nibble forms from 128, see registry.cpp and
-// README.md) and on the plain C++ tile emulator (tile_emulator.h; runs on any x86-64 CPU, for tests). Thread-safe; one allocation per
-// thread on first use (the staged panel), then none. Plain declarations (see x86_kernels.h on why no
+// README.md) and on the plain C++ tile emulator (tile_emulator.h; runs on any x86-64 CPU, for tests). Thread-safe; the staged panel
+// lives in MatmulArgs::scratch (the kernel allocates its own for a call without one). Plain declarations (see x86_kernels.h on why no
 // inline code lives here).
 #pragma once
 

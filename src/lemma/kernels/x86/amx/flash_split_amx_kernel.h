@@ -19,7 +19,7 @@
 // tile sees are skipped, so a row gives the same bits alone (decode) or inside any prefill. (One
 // exception in sign only: an output that is exactly zero can come out -0 in one and +0 in the other.)
 // Keys outside the call's readable range [first key, key_end) are never read (staged as zeros).
-// Scratch: one block per thread (about 330 KiB), allocated on the thread's first call.
+// Scratch: about 330 KiB in the caller's KernelScratch (FlashSplitArgs::scratch), grown once.
 // Internal linkage: included by the hardware and the emulated kernel's sources only.
 #pragma once
 
@@ -29,10 +29,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <utility>
 
 #include "lemma/kernels/attention/flash_split_args.h"
+#include "lemma/kernels/x86/amx/scratch_as.h"
 #include "lemma/kernels/x86/amx/tile_config.h"
 #include "lemma/kernels/x86/vec/vec_avx512.h"
 
@@ -349,9 +349,8 @@ void update_row_tile(const FlashSplitArgs& a, Tiles& tiles, int64_t i0, int64_t 
 // The split for a bf16 cache with head_dim <= kFlashMaxHeadDim.
 template <class Tiles>
 void flash_split_bf16(const FlashSplitArgs& a) {
-  static thread_local std::unique_ptr<FlashScratch> scratch;  // once per thread, on first use
-  if (scratch == nullptr) scratch = std::make_unique<FlashScratch>();
-  FlashScratch& s = *scratch;
+  if (a.scratch == nullptr) return run_with_own_scratch(a, flash_split_bf16<Tiles>);
+  FlashScratch& s = scratch_as<FlashScratch>(*a.scratch);
   const int64_t rows = a.num_rows * a.group, ps = a.head_dim + 2;
   for (int64_t i = 0; i < rows; ++i) {
     a.partial[i * ps] = kFlashNegInf;

@@ -17,8 +17,8 @@
 // competes with the f32 step for the vector ports) and 16 x (convert, multiply, FMA). So the f32
 // sums of a row tile live in 16 registers for a whole chunk, C tiles rotate four deep so that a
 // product is never stored right after it was issued, and the staged B is signed so that the step
-// needs no offset subtraction. Allocates once per thread (the staged panel, 320 KiB, shared by every
-// format), then nothing; about 25 KiB of stack.
+// needs no offset subtraction. The staged panel (320 KiB, the same for every format) lives in the
+// caller's scratch (MatmulArgs::scratch): no allocation once that has grown; about 25 KiB of stack.
 // Internal linkage: included by the hardware and the emulated kernel's sources only.
 #pragma once
 
@@ -26,12 +26,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 
 #include "lemma/kernels/float_bits.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/matmul_args.h"
 #include "lemma/kernels/quant_blocks.h"
+#include "lemma/kernels/x86/amx/scratch_as.h"
 #include "lemma/kernels/x86/amx/tile_config.h"
 
 namespace lemma::kernels::x86::amx {
@@ -182,13 +182,6 @@ struct Panel {
   int64_t g0 = 0, groups = 0;    // groups [g0, g0 + groups) of the call
   int64_t first = 0, count = 0;  // blocks [first, first + count)
 };
-
-// This thread's panel (320 KiB), allocated on first use and shared by every format's kernel.
-inline Panel& thread_panel() {
-  static thread_local std::unique_ptr<Panel> panel;
-  if (!panel) panel = std::make_unique<Panel>();
-  return *panel;
-}
 
 template <class Lanes, class W>
 void stage_panel(const MatmulArgs& a, int64_t g0, int64_t groups, int64_t first, Panel& panel) {
@@ -358,7 +351,8 @@ void run_row_tile(const MatmulArgs& a, Tiles& tiles, const Panel& panel, const R
 template <class Tiles, class Lanes, class W>
 void matmul_interleaved(const MatmulArgs& a) {
   if (a.M == 0 || a.N == 0) return;
-  Panel& panel = thread_panel();
+  if (a.scratch == nullptr) return run_with_own_scratch(a, matmul_interleaved<Tiles, Lanes, W>);
+  Panel& panel = scratch_as<Panel>(*a.scratch);
   Tiles tiles;
   tiles.configure(kernel_tile_config());
   RowTile tile;

@@ -378,3 +378,9 @@ void matmul_interleaved(const MatmulArgs& a) {
 
 }  // namespace
 }  // namespace lemma::kernels::x86::amx
+
+// Each format's code staging, for the files that instantiate the kernel per tile backend:
+// X(name as in matmul_families.h, its Codes type above).
+#define LEMMA_AMX_INT8_CODES(X)                                                                          \
+  X(q8_0x16, Q8Codes) X(q4_0x16, Q4Codes) X(q5_0x16, Q5Codes) X(q4_1x16, Q41Codes) X(q5_1x16, Q51Codes) \
+  X(iq4_nlx16, Iq4NLCodes) X(iq4_xsx16, Iq4XSCodes)

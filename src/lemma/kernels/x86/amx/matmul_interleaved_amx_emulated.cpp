@@ -7,12 +7,9 @@
 
 namespace lemma::kernels::x86 {
 
-void matmul_q8_0x16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Q8Codes>(args); }
-void matmul_q4_0x16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Q4Codes>(args); }
-void matmul_q5_0x16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Q5Codes>(args); }
-void matmul_q4_1x16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Q41Codes>(args); }
-void matmul_q5_1x16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Q51Codes>(args); }
-void matmul_iq4_nlx16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Iq4NLCodes>(args); }
-void matmul_iq4_xsx16_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::Iq4XSCodes>(args); }
+#define LEMMA_DEFINE_AMX_KERNEL(name, codes) \
+  void matmul_##name##_int8_amx_emulated(const MatmulArgs& args) { amx::matmul_interleaved<amx::TileEmulator, amx::ScalarLanes, amx::codes>(args); }
+LEMMA_AMX_INT8_CODES(LEMMA_DEFINE_AMX_KERNEL)
+#undef LEMMA_DEFINE_AMX_KERNEL
 
 }  // namespace lemma::kernels::x86

@@ -25,7 +25,8 @@ CompletionCall::CompletionCall(ParsedCompletion request, const Tokenizer& tokeni
       buffer_(std::make_shared<OutputBuffer>(config.stream_buffer_tokens)) {
   choices_.reserve(size_t(request_.n));
   for (int i = 0; i < request_.n; ++i) {
-    Choice& c = choices_.emplace_back(tokenizer_);
+    // Tool-call markers may be special tokens (Mistral's [TOOL_CALLS], Llama's <|python_tag|>).
+    Choice& c = choices_.emplace_back(tokenizer_, request_.tool_format == ToolCallFormat::kNone);
     c.detok.prime(request_.prompt_ids);
     if (!request_.stop.empty()) c.stop.emplace(request_.stop);
     if (request_.echo && request_.kind == ApiKind::kCompletions) {
@@ -116,15 +117,43 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
       text += rest;
     }
   }
+  text = route_tool_calls(c, std::move(text));
   ojson lp = take_logprobs(c);
   c.text += text;
   if (request_.stream) {
-    if (!text.empty() || c.finish || !lp.is_null()) {
+    if (!c.calls.empty()) {  // content, then the calls, then the end
+      if (!text.empty() || !lp.is_null()) frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, std::nullopt, false));
+      frames += sse_event(tool_calls_chunk_json(ids_, d.index, c.calls));
+      frames += sse_event(chunk_json(request_.kind, ids_, d.index, "", nullptr, c.finish, false));
+    } else if (!text.empty() || c.finish || !lp.is_null()) {
       frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, c.finish, false));
     }
   } else if (!lp.is_null()) {
     append_logprobs(request_.kind, c.logprobs, lp);
   }
+}
+
+std::string CompletionCall::route_tool_calls(Choice& c, std::string text) {
+  if (request_.tool_format == ToolCallFormat::kNone) return text;
+  c.message += text;
+  if (!c.finish) {
+    const size_t hold = tool_call_start(request_.tool_format, c.message);
+    if (hold <= c.message_released) return {};
+    std::string out = c.message.substr(c.message_released, hold - c.message_released);
+    c.message_released = hold;
+    return out;
+  }
+  AssistantOutput parsed = parse_tool_calls(request_.tool_format, c.message);
+  const std::string& content = parsed.calls.empty() ? c.message : parsed.content;
+  std::string out = content.size() > c.message_released ? content.substr(c.message_released) : std::string();
+  c.message_released = c.message.size();
+  if (!parsed.calls.empty()) {
+    if (!request_.parallel_tool_calls) parsed.calls.resize(1);
+    c.calls = std::move(parsed.calls);
+    // A message cut by max_tokens mid-call never parses, so an ended call is a natural stop.
+    c.finish = "tool_calls";
+  }
+  return out;
 }
 
 // The logprobs of the tokens whose text has been released. Tokens after a stop string's cut never
@@ -240,7 +269,9 @@ HttpResponse CompletionCall::response() const {
     case Terminal::kFinished: {
       ojson choices = ojson::array();
       for (size_t i = 0; i < choices_.size(); ++i) {
-        choices.push_back(choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish));
+        ojson choice = choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish);
+        if (!choices_[i].calls.empty()) add_tool_calls(choice, ids_, choices_[i].calls);
+        choices.push_back(std::move(choice));
       }
       r.body = dump_json(response_json(request_.kind, ids_, std::move(choices), usage()));
       return r;

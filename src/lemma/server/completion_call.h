@@ -62,7 +62,7 @@ class CompletionCall {
     size_t raw_start;  // where the token's text begins in the choice's text before stop strings
   };
   struct Choice {
-    explicit Choice(const Tokenizer& tok) : detok(tok) {}
+    Choice(const Tokenizer& tok, bool skip_special) : detok(tok, skip_special) {}
     StreamingDetokenizer detok;
     std::optional<StopMatcher> stop;
     std::string text;                       // all emitted text (non-streaming body)
@@ -75,7 +75,16 @@ class CompletionCall {
     int64_t tokens = 0;
     bool engine_done = false;
     bool role_sent = false;
+    // With tool calls on (ParsedCompletion::tool_format): the whole message so far, how much of it
+    // went out as content (a stream holds back from where a call may begin), and the calls found
+    // when it ended.
+    std::string message;
+    size_t message_released = 0;
+    std::vector<ToolCall> calls;
   };
+  // The content of `text` (this delta's text past the stop matcher) to release now, and at the end
+  // the calls (tool_calls.h); the identity when tool calls are off.
+  std::string route_tool_calls(Choice& c, std::string text);
   void consume(CompletionDelta& d, std::string& frames);
   ojson take_logprobs(Choice& c);
   void end(Terminal why, const std::string& message, std::string* frames);

@@ -15,6 +15,7 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
     throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "model", "model_not_found");
   }
   build_prompt(parsed, ctx.tokenizer, ctx.chat_template, ctx.config);
+  if (parsed.wants_tool_calls) parsed.tool_format = ctx.tool_format;
   ResponseIds ids{request_id, ctx.config.served_model_name, int64_t(std::time(nullptr))};
   return std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
                                           arrival);

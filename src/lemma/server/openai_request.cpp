@@ -104,6 +104,9 @@ void parse_messages(const json& body, ParsedCompletion& out) {
     out.messages.push_back(std::move(msg));
   }
   if (present(body, "tools")) out.tools = nlohmann::ordered_json::parse(body.at("tools").dump());
+  out.wants_tool_calls = out.tools.is_array() && !out.tools.empty() &&
+                         !(present(body, "tool_choice") && body.at("tool_choice") == "none");
+  if (present(body, "parallel_tool_calls")) out.parallel_tool_calls = get_bool(body, "parallel_tool_calls");
 }
 
 void parse_stop(const json& body, ParsedCompletion& out) {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemma/server/tool_calls.h"
+
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/server/server_config.h"
 
@@ -26,6 +28,9 @@ struct ParsedCompletion {
   std::vector<int32_t> prompt_ids;
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;            // null when absent
+  bool wants_tool_calls = false;           // tools given and tool_choice not "none"
+  bool parallel_tool_calls = true;         // false: at most one call is reported
+  ToolCallFormat tool_format = ToolCallFormat::kNone;  // set by the handler when wants_tool_calls
   SamplingParams sampling;
   std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens
   int n = 1;

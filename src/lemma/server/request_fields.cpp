@@ -106,7 +106,7 @@ void check_tools(const json& body) {
   const json& choice = body.at("tool_choice");
   if (choice == "none" || choice == "auto") return;
   if (choice == "required" || choice.is_object()) {
-    fail_field("tool_choice", "only \"none\" and \"auto\" are supported: this server does not parse tool calls yet");
+    fail_field("tool_choice", "only \"none\" and \"auto\" are supported: forcing a call needs constrained decoding, not available yet");
   }
   fail_field("tool_choice", "must be \"none\", \"auto\", \"required\" or a function object");
 }

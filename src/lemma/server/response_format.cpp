@@ -78,6 +78,36 @@ ojson choice_json(ApiKind kind, int index, const std::string& text, const ojson&
   return c;
 }
 
+namespace {
+
+ojson tool_calls_json(const ResponseIds& ids, const std::vector<ToolCall>& calls, bool with_index) {
+  ojson out = ojson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    ojson call;
+    if (with_index) call["index"] = k;
+    call["id"] = "call_" + ids.id + "_" + std::to_string(k);
+    call["type"] = "function";
+    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls) {
+  ojson& message = choice["message"];
+  if (message["content"] == "") message["content"] = nullptr;
+  message["tool_calls"] = tool_calls_json(ids, calls, false);
+}
+
+ojson tool_calls_chunk_json(const ResponseIds& ids, int index, const std::vector<ToolCall>& calls) {
+  ojson c{{"index", index}, {"delta", {{"tool_calls", tool_calls_json(ids, calls, true)}}}, {"logprobs", nullptr},
+          {"finish_reason", nullptr}};
+  return ojson{{"id", ids.id}, {"object", "chat.completion.chunk"}, {"created", ids.created}, {"model", ids.model},
+               {"choices", ojson::array({c})}};
+}
+
 ojson response_json(ApiKind kind, const ResponseIds& ids, ojson choices, const Usage& usage) {
   return ojson{{"id", ids.id}, {"object", object_name(kind, false)}, {"created", ids.created}, {"model", ids.model},
                {"choices", std::move(choices)}, {"usage", usage_json(usage)}};

@@ -11,6 +11,7 @@
 
 #include "lemma/server/engine_client.h"
 #include "lemma/server/openai_request.h"
+#include "lemma/server/tool_calls.h"
 #include "lemma/tokenizer/tokenizer.h"
 
 namespace lemma::server {
@@ -40,6 +41,13 @@ void append_logprobs(ApiKind kind, ojson& into, const ojson& more);
 ojson choice_json(ApiKind kind, int index, const std::string& text, const ojson& logprobs,
                   const std::optional<std::string>& finish_reason);
 ojson response_json(ApiKind kind, const ResponseIds& ids, ojson choices, const Usage& usage);
+
+// Tool calls (tool_calls.h) into a chat choice's message: "tool_calls" with ids derived from the
+// response id, "content" null when the message had no text besides the calls.
+void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls);
+// A chat stream chunk whose delta carries all of a choice's calls (each with its index, id, type and
+// whole arguments), as OpenAI streams them.
+ojson tool_calls_chunk_json(const ResponseIds& ids, int index, const std::vector<ToolCall>& calls);
 
 // One streaming chunk with one choice; `role` set only on a chat stream's first chunk.
 ojson chunk_json(ApiKind kind, const ResponseIds& ids, int index, const std::string& text, const ojson& logprobs,

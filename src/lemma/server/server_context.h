@@ -10,6 +10,7 @@
 #include "lemma/server/engine_client.h"
 #include "lemma/server/metrics.h"
 #include "lemma/server/server_config.h"
+#include "lemma/server/tool_calls.h"
 #include "lemma/tokenizer/jinja/chat_template.h"
 #include "lemma/tokenizer/tokenizer.h"
 
@@ -18,12 +19,14 @@ namespace lemma::server {
 struct ServerContext {
   ServerContext(ServerConfig c, EngineClient& e, Tokenizer t, ChatTemplate tpl)
       : config(std::move(c)), engine(e), tokenizer(std::move(t)), chat_template(std::move(tpl)),
+        tool_format(detect_tool_call_format(chat_template.source())),
         connections(resolve_max_connections(config.max_connections)) {}
 
   const ServerConfig config;
   EngineClient& engine;
   const Tokenizer tokenizer;
   const ChatTemplate chat_template;
+  const ToolCallFormat tool_format;  // how the template's model writes tool calls (tool_calls.h)
   Metrics metrics;
   ConnectionTable connections;
   std::atomic<bool> draining{false};        // SIGTERM: refuse new generation requests (503)

@@ -5,9 +5,10 @@
 
 namespace lemma {
 
-ChatTemplate::ChatTemplate(std::string source, std::string name) : name_(std::move(name)) {
+ChatTemplate::ChatTemplate(std::string source, std::string name)
+    : name_(std::move(name)), source_(std::make_shared<const std::string>(std::move(source))) {
   try {
-    program_ = std::make_shared<const jinja::Program>(jinja::parse(source, name_));
+    program_ = std::make_shared<const jinja::Program>(jinja::parse(*source_, name_));
   } catch (const jinja::SyntaxError& e) {
     throw TemplateError(name_ + ":" + std::to_string(e.line) + ": " + e.type + ": " + e.message);
   }

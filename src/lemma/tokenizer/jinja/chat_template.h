@@ -61,9 +61,11 @@ class ChatTemplate {
   MarkedText render_marked(const ChatTemplateInputs& inputs) const;
 
   const std::string& name() const { return name_; }
+  const std::string& source() const { return *source_; }
 
  private:
   std::string name_;
+  std::shared_ptr<const std::string> source_;
   std::shared_ptr<const jinja::Program> program_;
 };
 

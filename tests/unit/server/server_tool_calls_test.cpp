@@ -1,0 +1,96 @@
+// Tool calls end to end through the HTTP server (fake engine, GPT-2 tokenizer, Qwen2.5's template):
+// the model's `<tool_call>` text becomes message.tool_calls, streamed as OpenAI streams them, with
+// finish_reason "tool_calls"; tool_choice "none" or no tools leave the text as it is.
+#include <gtest/gtest.h>
+
+#include "server_fixture.h"
+
+namespace lemma::server::testing {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kOutput = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+
+// The content deltas of a chat stream, concatenated.
+std::string content_of(const std::vector<std::string>& events) {
+  std::string text;
+  for (const std::string& e : events) {
+    if (e == "[DONE]") continue;
+    const json delta = json::parse(e)["choices"][0]["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) text += delta["content"].get<std::string>();
+  }
+  return text;
+}
+
+class ToolCallServerTest : public ServerTest {
+ protected:
+  void start_with_qwen_template() {
+    const auto path = lemma::testing::shared_data("chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+    LEMMA_REQUIRE_SHARED(path);
+    engine_.script = tokenizer_->encode(kOutput, false, false);
+    start(ChatTemplate(lemma::testing::read_file(path)));
+  }
+  json body(bool stream) const {
+    const json city = {{"type", "string"}};
+    const json parameters = {{"type", "object"}, {"properties", {{"city", city}}}};
+    const json function = {{"name", "get_weather"}, {"parameters", parameters}};
+    const json tool = {{"type", "function"}, {"function", function}};
+    return {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+            {"tools", json::array({tool})}, {"max_tokens", 100}, {"stream", stream}};
+  }
+};
+
+TEST_F(ToolCallServerTest, CallBecomesMessageToolCalls) {
+  start_with_qwen_template();
+  auto r = post_json(port_, "/v1/chat/completions", body(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Let me look.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_FALSE(call["id"].get<std::string>().empty());
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+}
+
+TEST_F(ToolCallServerTest, StreamHoldsTheCallMarkupAndSendsToolCallsDelta) {
+  start_with_qwen_template();
+  auto r = post_json(port_, "/v1/chat/completions", body(true));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto events = sse_payloads(r.body);
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(content_of(events), "Let me look.");  // no markup leaks into content
+  int call_chunks = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json delta = json::parse(events[i])["choices"][0]["delta"];
+    if (!delta.contains("tool_calls")) continue;
+    ++call_chunks;
+    EXPECT_EQ(delta["tool_calls"][0]["index"], 0);
+    EXPECT_EQ(delta["tool_calls"][0]["function"]["name"], "get_weather");
+  }
+  EXPECT_EQ(call_chunks, 1);
+  EXPECT_EQ(json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "tool_calls");
+}
+
+TEST_F(ToolCallServerTest, ToolChoiceNoneOrNoToolsLeaveTheText) {
+  start_with_qwen_template();
+  json none = body(false);
+  none["tool_choice"] = "none";
+  json no_tools = body(false);
+  no_tools.erase("tools");
+  for (const json& b : {none, no_tools}) {
+    auto r = post_json(port_, "/v1/chat/completions", b);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = r.json()["choices"][0];
+    EXPECT_EQ(choice["finish_reason"], "stop");
+    EXPECT_EQ(choice["message"]["content"], kOutput);
+    EXPECT_FALSE(choice["message"].contains("tool_calls"));
+  }
+}
+
+}  // namespace
+}  // namespace lemma::server::testing

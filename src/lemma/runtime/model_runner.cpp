@@ -61,23 +61,40 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
                           config_.max_num_seqs);
 
   batch_.sequences.clear();
+  // A drafted sequence reads its last token then its drafts: laid out first, so the spans stay put.
+  size_t draft_input_size = 0;
+  for (const auto& s : plan.scheduled) draft_input_size += s.draft_token_ids.empty() ? 0 : 1 + s.draft_token_ids.size();
+  if (draft_inputs_.size() < draft_input_size) draft_inputs_.resize(draft_input_size);
+  size_t draft_input_at = 0;
   for (const auto& s : plan.scheduled) {
     auto it = state_.find(s.id);
     if (it == state_.end()) fail<InvalidArgument>("model runner: request {} is scheduled but unknown", s.id);
     const State& st = it->second;
-    const int64_t end = s.num_computed_tokens + s.num_new_tokens;
-    if (s.num_computed_tokens < 0 || end > static_cast<int64_t>(st.tokens.size()))
+    const bool drafted = !s.draft_token_ids.empty();
+    const int64_t known = drafted ? 1 : s.num_new_tokens;  // tokens of the request among those granted
+    const int64_t end = s.num_computed_tokens + known;
+    if (s.num_computed_tokens < 0 || end > static_cast<int64_t>(st.tokens.size()) ||
+        (drafted && (end != static_cast<int64_t>(st.tokens.size()) ||
+                     s.num_new_tokens != 1 + static_cast<int64_t>(s.draft_token_ids.size()))))
       fail<InvalidArgument>("model runner: request {} is granted tokens [{}, {}) but has {}", s.id,
-                            s.num_computed_tokens, end, st.tokens.size());
+                            s.num_computed_tokens, s.num_computed_tokens + s.num_new_tokens, st.tokens.size());
     SequenceInput in;
     in.token_ids = std::span<const int32_t>(st.tokens).subspan(static_cast<size_t>(s.num_computed_tokens),
                                                                static_cast<size_t>(s.num_new_tokens));
+    if (drafted) {
+      draft_inputs_[draft_input_at] = st.tokens.back();
+      std::copy(s.draft_token_ids.begin(), s.draft_token_ids.end(), draft_inputs_.begin() + std::ptrdiff_t(draft_input_at + 1));
+      in.token_ids = std::span<const int32_t>(draft_inputs_).subspan(draft_input_at, static_cast<size_t>(s.num_new_tokens));
+      draft_input_at += static_cast<size_t>(s.num_new_tokens);
+    }
     in.num_cached = s.num_computed_tokens;
     in.block_table = st.block_table;
-    in.logits = s.needs_sample ? LogitsRequest::kLast : LogitsRequest::kNone;
+    in.logits = !s.needs_sample ? LogitsRequest::kNone : drafted ? LogitsRequest::kAll : LogitsRequest::kLast;
     batch_.sequences.push_back(in);
   }
   const int64_t rows = batch_.num_logit_rows();
+  const auto logits_size = static_cast<size_t>(rows * model_.config().vocab_size);
+  if (logits_.size() < logits_size) logits_.resize(logits_size);  // drafts add rows; grown once
   t_prepare.end();
   model_.forward(batch_, device_, workspace_,
                  std::span<float>(logits_).first(static_cast<size_t>(rows * model_.config().vocab_size)));
@@ -91,38 +108,56 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
 void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   const auto vocab = static_cast<size_t>(model_.config().vocab_size);
   sampled_.clear();
-  for (const auto& s : plan.scheduled) {
-    if (s.needs_sample) sampled_.push_back(&state_.at(s.id));
-  }
-  samples_.resize(sampled_.size());
-  if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
-  // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
-  // milliseconds per step, which the team's other threads would otherwise spend waiting. Rows go
-  // one per tile whatever the vocabulary (a small one costs a team dispatch, about a microsecond).
-  workspace_.team->parallel_for(static_cast<int64_t>(sampled_.size()), 1, [&](int64_t r0, int64_t r1) {
-    for (auto row = static_cast<size_t>(r0); row < static_cast<size_t>(r1); ++row) {
-      State& st = *sampled_[row];
-      const std::span<const int32_t> tokens(st.tokens);
-      const auto prompt = tokens.first(static_cast<size_t>(st.num_prompt_tokens));
-      const auto outputs = tokens.subspan(static_cast<size_t>(st.num_prompt_tokens));
-      st.sampler.seek(static_cast<uint64_t>(outputs.size()));
-      samples_[row] = st.sampler.sample(std::span<const float>(logits_).subspan(row * vocab, vocab), prompt, outputs,
-                                        sampler_scratch_[row]);
-    }
-  });
-  out.result.sampled.reserve(sampled_.size());  // one allocation, not one per doubling
   size_t row = 0;
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;
-    SampleResult& r = samples_[row];
+    sampled_.push_back({&state_.at(s.id), row, s.draft_token_ids});
+    row += 1 + s.draft_token_ids.size();
+  }
+  samples_.resize(sampled_.size());
+  if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
+  if (verified_outputs_.size() < sampled_.size()) verified_outputs_.resize(sampled_.size());
+  // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
+  // milliseconds per step, which the team's other threads would otherwise spend waiting. Sequences
+  // go one per tile whatever the vocabulary (a small one costs a team dispatch, about a microsecond).
+  workspace_.team->parallel_for(static_cast<int64_t>(sampled_.size()), 1, [&](int64_t r0, int64_t r1) {
+    for (auto i = static_cast<size_t>(r0); i < static_cast<size_t>(r1); ++i) sample_sequence(i, vocab);
+  });
+  out.result.sampled.reserve(sampled_.size());  // one allocation, not one per doubling
+  size_t i = 0;
+  for (const auto& s : plan.scheduled) {
+    if (!s.needs_sample) continue;
+    std::vector<SampleResult>& results = samples_[i];
     if (keep_logits_) {
-      const auto logits = std::span<const float>(logits_).subspan(row * vocab, vocab);
+      const auto logits = std::span<const float>(logits_).subspan((sampled_[i].first_row + results.size() - 1) * vocab, vocab);
       kept_logits_[s.id].assign(logits.begin(), logits.end());
     }
-    ++row;
-    if (r.token == kNoToken)
+    ++i;
+    if (results.back().token == kNoToken)
       fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
-    out.result.sampled.push_back({s.id, {std::move(r)}});
+    out.result.sampled.push_back({s.id, std::move(results)});
+  }
+}
+
+// One sample per logits row of the sequence, in order, while each equals the next draft: draws are
+// keyed by output position, so the tokens are those plain decoding would sample one step at a time.
+void ModelRunner::sample_sequence(size_t i, size_t vocab) {
+  const SampledSequence& seq = sampled_[i];
+  State& st = *seq.state;
+  const std::span<const int32_t> tokens(st.tokens);
+  const auto prompt = tokens.first(static_cast<size_t>(st.num_prompt_tokens));
+  std::span<const int32_t> outputs = tokens.subspan(static_cast<size_t>(st.num_prompt_tokens));
+  std::vector<SampleResult>& results = samples_[i];
+  results.clear();
+  std::vector<int32_t>& verified = verified_outputs_[i];
+  if (!seq.drafts.empty()) verified.assign(outputs.begin(), outputs.end());
+  for (size_t k = 0; k <= seq.drafts.size(); ++k) {
+    st.sampler.seek(static_cast<uint64_t>(outputs.size()));
+    const auto logits = std::span<const float>(logits_).subspan((seq.first_row + k) * vocab, vocab);
+    results.push_back(st.sampler.sample(logits, prompt, outputs, sampler_scratch_[i]));
+    if (k == seq.drafts.size() || results.back().token != seq.drafts[k]) break;
+    verified.push_back(results.back().token);
+    outputs = verified;
   }
 }
 

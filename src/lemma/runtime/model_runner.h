@@ -69,6 +69,7 @@ class ModelRunner {
   // One token per sequence that needs one, the sequences split over the forward's team (each has
   // its own Sampler, so which thread samples a row never changes the token).
   void sample(const StepPlan& plan, RunnerOutput& out);
+  void sample_sequence(size_t i, size_t vocab);
 
   const Model& model_;
   ModelRunnerConfig config_;
@@ -78,8 +79,17 @@ class ModelRunner {
   std::vector<float> logits_;
   ForwardBatch batch_;
   std::unordered_map<RequestId, State> state_;
-  std::vector<State*> sampled_;          // this step's sequences that sample, in logits-row order
-  std::vector<SampleResult> samples_;    // their results, by row
+  // This step's sequences that sample, in logits-row order: the state, the first logits row, the
+  // drafts to verify (empty: one row, one sample).
+  struct SampledSequence {
+    State* state = nullptr;
+    size_t first_row = 0;
+    std::span<const int32_t> drafts;
+  };
+  std::vector<SampledSequence> sampled_;
+  std::vector<std::vector<SampleResult>> samples_;  // their results: one, or 1 + accepted drafts
+  std::vector<std::vector<int32_t>> verified_outputs_;  // per sequence: outputs + confirmed drafts (reused)
+  std::vector<int32_t> draft_inputs_;     // the forward's input for drafted sequences: last token, drafts
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;

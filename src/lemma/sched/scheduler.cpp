@@ -110,13 +110,18 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     Entry& e = entry(running_[i]);
     Request& r = e.request;
     const int64_t c = r.num_computed_tokens();
-    const int64_t n = grant(r, c, budget);
+    int64_t n = grant(r, c, budget);
     if (n <= 0) {
       ++i;
       continue;
     }
+    drafts_.clear();
+    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(r, budget - 1);
     std::optional<SlotAllocation> alloc;
-    while (!(alloc = kv_.allocate_slots(r.id(), c, n))) {
+    // Drafts only where their slots fit without preempting anyone.
+    if (!drafts_.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts_.size())))) drafts_.clear();
+    if (!drafts_.empty()) n += static_cast<int64_t>(drafts_.size());
+    while (!alloc && !(alloc = kv_.allocate_slots(r.id(), c, n))) {
       const bool self = running_.back() == r.id();
       preempt_back(plan);
       preempted = true;
@@ -141,10 +146,21 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     e.dropped_unsent.clear();
     d.num_computed_tokens = c;
     plan.cached_requests.push_back(std::move(d));
-    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens()});
+    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens() || !drafts_.empty(), drafts_});
+    num_draft_tokens_ += drafts_.size();
     budget -= n;
     ++i;
   }
+}
+
+void Scheduler::propose_drafts(const Request& r, int64_t room) {
+  const SpeculativeConfig& spec = config_.speculative;
+  // Never past max_model_len or the request's max_tokens (the last sample of a step is not a draft).
+  const int64_t limit = std::min({static_cast<int64_t>(spec.num_tokens), room,
+                                  config_.max_model_len - r.num_tokens(),
+                                  r.stop().max_tokens - r.num_output_tokens() - 1});
+  if (limit <= 0) return;
+  spec::propose_ngram(r.token_ids(), spec.ngram, static_cast<int>(limit), drafts_);
 }
 
 void Scheduler::preempt_back(StepPlan& plan) {
@@ -256,13 +272,26 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
     if (it == requests_.end()) continue;  // aborted since the plan
     Request& r = it->second.request;
     if (r.status() != RequestStatus::kRunning || r.num_computed_tokens() != s.num_computed_tokens) continue;
-    r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
-    kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
+    const bool drafted = !s.draft_token_ids.empty();
+    if (!drafted) {
+      r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
+      kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
+    }
     if (!s.needs_sample) continue;
     SampledTokens* sampled = find_sampled(s.id);
-    if (sampled == nullptr || sampled->samples.empty()) {
+    if (sampled == nullptr || sampled->samples.empty() || sampled->samples.size() > s.draft_token_ids.size() + 1) {
       outputs.push_back(finish(s.id, RequestStatus::kFinishedFailed, {}));
       continue;
+    }
+    if (drafted) {
+      // The samples confirm drafts up to the first that differs: the K/V of the last token and of the
+      // confirmed drafts is valid, the rest of the step's slots are rewritten by later steps.
+      const size_t accepted = sampled->samples.size() - 1;
+      for (size_t k = 0; k < accepted; ++k) {
+        if (sampled->samples[k].token != s.draft_token_ids[k])
+          throw std::logic_error(fmt::format("Scheduler: request {} sample {} does not confirm its draft", s.id, k));
+      }
+      num_accepted_draft_tokens_ += accepted;
     }
     std::vector<int32_t> new_tokens;
     std::vector<SampleResult> logprobs;
@@ -278,6 +307,10 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
       outputs.push_back(finish(s.id, *done, std::move(new_tokens)));
       outputs.back().logprobs = std::move(logprobs);
       continue;
+    }
+    if (drafted) {  // every sample appended: the last token's and the confirmed drafts' K/V count
+      r.set_num_computed_tokens(s.num_computed_tokens + static_cast<int64_t>(sampled->samples.size()));
+      kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
     }
     RequestOutput out;
     out.id = s.id;
@@ -371,6 +404,8 @@ SchedulerStats Scheduler::stats() const {
   s.num_swap_ins = num_swap_ins_;
   s.num_swap_fallbacks = num_swap_fallbacks_;
   s.num_blocks_dropped = num_blocks_dropped_;
+  s.num_draft_tokens = num_draft_tokens_;
+  s.num_accepted_draft_tokens = num_accepted_draft_tokens_;
   s.num_steps = next_step_id_;
   s.num_finished = num_finished_by_status_;
   return s;

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lemma/spec/ngram_proposer.h"
 #include "lemma/kv/kv_manager.h"
 #include "lemma/sched/request.h"
 #include "lemma/sched/scheduler_stats.h"
@@ -29,6 +30,13 @@ enum class SchedulingPolicy : uint8_t {
   kPriority,  // (priority, arrival) order; the lowest-priority running request is preempted first
 };
 
+// Speculative decoding (G4) with prompt-lookup drafts: each request in decode is granted its next
+// token plus up to `num_tokens` drafts, which the runner verifies in the same forward.
+struct SpeculativeConfig {
+  int num_tokens = 0;  // drafts per decoding request per step; 0: off
+  spec::NgramConfig ngram;
+};
+
 struct SchedulerConfig {
   int64_t max_num_batched_tokens = 2048;  // token budget per step
   int32_t max_num_seqs = 64;              // running requests at most
@@ -38,6 +46,7 @@ struct SchedulerConfig {
                                              // per request per step
   PreemptionMode preemption_mode = PreemptionMode::kRecompute;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  SpeculativeConfig speculative;
 };
 
 class Scheduler {
@@ -103,6 +112,9 @@ class Scheduler {
   void drop_dead_blocks();
   void preempt_back(StepPlan& plan);
   void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
+  // Drafts for a request whose next step is one decode token (speculative decoding), at most
+  // `room` of them; fills drafts_.
+  void propose_drafts(const Request& r, int64_t room);
   void schedule_waiting(StepPlan& plan, int64_t& budget);
   int64_t grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const;
   void add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens);
@@ -117,6 +129,8 @@ class Scheduler {
   uint64_t next_step_id_ = 0;
   uint64_t num_preemptions_ = 0;
   uint64_t num_swap_outs_ = 0, num_swap_ins_ = 0, num_swap_fallbacks_ = 0, num_blocks_dropped_ = 0;
+  uint64_t num_draft_tokens_ = 0, num_accepted_draft_tokens_ = 0;
+  std::vector<int32_t> drafts_;  // schedule_running()'s proposal buffer, reused
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
   struct {

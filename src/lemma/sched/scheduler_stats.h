@@ -38,6 +38,9 @@ struct SchedulerStats {
   uint64_t num_swap_fallbacks = 0;   // swap preemptions that recomputed instead (no host room; logged)
   uint64_t num_blocks_dropped = 0;   // blocks freed because they fell wholly before the sliding window
   uint64_t num_steps = 0;
+  // Speculative decoding: drafts granted, and those the target model's samples confirmed.
+  uint64_t num_draft_tokens = 0;
+  uint64_t num_accepted_draft_tokens = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished{};  // by finished_index(status)
 };
 

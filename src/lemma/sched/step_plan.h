@@ -43,11 +43,16 @@ struct CachedRequestData {
 };
 
 // Tokens [num_computed_tokens, num_computed_tokens + num_new_tokens) of request `id` run this step.
+// With drafts (speculative decoding), the granted tokens are the request's last token followed by
+// draft_token_ids (num_new_tokens = 1 + drafts): the runner samples at each of those positions in
+// turn while the sampled token equals the next draft, so the request gains 1 + (accepted drafts)
+// tokens, exactly those plain decoding would have sampled.
 struct ScheduledRequest {
   RequestId id = 0;
   int64_t num_computed_tokens = 0;
   int64_t num_new_tokens = 0;
   bool needs_sample = false;  // the granted tokens reach the end: sample the next token
+  std::vector<int32_t> draft_token_ids;
 };
 
 struct StepPlan {

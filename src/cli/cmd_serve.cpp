@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/speculative_option.h"
 #include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
@@ -30,6 +31,7 @@ struct ServeOptions {
   std::string model, host = "127.0.0.1", api_key, chat_template_file, served_model_name, load = "lazy";
   std::string preemption_mode = "recompute";
   std::string kv_cache_dtype = "auto";
+  SpeculativeFlags speculative;
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -87,6 +89,7 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
   c.engine.scheduler.enable_chunked_prefill = !o.no_chunked_prefill;
   if (o.no_chunked_prefill) c.engine.scheduler.max_num_batched_tokens = std::max(o.max_num_batched_tokens, max_model_len);
   c.engine.scheduler.preemption_mode = o.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
+  c.engine.scheduler.speculative = o.speculative.to_config();
   c.engine.kv.block_size = o.block_size;
   c.engine.kv.num_device_blocks = static_cast<int32_t>((kv_tokens + o.block_size - 1) / o.block_size);
   c.engine.kv.num_host_blocks = static_cast<int32_t>((o.swap_space_tokens + o.block_size - 1) / o.block_size);
@@ -173,6 +176,7 @@ void register_serve(CLI::App& app) {
                   "Tokens the paged KV cache holds (default: max_num_seqs x max_model_len within 4 GiB)");
   sub->add_option("--block-size", o->block_size, "Tokens per KV block")->capture_default_str();
   add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
+  o->speculative.add_to(sub);
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "cli/speculative_option.h"
 #include "lemma/engine/generate.h"
 
 namespace lemma::cli {
@@ -26,6 +27,7 @@ struct SamplingFlags {
   int threads = 0;
   std::string load = "lazy";
   std::string kv_cache_dtype = "auto";
+  SpeculativeFlags speculative;
 
   void add_to(CLI::App* sub);
   // Validated options (throws InvalidArgument naming the flag).

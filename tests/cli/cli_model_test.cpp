@@ -187,3 +187,26 @@ TEST(CliServe, RejectsImpossibleSettingsBeforeListening) {
 
 }  // namespace
 }  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+// Prompt-lookup speculation changes the steps, never the tokens (greedy and seeded sampling).
+TEST(CliGenerate, SpeculativeNgramGivesTheSameTokens) {
+  LEMMA_REQUIRE_SHARED(stories());
+  for (const char* sampling : {"--temperature 0", "--temperature 0.8 --seed 11"}) {
+    const std::string args = std::string("generate --json --ignore-eos --max-tokens 120 --prompt 'Once upon a time' ") +
+                             sampling + " --model " + shell_quote(stories());
+    const auto plain = lemma(args);
+    const auto spec = lemma(args + " --speculative-method ngram --num-speculative-tokens 4");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    ASSERT_EQ(spec.exit_code, 0) << spec.err;
+    EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << sampling;
+  }
+  const auto bad = lemma("generate --model " + shell_quote(stories()) + " --prompt x --speculative-method eagle");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--speculative-method eagle is not one of none, ngram"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace lemma::testing

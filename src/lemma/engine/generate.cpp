@@ -32,6 +32,7 @@ EngineConfig single_request_config(int64_t total, const GenerationOptions& optio
   c.kv_dtype = options.kv_dtype;
   c.num_threads = std::max(1, options.num_threads);
   c.default_seed = options.default_seed;
+  c.scheduler.speculative = options.speculative;
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include "lemma/model/model.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
+#include "lemma/sched/scheduler.h"
 
 namespace lemma {
 
@@ -22,6 +23,7 @@ struct GenerationOptions {
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation (included in the output)
   int num_threads = 1;                  // threads per forward (results do not depend on it)
   KvDtype kv_dtype = KvDtype::kF32;     // KV cache element type (G23)
+  SpeculativeConfig speculative;        // drafts verified in the forward (same tokens, fewer steps)
 };
 
 struct GenerationTimings {

@@ -137,7 +137,12 @@ std::string CompletionCall::route_tool_calls(Choice& c, std::string text) {
   if (request_.tool_format == ToolCallFormat::kNone) return text;
   c.message += text;
   if (!c.finish) {
-    const size_t hold = tool_call_start(request_.tool_format, c.message);
+    // White space before a call is not content (parse_tool_calls trims it): hold it back too, so the
+    // released text does not depend on how the tokens were grouped into deltas.
+    size_t hold = tool_call_start(request_.tool_format, c.message);
+    while (hold > c.message_released && (c.message[hold - 1] == ' ' || c.message[hold - 1] == '\n' ||
+                                         c.message[hold - 1] == '\r' || c.message[hold - 1] == '\t'))
+      --hold;
     if (hold <= c.message_released) return {};
     std::string out = c.message.substr(c.message_released, hold - c.message_released);
     c.message_released = hold;

@@ -70,6 +70,8 @@ struct EngineStats {
   int64_t swap_outs = 0;          // monotonically increasing
   int64_t swap_ins = 0;           // monotonically increasing
   int64_t swap_fallbacks = 0;     // swap preemptions recomputed instead; monotonically increasing
+  int64_t spec_draft_tokens = 0;     // speculative drafts verified; monotonically increasing
+  int64_t spec_accepted_tokens = 0;  // of those, confirmed by the target's samples
   int64_t requests_swapped = 0;
   int64_t host_blocks_used = 0;
   int64_t kv_blocks_dropped = 0;  // sliding window; monotonically increasing

@@ -236,6 +236,8 @@ void EngineService::publish_stats(int64_t batch_size) {
   stats_.swap_outs = static_cast<int64_t>(s.num_swap_outs);
   stats_.swap_ins = static_cast<int64_t>(s.num_swap_ins);
   stats_.swap_fallbacks = static_cast<int64_t>(s.num_swap_fallbacks);
+  stats_.spec_draft_tokens = static_cast<int64_t>(s.num_draft_tokens);
+  stats_.spec_accepted_tokens = static_cast<int64_t>(s.num_accepted_draft_tokens);
   stats_.requests_swapped = s.num_swapped;
   stats_.host_blocks_used = s.host_blocks_used;
   stats_.kv_blocks_dropped = static_cast<int64_t>(s.num_blocks_dropped);

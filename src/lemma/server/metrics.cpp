@@ -87,6 +87,9 @@ std::string Metrics::render(const EngineStats& engine) const {
   counter("lemma_swap_ins_total", "Swapped requests whose KV blocks moved back from the host tier.", engine.swap_ins);
   counter("lemma_swap_fallbacks_total", "Swap preemptions recomputed instead because the host tier had no room.",
           engine.swap_fallbacks);
+  counter("lemma_spec_draft_tokens_total", "Speculative draft tokens verified.", engine.spec_draft_tokens);
+  counter("lemma_spec_accepted_tokens_total", "Speculative draft tokens confirmed by the target model.",
+          engine.spec_accepted_tokens);
   gauge("lemma_requests_swapped", "Preempted requests whose KV blocks are in the host tier.", engine.requests_swapped);
   gauge("lemma_kv_host_blocks_used", "Host-tier (swap) KV blocks in use.", engine.host_blocks_used);
   counter("lemma_kv_blocks_dropped_total", "KV blocks freed because they fell wholly before the sliding window.",

@@ -116,7 +116,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       continue;
     }
     drafts_.clear();
-    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(r, budget - 1);
+    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(e, budget - 1);
     std::optional<SlotAllocation> alloc;
     // Drafts only where their slots fit without preempting anyone.
     if (!drafts_.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts_.size())))) drafts_.clear();
@@ -153,10 +153,12 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
   }
 }
 
-void Scheduler::propose_drafts(const Request& r, int64_t room) {
+void Scheduler::propose_drafts(const Entry& e, int64_t room) {
   const SpeculativeConfig& spec = config_.speculative;
+  const Request& r = e.request;
+  const int64_t want = e.draft_len > 0 ? e.draft_len : spec.num_tokens;
   // Never past max_model_len or the request's max_tokens (the last sample of a step is not a draft).
-  const int64_t limit = std::min({static_cast<int64_t>(spec.num_tokens), room,
+  const int64_t limit = std::min({want, room,
                                   config_.max_model_len - r.num_tokens(),
                                   r.stop().max_tokens - r.num_output_tokens() - 1});
   if (limit <= 0) return;
@@ -292,6 +294,16 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
           throw std::logic_error(fmt::format("Scheduler: request {} sample {} does not confirm its draft", s.id, k));
       }
       num_accepted_draft_tokens_ += accepted;
+      // Longer drafts while all are confirmed, half as many when none is: a request whose text does
+      // not repeat its context costs about one extra token per step, not K.
+      Entry& e = it->second;
+      const auto drafted_now = static_cast<int32_t>(s.draft_token_ids.size());
+      const int32_t current = e.draft_len > 0 ? e.draft_len : config_.speculative.num_tokens;
+      if (accepted == s.draft_token_ids.size()) {
+        e.draft_len = std::min(config_.speculative.num_tokens, std::max(current, drafted_now) + 1);
+      } else if (accepted == 0) {
+        e.draft_len = std::max(1, current / 2);
+      }
     }
     std::vector<int32_t> new_tokens;
     std::vector<SampleResult> logprobs;

@@ -104,6 +104,9 @@ class Scheduler {
     Request request;
     int64_t num_tokens_sent = 0;  // tokens the runner has been told about; 0: it has no state
     std::vector<int32_t> dropped_unsent;  // table indices dropped (sliding window) the runner still lists
+    // Speculative decoding: drafts to propose next (adapted to this request's acceptance; 0 = the
+    // configured number until the first verification).
+    int32_t draft_len = 0;
   };
   Entry& entry(RequestId id) { return requests_.at(id); }
   void validate(const Request& request) const;  // add_request's checks
@@ -114,7 +117,7 @@ class Scheduler {
   void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
   // Drafts for a request whose next step is one decode token (speculative decoding), at most
   // `room` of them; fills drafts_.
-  void propose_drafts(const Request& r, int64_t room);
+  void propose_drafts(const Entry& e, int64_t room);
   void schedule_waiting(StepPlan& plan, int64_t& budget);
   int64_t grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const;
   void add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens);

@@ -495,3 +495,82 @@ TEST(Scheduler, PriorityPolicyAdmitsLowerPriorityValuesFirst) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+// A request with drafts: the samples the runner would return when it confirms `accept` of them and
+// then samples `next`.
+StepResult confirm(const ScheduledRequest& s, size_t accept, int32_t next) {
+  SampledTokens t{s.id, {}};
+  for (size_t k = 0; k < accept; ++k) t.samples.push_back(SampleResult{s.draft_token_ids[k]});
+  t.samples.push_back(SampleResult{next});
+  StepResult r;
+  r.sampled.push_back(std::move(t));
+  return r;
+}
+
+TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
+  SchedulerConfig c;
+  c.speculative.num_tokens = 4;
+  c.speculative.ngram = {1, 3};
+  Scheduler sched(c, kv_config(64));
+  RequestOptions o;
+  o.stop.max_tokens = 40;
+  o.stop.ignore_eos = true;
+  sched.add_request(Request(1, {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6}, o));
+  StepPlan p = sched.schedule();  // the prompt: no drafts
+  ASSERT_TRUE(p.scheduled.at(0).draft_token_ids.empty());
+  sched.update(p, ones(p));  // ... 5, 6, 1
+  p = sched.schedule();
+  ASSERT_TRUE(p.scheduled.at(0).draft_token_ids.empty());  // [6, 1] and [1] never occurred before
+  sched.update(p, ones(p));  // ... 6, 1, 1: [1] occurred, followed by 1
+  const auto step = [&](size_t accept, int32_t next) {
+    p = sched.schedule();
+    const ScheduledRequest s = p.scheduled.at(0);
+    EXPECT_EQ(s.num_new_tokens, 1 + static_cast<int64_t>(s.draft_token_ids.size()));
+    sched.update(p, confirm(s, std::min(accept, s.draft_token_ids.size()), next));
+    sched.check_invariants();
+    return s.draft_token_ids.size();
+  };
+  EXPECT_EQ(step(0, 7), 1u);   // only one token followed the match
+  step(0, 5);                  // ... 1, 7, 5: continue the 5, 6, 7 cycle
+  step(0, 6);
+  step(0, 7);
+  EXPECT_EQ(step(0, 9), 1u);   // repeated rejections: one draft at a time
+  const Request* r = sched.find(1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->num_tokens() - r->num_computed_tokens(), 1);  // rejected drafts' slots are not computed
+  const SchedulerStats stats = sched.stats();
+  EXPECT_EQ(stats.num_accepted_draft_tokens, 0u);
+  EXPECT_GT(stats.num_draft_tokens, 0u);
+}
+
+TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
+  SchedulerConfig c;
+  c.speculative.num_tokens = 3;
+  c.speculative.ngram = {2, 2};
+  Scheduler sched(c, kv_config(64));
+  RequestOptions o;
+  o.stop.max_tokens = 40;
+  o.stop.ignore_eos = true;
+  sched.add_request(Request(1, {1, 2, 3, 4, 1, 2}, o));
+  StepPlan p = sched.schedule();
+  StepResult first;
+  first.sampled.push_back({1, {SampleResult{3}}});
+  sched.update(p, first);  // 1 2 3 4 1 2 3: [2, 3] occurred, followed by 4 1 2
+  p = sched.schedule();
+  const ScheduledRequest s = p.scheduled.at(0);
+  ASSERT_EQ(s.draft_token_ids, (std::vector<int32_t>{4, 1, 2}));
+  const auto out = sched.update(p, confirm(s, 2, 9));  // 4 and 1 confirmed, then 9
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].new_token_ids, (std::vector<int32_t>{4, 1, 9}));
+  const Request* r = sched.find(1);
+  EXPECT_EQ(r->num_computed_tokens(), 9);  // 7 before + the 2 confirmed drafts
+  EXPECT_EQ(r->num_tokens(), 10);
+  EXPECT_EQ(sched.stats().num_accepted_draft_tokens, 2u);
+  sched.check_invariants();
+}
+
+}  // namespace
+}  // namespace lemma

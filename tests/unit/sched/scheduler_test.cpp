@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+
+#include <memory>
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "lemma/base/error.h"
@@ -510,15 +512,22 @@ StepResult confirm(const ScheduledRequest& s, size_t accept, int32_t next) {
   return r;
 }
 
-TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
+// A scheduler with n-gram drafts and one request of `prompt` (40 tokens at most, EOS ignored).
+std::unique_ptr<Scheduler> speculative_scheduler(int num_tokens, spec::NgramConfig ngram, std::vector<int32_t> prompt) {
   SchedulerConfig c;
-  c.speculative.num_tokens = 4;
-  c.speculative.ngram = {1, 3};
-  Scheduler sched(c, kv_config(64));
+  c.speculative.num_tokens = num_tokens;
+  c.speculative.ngram = ngram;
+  auto sched = std::make_unique<Scheduler>(c, kv_config(64));
   RequestOptions o;
   o.stop.max_tokens = 40;
   o.stop.ignore_eos = true;
-  sched.add_request(Request(1, {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6}, o));
+  sched->add_request(Request(1, std::move(prompt), o));
+  return sched;
+}
+
+TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
+  auto owned = speculative_scheduler(4, {1, 3}, {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6});
+  Scheduler& sched = *owned;
   StepPlan p = sched.schedule();  // the prompt: no drafts
   ASSERT_TRUE(p.scheduled.at(0).draft_token_ids.empty());
   sched.update(p, ones(p));  // ... 5, 6, 1
@@ -547,14 +556,8 @@ TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
 }
 
 TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
-  SchedulerConfig c;
-  c.speculative.num_tokens = 3;
-  c.speculative.ngram = {2, 2};
-  Scheduler sched(c, kv_config(64));
-  RequestOptions o;
-  o.stop.max_tokens = 40;
-  o.stop.ignore_eos = true;
-  sched.add_request(Request(1, {1, 2, 3, 4, 1, 2}, o));
+  auto owned = speculative_scheduler(3, {2, 2}, {1, 2, 3, 4, 1, 2});
+  Scheduler& sched = *owned;
   StepPlan p = sched.schedule();
   StepResult first;
   first.sampled.push_back({1, {SampleResult{3}}});

@@ -25,7 +25,19 @@ const std::set<std::string> kUnsupported = {
 const std::set<std::string> kValidation = {
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
     "pattern", "format", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "required",
-    "additionalProperties", "anyOf", "oneOf", "allOf", "$ref"};
+    "additionalProperties", "properties", "anyOf", "oneOf", "allOf", "$ref"};
+
+bool has_validation(const json& schema) {
+  if (!schema.is_object()) return true;
+  for (const auto& [k, v] : schema.items()) {
+    (void)v;
+    if (kValidation.count(k)) return true;
+  }
+  return false;
+}
+
+// Inlining $refs (to merge them with siblings) could recurse forever on a recursive schema.
+constexpr int kMaxInlineDepth = 64;
 
 const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "string", "number", "integer"};
 
@@ -182,6 +194,14 @@ class SchemaCompiler {
   }
 
   ExprPtr compile(const json& schema) {
+    if (depth_ > kMaxInlineDepth) unsupported("a $ref that recurses inside allOf/anyOf/oneOf siblings");
+    ++depth_;
+    ExprPtr e = compile_schema(schema);
+    --depth_;
+    return e;
+  }
+
+  ExprPtr compile_schema(const json& schema) {
     if (schema.is_boolean()) {
       if (schema.get<bool>()) return any_value();
       unsupported("the false schema");
@@ -218,10 +238,12 @@ class SchemaCompiler {
       rest.erase(key);
       std::vector<ExprPtr> branches;
       for (const auto& branch : schema[key]) {
-        json b = branch;
-        while (b.is_object() && b.contains("$ref") && b.size() == 1 && !rest.contains("properties")) {
-          b = resolve(b["$ref"].get<std::string>());
+        if (!has_validation(rest)) {
+          branches.push_back(compile(branch));  // a $ref stays a rule: recursion is fine
+          continue;
         }
+        json b = branch;
+        while (b.is_object() && b.contains("$ref") && b.size() == 1) b = resolve(b["$ref"].get<std::string>());
         branches.push_back(compile(merge(rest, b)));
       }
       return alt(std::move(branches));
@@ -459,6 +481,7 @@ class SchemaCompiler {
   ExprPtr ws_;
   GrammarBuilder b_;
   std::map<std::string, int> named_;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ struct GrammarBenchFlags {
   std::string tokenizer;
   std::string dir;
   bool json = false;
+  bool verbose = false;  // each compile error and each test decided wrong, on stderr
 };
 
 // Python's json.dumps(value, ensure_ascii=False): ", " and ": " separators, keys in order.
@@ -124,12 +125,15 @@ int run_bench_grammar(const GrammarBenchFlags& f) {
       grammar::TokenMatcher first(*states, vocab, trie, &cache);
       first.next_mask();
       ttfm.push_back(micros_since(t0));
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      if (f.verbose) std::fprintf(stderr, "\n%s: not compiled: %s\n", files[fi].filename().string().c_str(), e.what());
       continue;  // not compiled: counted, never passing
     }
     ++compiled;
     bool all_right = true;
+    size_t test_index = 0;
     for (const auto& test : doc.value("tests", ordered_json::array())) {
+      ++test_index;
       const bool valid = test.at("valid").get<bool>();
       std::string text;
       bool accepted = true;
@@ -159,7 +163,13 @@ int run_bench_grammar(const GrammarBenchFlags& f) {
       }
       if (valid && !accepted) ++valid_rejected;
       if (!valid && accepted) ++invalid_accepted;
-      if (valid != accepted) all_right = false;
+      if (valid != accepted) {
+        all_right = false;
+        if (f.verbose) {
+          std::fprintf(stderr, "\n%s: test %zu (%s) %s: %s\n", files[fi].filename().string().c_str(), test_index,
+                       valid ? "valid" : "invalid", accepted ? "accepted" : "rejected", text.c_str());
+        }
+      }
     }
     if (all_right) ++passing;
   }
@@ -195,6 +205,7 @@ void register_bench_grammar(CLI::App* bench) {
   sub->add_option("--tokenizer", flags->tokenizer, "Hugging Face tokenizer directory")->required();
   sub->add_option("dir", flags->dir, "Directory of MaskBench .json files")->required();
   sub->add_flag("--json", flags->json, "One JSON object");
+  sub->add_flag("--verbose,-v", flags->verbose, "Print each compile error and each test decided wrong on stderr");
   bind(sub, [flags] { return run_bench_grammar(*flags); });
 }
 

@@ -39,6 +39,20 @@ bool has_validation(const json& schema) {
 // Inlining $refs (to merge them with siblings) could recurse forever on a recursive schema.
 constexpr int kMaxInlineDepth = 64;
 
+// Formats the JSON Schema specifications define. A validator may check these, so one lemma cannot
+// spell exactly is an error; any other name is an annotation (validators ignore unknown formats).
+const std::set<std::string> kSpecFormats = {
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex"};
+
+// The format that constrains a string schema, or "" when there is none (absent or unknown name).
+std::string constraining_format(const json& s) {
+  if (!s.contains("format") || !s["format"].is_string()) return "";
+  const std::string f = s["format"].get<std::string>();
+  return kSpecFormats.count(f) ? f : "";
+}
+
 const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "string", "number", "integer"};
 
 std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
@@ -236,6 +250,7 @@ class SchemaCompiler {
       if (!schema.contains(key)) continue;
       json rest = schema;
       rest.erase(key);
+      if (std::string(key) == "oneOf") require_exclusive(schema[key], rest);
       std::vector<ExprPtr> branches;
       for (const auto& branch : schema[key]) {
         if (!has_validation(rest)) {
@@ -272,6 +287,90 @@ class SchemaCompiler {
       else if (t == "object") branches.push_back(compile_object(schema));
     }
     return alt(std::move(branches));
+  }
+
+  // The JSON types a schema's instances may have (integer folded into number), or none = unknown.
+  std::set<std::string> possible_types(const json& s) {
+    std::set<std::string> out;
+    if (s.is_object() && s.contains("type")) {
+      const json& t = s["type"];
+      if (t.is_string()) out.insert(t.get<std::string>());
+      else for (const auto& x : t) out.insert(x.get<std::string>());
+    } else if (s.is_object() && (s.contains("const") || s.contains("enum"))) {
+      for (const auto& v : s.contains("const") ? json::array({s["const"]}) : s["enum"]) {
+        out.insert(v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_number() ? "number" : v.is_string() ? "string"
+                   : v.is_array() ? "array" : "object");
+      }
+    }
+    if (out.erase("integer")) out.insert("number");
+    return out;
+  }
+
+  // The literal values a schema allows, when it is a const or an enum.
+  static std::optional<std::vector<json>> literal_values(const json& s) {
+    if (!s.is_object()) return std::nullopt;
+    if (s.contains("const")) return std::vector<json>{s["const"]};
+    if (s.contains("enum")) return std::vector<json>(s["enum"].begin(), s["enum"].end());
+    return std::nullopt;
+  }
+
+  json resolved(json s) {
+    for (int i = 0; i < kMaxInlineDepth && s.is_object() && s.contains("$ref") && !has_validation_besides_ref(s); ++i) {
+      s = resolve(s["$ref"].get<std::string>());
+    }
+    return s;
+  }
+  static bool has_validation_besides_ref(const json& s) {
+    json rest = s;
+    rest.erase("$ref");
+    return has_validation(rest);
+  }
+
+  // Two branches are exclusive when their types cannot meet, when both are disjoint literal sets,
+  // or when both require a property whose literal values are disjoint (a discriminator).
+  bool exclusive(const json& a, const json& b) {
+    const auto ta = possible_types(a), tb = possible_types(b);
+    if (!ta.empty() && !tb.empty()) {
+      bool meet = false;
+      for (const auto& t : ta) meet = meet || tb.count(t);
+      if (!meet) return true;
+    }
+    auto disjoint = [](const std::vector<json>& x, const std::vector<json>& y) {
+      for (const auto& v : x) {
+        if (std::find(y.begin(), y.end(), v) != y.end()) return false;
+      }
+      return true;
+    };
+    const auto la = literal_values(a), lb = literal_values(b);
+    if (la && lb) return disjoint(*la, *lb);
+    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties")) return false;
+    auto required = [](const json& s, const std::string& name) {
+      if (!s.contains("required")) return false;
+      for (const auto& r : s["required"]) {
+        if (r == name) return true;
+      }
+      return false;
+    };
+    for (const auto& [name, pa] : a["properties"].items()) {
+      if (!b["properties"].contains(name) || !required(a, name) || !required(b, name)) continue;
+      const auto va = literal_values(resolved(pa)), vb = literal_values(resolved(b["properties"][name]));
+      if (va && vb && disjoint(*va, *vb)) return true;
+    }
+    return false;
+  }
+
+  // oneOf is compiled as anyOf, which is exact only when no instance can match two branches.
+  void require_exclusive(const json& branches, const json& rest) {
+    std::vector<json> parts;
+    for (const auto& b : branches) {
+      json r = resolved(b);
+      parts.push_back(has_validation(rest) && r.is_object() ? merge(rest, r) : r);
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (size_t j = i + 1; j < parts.size(); ++j) {
+        if (!exclusive(parts[i], parts[j])) unsupported(fmt::format("oneOf whose branches {} and {} may overlap", i, j));
+      }
+    }
   }
 
   ExprPtr compile_enum(const json& schema, const std::set<std::string>& types) {
@@ -315,11 +414,29 @@ class SchemaCompiler {
   ExprPtr compile_number(const json& s, bool) {
     const bool has_bounds = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
     if (!has_bounds) return number_expr(false);
-    if (s.contains("minimum") && !s.contains("maximum") && !s.contains("exclusiveMinimum") && !s.contains("exclusiveMaximum") &&
-        s["minimum"].is_number() && s["minimum"].get<double>() == 0.0) {
-      return number_expr(true);
+    // Integer-valued bounds only (a decimal bound is an error, from integer_bound).
+    std::optional<NumberBound> lo, hi;
+    if (s.contains("minimum")) lo = NumberBound{*integer_bound(s["minimum"], "minimum"), false};
+    if (s.contains("maximum")) hi = NumberBound{*integer_bound(s["maximum"], "maximum"), false};
+    if (s.contains("exclusiveMinimum")) {
+      const json& v = s["exclusiveMinimum"];
+      if (v.is_boolean()) {
+        if (v.get<bool>() && lo) lo->exclusive = true;
+      } else {
+        const int64_t x = *integer_bound(v, "exclusiveMinimum");
+        if (!lo || x >= lo->value) lo = NumberBound{x, true};
+      }
     }
-    unsupported("minimum/maximum on a non-integer number (other than minimum 0)");
+    if (s.contains("exclusiveMaximum")) {
+      const json& v = s["exclusiveMaximum"];
+      if (v.is_boolean()) {
+        if (v.get<bool>() && hi) hi->exclusive = true;
+      } else {
+        const int64_t x = *integer_bound(v, "exclusiveMaximum");
+        if (!hi || x <= hi->value) hi = NumberBound{x, true};
+      }
+    }
+    return bounded_number_expr(lo, hi);
   }
 
   ExprPtr compile_string(const json& s) {
@@ -327,13 +444,13 @@ class SchemaCompiler {
     const int max = s.contains("maxLength") ? s["maxLength"].get<int>() : kUnbounded;
     const bool lengths = s.contains("minLength") || s.contains("maxLength");
     if (s.contains("pattern")) {
-      if (lengths || s.contains("format")) unsupported("pattern together with minLength/maxLength/format");
+      if (lengths || !constraining_format(s).empty()) unsupported("pattern together with minLength/maxLength/format");
       const CharExpr chars = [](const CharClass& c) { return json_char_expr(c); };
       return seq({literal("\""), regex_to_expr(s["pattern"].get<std::string>(), chars, /*search=*/true), literal("\"")});
     }
-    if (s.contains("format")) {
+    if (const std::string format = constraining_format(s); !format.empty()) {
       if (lengths) unsupported("format together with minLength/maxLength");
-      return seq({literal("\""), string_format_expr(s["format"].get<std::string>()), literal("\"")});
+      return seq({literal("\""), string_format_expr(format), literal("\"")});
     }
     if (max != kUnbounded && max > 10000) unsupported("maxLength over 10000");
     return seq({literal("\""), repeat(json_char(), min, max), literal("\"")});

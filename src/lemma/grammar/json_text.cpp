@@ -101,6 +101,43 @@ ExprPtr integer_range_expr(std::optional<int64_t> lo, std::optional<int64_t> hi)
   return alt(std::move(branches));
 }
 
+namespace {
+
+// m = I + f (I a non-negative integer without leading zeros, f its fraction) within the bounds.
+ExprPtr magnitude_expr(std::optional<NumberBound> lower, std::optional<NumberBound> upper) {
+  const ExprPtr any_fraction = optional(seq({literal("."), plus(digit())}));
+  const ExprPtr zero_fraction = optional(seq({literal("."), plus(literal("0"))}));
+  const ExprPtr nonzero_fraction = seq({literal("."), star(digit()), byte_range('1', '9'), star(digit())});
+  if (upper && upper->value < 0) return nothing();
+  std::vector<ExprPtr> branches;
+  // I in [from, to]: every fraction keeps m inside.
+  int64_t from = 0;
+  if (lower && lower->value >= 0) from = lower->exclusive ? lower->value + 1 : lower->value;
+  std::optional<uint64_t> to;
+  if (upper) to = static_cast<uint64_t>(upper->value) - 1;
+  if (!upper || upper->value >= 1) branches.push_back(seq({non_negative_range(static_cast<uint64_t>(from), to), any_fraction}));
+  // Just above an exclusive lower bound: I = bound with a fraction that is not zero.
+  if (lower && lower->exclusive && lower->value >= 0 && (!upper || upper->value >= lower->value + 1)) {
+    branches.push_back(seq({literal(std::to_string(lower->value)), nonzero_fraction}));
+  }
+  // Exactly an inclusive upper bound.
+  if (upper && !upper->exclusive &&
+      (!lower || lower->value < upper->value || (lower->value == upper->value && !lower->exclusive))) {
+    branches.push_back(seq({literal(std::to_string(upper->value)), zero_fraction}));
+  }
+  return alt(std::move(branches));
+}
+
+}  // namespace
+
+ExprPtr bounded_number_expr(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+  // v = m for the plain form; v = -m for the "-" form, so v >= lo <=> m <= -lo and v <= hi <=> m >= -hi.
+  std::optional<NumberBound> neg_lower, neg_upper;
+  if (hi) neg_lower = NumberBound{-hi->value, hi->exclusive};
+  if (lo) neg_upper = NumberBound{-lo->value, lo->exclusive};
+  return alt({magnitude_expr(lo, hi), seq({literal("-"), magnitude_expr(neg_lower, neg_upper)})});
+}
+
 ExprPtr number_expr(bool non_negative) {
   const ExprPtr digits = plus(digit());
   const ExprPtr int_part = alt({literal("0"), seq({byte_range('1', '9'), star(digit())})});
@@ -116,6 +153,44 @@ ExprPtr number_expr(bool non_negative) {
   parts.insert(parts.end(), {int_part, frac, exp});
   return seq(std::move(parts));
 }
+
+namespace {
+
+std::bitset<256> ascii_set(std::string_view chars, bool alnum) {
+  std::bitset<256> s;
+  for (char c : chars) s.set(static_cast<unsigned char>(c));
+  if (alnum) {
+    for (int c = 'a'; c <= 'z'; ++c) s.set(static_cast<size_t>(c));
+    for (int c = 'A'; c <= 'Z'; ++c) s.set(static_cast<size_t>(c));
+    for (int c = '0'; c <= '9'; ++c) s.set(static_cast<size_t>(c));
+  }
+  return s;
+}
+
+// RFC 3986 URI (or URI-reference), hosts as reg-name (IP literals in brackets are refused).
+ExprPtr uri_expr(bool reference) {
+  const std::string unreserved_sub = "-._~!$&'()*+,;=";
+  const ExprPtr pct = seq({literal("%"), hex_digit(), hex_digit()});
+  auto chars = [&](std::string_view extra) { return alt({bytes(ascii_set(unreserved_sub + std::string(extra), true)), pct}); };
+  const ExprPtr pchar = chars(":@");
+  const ExprPtr segment = star(pchar), segment_nz = plus(pchar);
+  const ExprPtr path_abempty = star(seq({literal("/"), segment}));
+  const ExprPtr path_absolute = seq({literal("/"), optional(seq({segment_nz, path_abempty}))});
+  const ExprPtr authority = seq({optional(seq({star(chars(":")), literal("@")})), star(chars("")),
+                                 optional(seq({literal(":"), star(digit())}))});
+  const ExprPtr tail = seq({optional(seq({literal("?"), star(chars(":@/?"))})), optional(seq({literal("#"), star(chars(":@/?"))}))});
+  std::bitset<256> alpha = ascii_set("", true);
+  for (int c = '0'; c <= '9'; ++c) alpha.reset(static_cast<size_t>(c));
+  const ExprPtr scheme = seq({bytes(alpha), star(bytes(ascii_set("+-.", true)))});
+  const ExprPtr hier = alt({seq({literal("//"), authority, path_abempty}), path_absolute, seq({segment_nz, path_abempty}), empty()});
+  const ExprPtr uri = seq({scheme, literal(":"), hier, tail});
+  if (!reference) return uri;
+  const ExprPtr segment_nz_nc = plus(chars("@"));
+  const ExprPtr relative = alt({seq({literal("//"), authority, path_abempty}), path_absolute, seq({segment_nz_nc, path_abempty}), empty()});
+  return alt({uri, seq({relative, tail})});
+}
+
+}  // namespace
 
 ExprPtr string_format_expr(const std::string& format) {
   auto lit = [](const char* s) { return literal(s); };
@@ -147,6 +222,7 @@ ExprPtr string_format_expr(const std::string& format) {
     auto hex = [](int n) { return repeat(hex_digit(), n, n); };
     return seq({hex(8), lit("-"), hex(4), lit("-"), hex(4), lit("-"), hex(4), lit("-"), hex(12)});
   }
+  if (format == "uri" || format == "uri-reference") return uri_expr(format == "uri-reference");
   fail<Unsupported>("JSON Schema: format '{}' is not supported", format);
 }
 

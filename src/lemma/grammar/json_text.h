@@ -23,6 +23,12 @@ ExprPtr json_any_char_expr();
 ExprPtr integer_range_expr(std::optional<int64_t> lo, std::optional<int64_t> hi);
 // A JSON number; non_negative leaves out the minus sign.
 ExprPtr number_expr(bool non_negative);
+// A JSON number within integer bounds (exclusive or not), written without an exponent.
+struct NumberBound {
+  int64_t value;
+  bool exclusive;
+};
+ExprPtr bounded_number_expr(std::optional<NumberBound> lo, std::optional<NumberBound> hi);
 // The inside of a string (without quotes) in the named format; throws Unsupported for others.
 ExprPtr string_format_expr(const std::string& format);
 // `value` serialised as Python's json.dumps(ensure_ascii=False) does for strings and numbers, with

@@ -56,6 +56,28 @@ TEST(JsonSchemaGrammar, IntegerBounds) {
   EXPECT_FALSE(schema_accepts(neg, "0"));
 }
 
+TEST(JsonSchemaGrammar, NumberBoundsAgreeWithArithmetic) {
+  const char* texts[] = {"-3", "-2.5", "-2", "-2.0", "-1.75", "-0", "-0.0", "-0.5", "0", "0.0", "0.001", "0.5", "1",
+                         "1.5", "2", "2.00", "2.01", "3", "10", "12.5"};
+  struct Case {
+    const char* keywords;
+    bool (*ok)(double);
+  };
+  const Case cases[] = {
+      {R"("minimum":0)", [](double x) { return x >= 0; }},
+      {R"("exclusiveMinimum":0)", [](double x) { return x > 0; }},
+      {R"("minimum":-2,"maximum":2)", [](double x) { return x >= -2 && x <= 2; }},
+      {R"("exclusiveMinimum":-2,"exclusiveMaximum":2)", [](double x) { return x > -2 && x < 2; }},
+      {R"("maximum":-1)", [](double x) { return x <= -1; }},
+      {R"("minimum":1,"exclusiveMaximum":3)", [](double x) { return x >= 1 && x < 3; }},
+  };
+  for (const auto& c : cases) {
+    const std::string schema = std::string(R"({"type":"number",)") + c.keywords + "}";
+    for (const char* t : texts) EXPECT_EQ(schema_accepts(schema, t), c.ok(std::stod(t))) << schema << " " << t;
+  }
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"number","minimum":0.5})")), Unsupported);
+}
+
 TEST(JsonSchemaGrammar, EnumAndConst) {
   const char* s = R"({"enum":["a", 1, null, {"k": [true]}]})";
   EXPECT_TRUE(schema_accepts(s, R"("a")"));
@@ -127,6 +149,22 @@ TEST(JsonSchemaGrammar, CombinatorsAndRecursiveRefs) {
   EXPECT_FALSE(schema_accepts(tree, R"({"v": 1, "kids": [{"kids": []}]})"));
 }
 
+TEST(JsonSchemaGrammar, OneOfOnlyWhenBranchesCannotOverlap) {
+  const char* by_type = R"({"oneOf":[{"type":"integer"},{"type":"string"}]})";
+  EXPECT_TRUE(schema_accepts(by_type, "1"));
+  EXPECT_TRUE(schema_accepts(by_type, R"("1")"));
+  const char* by_tag = R"({"type":"object","oneOf":[
+      {"properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
+      {"properties":{"kind":{"enum":["b","c"]}},"required":["kind"]}]})";
+  EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "a", "x": 1})"));
+  EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "c"})"));
+  EXPECT_FALSE(schema_accepts(by_tag, R"({"kind": "d"})"));
+  // {"a": "", "b": ""} matches both branches, which oneOf forbids: not compilable as anyOf.
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(
+                   R"({"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]})")),
+               Unsupported);
+}
+
 TEST(JsonSchemaGrammar, PatternsAndFormats) {
   const char* anchored = R"({"type":"string","pattern":"^[a-z]+-\\d{2}$"})";
   EXPECT_TRUE(schema_accepts(anchored, R"("ab-12")"));
@@ -143,6 +181,15 @@ TEST(JsonSchemaGrammar, PatternsAndFormats) {
   EXPECT_FALSE(schema_accepts(date, R"("2023-13-01")"));
   EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"date-time"})", R"("2023-01-02T03:04:05.123Z")"));
   EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"uuid"})", R"("123e4567-e89b-12d3-a456-426614174000")"));
+  const char* uri = R"({"type":"string","format":"uri"})";
+  EXPECT_TRUE(schema_accepts(uri, R"("https://user@example.com:8080/a/b%20c?q=1#frag")"));
+  EXPECT_TRUE(schema_accepts(uri, R"("urn:isbn:0451450523")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("/relative/path")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("http://a b")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("http://host:port")"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"uri-reference"})", R"("../a/b?x")"));
+  // Names the specifications do not define are annotations: validators ignore them.
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"int32"})", R"("anything")"));
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {

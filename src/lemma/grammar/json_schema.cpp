@@ -92,6 +92,15 @@ class SchemaCompiler {
     return rule_ref(r);
   }
 
+  // Shares an expression used in several places (a member, an array item): inlined, each use
+  // would copy it, and nesting would multiply the copies.
+  ExprPtr shared(const char* name, ExprPtr e) {
+    if (e->kind == Expr::Kind::kRule || e->kind == Expr::Kind::kBytes) return e;
+    const int r = b_.declare(name);
+    b_.define(r, std::move(e));
+    return rule_ref(r);
+  }
+
   ExprPtr json_char() { return rule_of("json_char", [] { return json_any_char_expr(); }); }
   ExprPtr any_string() { return seq({literal("\""), star(json_char()), literal("\"")}); }
 
@@ -477,8 +486,8 @@ class SchemaCompiler {
     if (!tail_allowed) max = max == kUnbounded ? k : std::min(max, k);
     if (max != kUnbounded && max < min) unsupported("an array schema no array satisfies");
     std::vector<ExprPtr> prefix_items;
-    for (const auto& p : prefix) prefix_items.push_back(compile(p));
-    const ExprPtr tail_item = tail_allowed ? compile(tail) : nothing();
+    for (const auto& p : prefix) prefix_items.push_back(shared("item", compile(p)));
+    const ExprPtr tail_item = tail_allowed ? shared("item", compile(tail)) : nothing();
     auto element = [&](int i) { return i < k ? prefix_items[static_cast<size_t>(i)] : tail_item; };
     auto with_sep = [&](int i, ExprPtr e) { return i == 0 ? e : seq({comma(), e}); };
     // Positions past max(k, min) all take the tail schema: a bounded or unbounded repetition.
@@ -529,7 +538,7 @@ class SchemaCompiler {
       return seq({literal(json_quote(name)), ws_, literal(":"), ws_, value});
     };
     ExprPtr extra_member = nothing();
-    if (extra_allowed) extra_member = seq({key_not_in(names), ws_, literal(":"), ws_, compile(extra)});
+    if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), ws_, literal(":"), ws_, compile(extra)}));
     // after[i]: the rest from property i on once something was written (so a comma comes first);
     // first[i]: the rest when nothing was written yet.
     const size_t n = props.size();
@@ -537,7 +546,7 @@ class SchemaCompiler {
     after[n] = star(seq({comma(), extra_member}));
     first[n] = optional(seq({extra_member, after[n]}));
     for (size_t i = n; i-- > 0;) {
-      const ExprPtr m = member(props[i].first, props[i].second);
+      const ExprPtr m = shared("member", member(props[i].first, props[i].second));
       const bool req = required.count(props[i].first) > 0;
       const int after_rule = b_.declare("after");
       b_.define(after_rule, req ? seq({comma(), m, after[i + 1]}) : alt({seq({comma(), m, after[i + 1]}), after[i + 1]}));
@@ -575,7 +584,7 @@ class SchemaCompiler {
 
   // `words` all share their first `depth` code points.
   ExprPtr key_trie(const std::vector<std::vector<uint32_t>>& words, size_t depth, const CharClass& plain) {
-    const ExprPtr any_rest = star(utf8_expr(plain));
+    const ExprPtr any_rest = rule_of("plain_key_rest", [&] { return star(utf8_expr(plain)); });
     bool is_word = false;
     std::map<uint32_t, std::vector<std::vector<uint32_t>>> children;
     for (const auto& w : words) {

@@ -340,6 +340,8 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
 
 }  // namespace
 
+void register_bench_grammar(CLI::App* bench);  // cmd_bench_grammar.cpp
+
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks: machine roofline, model throughput, memory capacity");
   bench->require_subcommand(0, 1);
@@ -397,6 +399,8 @@ void register_bench(CLI::App& app) {
   serve->add_flag("--ignore-eos", so.ignore_eos, "Send ignore_eos: true (vLLM extension) so outputs reach max_tokens");
   serve->add_flag("--json", sf->json, "One JSON object");
   bind(serve, [sf] { return run_serve(*sf); });
+
+  register_bench_grammar(bench);
 }
 
 }  // namespace lemma::cli

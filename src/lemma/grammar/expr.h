@@ -1,0 +1,46 @@
+// Grammar expressions: what the front ends (JSON Schema, regex, literals) build before the
+// expressions are compiled into the byte-level graph a recognizer walks. Terminals are sets of
+// bytes; everything else is sequence, alternation, bounded or unbounded repetition and calls of
+// named rules (which is what makes the language context-free: recursion goes through rules).
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lemma::grammar {
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+inline constexpr int kUnbounded = -1;
+
+struct Expr {
+  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule };
+  Kind kind = Kind::kSeq;
+  std::bitset<256> bytes;      // kBytes
+  std::vector<ExprPtr> items;  // kSeq, kAlt; kRepeat: one item
+  int min = 0;                 // kRepeat
+  int max = kUnbounded;        // kRepeat
+  int rule = -1;               // kRule
+};
+
+ExprPtr empty();                                  // matches ""
+ExprPtr nothing();                                // matches no string at all
+ExprPtr bytes(const std::bitset<256>& set);       // one byte from the set
+ExprPtr byte_range(unsigned char lo, unsigned char hi);
+ExprPtr literal(std::string_view text);           // exactly these bytes
+ExprPtr seq(std::vector<ExprPtr> items);
+ExprPtr alt(std::vector<ExprPtr> items);
+ExprPtr repeat(ExprPtr item, int min, int max);   // max = kUnbounded for no limit
+ExprPtr optional(ExprPtr item);
+ExprPtr star(ExprPtr item);
+ExprPtr plus(ExprPtr item);
+ExprPtr rule_ref(int rule);
+
+bool is_nothing(const ExprPtr& e);
+
+}  // namespace lemma::grammar

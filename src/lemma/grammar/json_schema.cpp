@@ -1,0 +1,619 @@
+#include "lemma/grammar/json_schema.h"
+
+#include <map>
+#include <set>
+
+#include "lemma/base/error.h"
+#include "lemma/grammar/json_text.h"
+#include "lemma/grammar/regex.h"
+
+namespace lemma::grammar {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+[[noreturn]] void unsupported(const std::string& what) { fail<Unsupported>("JSON Schema: {} is not supported", what); }
+
+// Keywords that constrain instances but that this compiler does not implement: their presence is
+// an error (ignoring one would let invalid output through). Unknown keywords are annotations.
+const std::set<std::string> kUnsupported = {
+    "not", "patternProperties", "contains", "minContains", "maxContains", "dependentRequired", "dependentSchemas",
+    "dependencies", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "multipleOf",
+    "$dynamicRef", "$recursiveRef", "minProperties", "maxProperties"};
+
+const std::set<std::string> kValidation = {
+    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+    "pattern", "format", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "required",
+    "additionalProperties", "properties", "anyOf", "oneOf", "allOf", "$ref"};
+
+bool has_validation(const json& schema) {
+  if (!schema.is_object()) return true;
+  for (const auto& [k, v] : schema.items()) {
+    (void)v;
+    if (kValidation.count(k)) return true;
+  }
+  return false;
+}
+
+// Inlining $refs (to merge them with siblings) could recurse forever on a recursive schema.
+constexpr int kMaxInlineDepth = 64;
+
+// Formats the JSON Schema specifications define. A validator may check these, so one lemma cannot
+// spell exactly is an error; any other name is an annotation (validators ignore unknown formats).
+const std::set<std::string> kSpecFormats = {
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
+    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex"};
+
+// The format that constrains a string schema, or "" when there is none (absent or unknown name).
+std::string constraining_format(const json& s) {
+  if (!s.contains("format") || !s["format"].is_string()) return "";
+  const std::string f = s["format"].get<std::string>();
+  return kSpecFormats.count(f) ? f : "";
+}
+
+const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "string", "number", "integer"};
+
+std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9e18 && d < 9e18) return static_cast<int64_t>(d);
+  }
+  unsupported(fmt::format("'{}' = {}", keyword, v.dump()));
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const json& root, const JsonSchemaOptions& options) : root_(root) {
+    ws_ = options.compact ? empty() : star(bytes(whitespace_set()));
+  }
+
+  Grammar build() {
+    const int top = b_.declare("root");
+    b_.define(top, seq({ws_, compile(root_), ws_}));
+    return b_.build(top);
+  }
+
+ private:
+  static std::bitset<256> whitespace_set() {
+    std::bitset<256> s;
+    for (char c : std::string(" \t\n\r")) s.set(static_cast<unsigned char>(c));
+    return s;
+  }
+
+  ExprPtr rule_of(const std::string& name, const std::function<ExprPtr()>& body) {
+    auto it = named_.find(name);
+    if (it != named_.end()) return rule_ref(it->second);
+    const int r = b_.declare(name);
+    named_[name] = r;
+    b_.define(r, body());
+    return rule_ref(r);
+  }
+
+  // Shares an expression used in several places (a member, an array item): inlined, each use
+  // would copy it, and nesting would multiply the copies.
+  ExprPtr shared(const char* name, ExprPtr e) {
+    if (e->kind == Expr::Kind::kRule || e->kind == Expr::Kind::kBytes) return e;
+    const int r = b_.declare(name);
+    b_.define(r, std::move(e));
+    return rule_ref(r);
+  }
+
+  ExprPtr json_char() { return rule_of("json_char", [] { return json_any_char_expr(); }); }
+  ExprPtr any_string() { return seq({literal("\""), star(json_char()), literal("\"")}); }
+
+  ExprPtr any_value() {
+    auto it = named_.find("any_value");
+    if (it != named_.end()) return rule_ref(it->second);
+    const int r = b_.declare("any_value");
+    named_["any_value"] = r;
+    const ExprPtr value = rule_ref(r);
+    const ExprPtr member = seq({any_string(), ws_, literal(":"), ws_, value});
+    const ExprPtr object = seq({literal("{"), ws_, optional(seq({member, star(seq({ws_, literal(","), ws_, member}))})), ws_, literal("}")});
+    const ExprPtr array = seq({literal("["), ws_, optional(seq({value, star(seq({ws_, literal(","), ws_, value}))})), ws_, literal("]")});
+    b_.define(r, alt({object, array, any_string(), number_expr(false), literal("true"), literal("false"), literal("null")}));
+    return value;
+  }
+
+  const json& resolve(const std::string& ref) {
+    if (ref.empty() || ref[0] != '#') unsupported(fmt::format("$ref '{}' (only '#...' pointers into this schema)", ref));
+    if (ref.size() > 1 && ref[1] != '/') unsupported(fmt::format("$ref '{}' (anchors)", ref));
+    const json* at = &root_;
+    size_t pos = 1;
+    while (pos < ref.size()) {
+      const size_t next = ref.find('/', pos + 1);
+      std::string part = ref.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+      std::string decoded;
+      for (size_t i = 0; i < part.size(); ++i) {
+        if (part[i] == '~' && i + 1 < part.size()) {
+          decoded += part[i + 1] == '1' ? '/' : '~';
+          ++i;
+        } else if (part[i] == '%' && i + 2 < part.size()) {
+          decoded += static_cast<char>(std::stoi(part.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else {
+          decoded += part[i];
+        }
+      }
+      if (at->is_object() && at->contains(decoded)) {
+        at = &(*at)[decoded];
+      } else if (at->is_array() && !decoded.empty() && decoded.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoul(decoded) < at->size()) {
+        at = &(*at)[std::stoul(decoded)];
+      } else {
+        fail<InvalidArgument>("JSON Schema: $ref '{}' points at nothing", ref);
+      }
+      pos = next == std::string::npos ? ref.size() : next;
+    }
+    return *at;
+  }
+
+  ExprPtr compile_ref(const std::string& ref) {
+    auto it = named_.find("ref:" + ref);
+    if (it != named_.end()) return rule_ref(it->second);
+    const int r = b_.declare("ref:" + ref);
+    named_["ref:" + ref] = r;
+    const json target = resolve(ref);  // copied: compile() may not hold references into root_ across merges
+    b_.define(r, compile(target));
+    return rule_ref(r);
+  }
+
+  // allOf of simple parts: keywords are merged (properties per name, required united, types
+  // intersected); the same keyword with different values elsewhere is an error.
+  json merge(const json& a, const json& b) {
+    if (a.is_boolean() || b.is_boolean()) {
+      if (a == true) return b;
+      if (b == true) return a;
+      unsupported("allOf with a false schema");
+    }
+    json out = a;
+    for (const auto& [k, v] : b.items()) {
+      if (!out.contains(k)) {
+        out[k] = v;
+      } else if (out[k] == v) {
+        continue;
+      } else if (k == "properties") {
+        for (const auto& [name, s] : v.items()) {
+          if (out[k].contains(name) && out[k][name] != s) {
+            out[k][name] = json{{"allOf", json::array({out[k][name], s})}};
+          } else {
+            out[k][name] = s;
+          }
+        }
+      } else if (k == "required") {
+        for (const auto& name : v) {
+          if (std::find(out[k].begin(), out[k].end(), name) == out[k].end()) out[k].push_back(name);
+        }
+      } else if (k == "type") {
+        auto as_set = [](const json& t) {
+          std::set<std::string> s;
+          if (t.is_string()) s.insert(t.get<std::string>());
+          else for (const auto& x : t) s.insert(x.get<std::string>());
+          if (s.count("number")) s.insert("integer");
+          return s;
+        };
+        const auto sa = as_set(out[k]), sb = as_set(v);
+        json both = json::array();
+        for (const auto& t : sa) {
+          if (sb.count(t) && !(t == "number" && (!sb.count("number") || !sa.count("number")))) both.push_back(t);
+        }
+        if (both.empty()) unsupported("allOf with disjoint types");
+        out[k] = both;
+      } else if (!kValidation.count(k)) {
+        continue;  // annotations and unknown keywords constrain nothing
+      } else {
+        unsupported(fmt::format("allOf with two different '{}'", k));
+      }
+    }
+    // additionalProperties written for one part's properties cannot be widened by another's.
+    if (a.is_object() && b.is_object() && (a.contains("additionalProperties") || b.contains("additionalProperties")) &&
+        out.contains("properties") && (a.value("properties", json::object()).size() != out["properties"].size() ||
+                                       b.value("properties", json::object()).size() != out["properties"].size())) {
+      unsupported("allOf merging properties under additionalProperties");
+    }
+    return out;
+  }
+
+  ExprPtr compile(const json& schema) {
+    if (depth_ > kMaxInlineDepth) unsupported("a $ref that recurses inside allOf/anyOf/oneOf siblings");
+    ++depth_;
+    ExprPtr e = compile_schema(schema);
+    --depth_;
+    return e;
+  }
+
+  ExprPtr compile_schema(const json& schema) {
+    if (schema.is_boolean()) {
+      if (schema.get<bool>()) return any_value();
+      unsupported("the false schema");
+    }
+    if (!schema.is_object()) fail<InvalidArgument>("JSON Schema: a schema must be an object or a boolean, got {}", schema.dump());
+    for (const auto& [k, v] : schema.items()) {
+      if (kUnsupported.count(k)) unsupported(fmt::format("keyword '{}'", k));
+      if (k == "uniqueItems" && v == true) {
+        if (!(schema.contains("maxItems") && schema["maxItems"].is_number() && schema["maxItems"].get<double>() <= 1)) unsupported("keyword 'uniqueItems'");
+      }
+    }
+    if (schema.contains("$ref")) {
+      json rest = schema;
+      rest.erase("$ref");
+      for (const char* a : {"description", "title", "$comment", "examples", "default", "$schema", "$id", "definitions", "$defs"}) rest.erase(a);
+      if (rest.empty()) return compile_ref(schema["$ref"].get<std::string>());
+      json target = resolve(schema["$ref"].get<std::string>());
+      if (target.is_object() && target.contains("$ref")) unsupported("$ref with sibling keywords pointing at another $ref");
+      return compile(merge(target, rest));
+    }
+    if (schema.contains("allOf")) {
+      json merged = schema;
+      merged.erase("allOf");
+      for (const auto& part : schema["allOf"]) {
+        json p = part;
+        while (p.is_object() && p.contains("$ref") && p.size() == 1) p = resolve(p["$ref"].get<std::string>());
+        merged = merge(merged, p);
+      }
+      return compile(merged);
+    }
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!schema.contains(key)) continue;
+      json rest = schema;
+      rest.erase(key);
+      if (std::string(key) == "oneOf") require_exclusive(schema[key], rest);
+      std::vector<ExprPtr> branches;
+      for (const auto& branch : schema[key]) {
+        if (!has_validation(rest)) {
+          branches.push_back(compile(branch));  // a $ref stays a rule: recursion is fine
+          continue;
+        }
+        json b = branch;
+        while (b.is_object() && b.contains("$ref") && b.size() == 1) b = resolve(b["$ref"].get<std::string>());
+        branches.push_back(compile(merge(rest, b)));
+      }
+      return alt(std::move(branches));
+    }
+    std::set<std::string> types;
+    if (schema.contains("type")) {
+      const json& t = schema["type"];
+      if (t.is_string()) types.insert(t.get<std::string>());
+      else for (const auto& x : t) types.insert(x.get<std::string>());
+      for (const auto& x : types) {
+        if (!kTypes.count(x)) fail<InvalidArgument>("JSON Schema: unknown type '{}'", x);
+      }
+    } else {
+      types = kTypes;
+      types.erase("integer");  // number covers it
+    }
+    if (schema.contains("const") || schema.contains("enum")) return compile_enum(schema, types);
+    std::vector<ExprPtr> branches;
+    for (const auto& t : types) {
+      if (t == "null") branches.push_back(literal("null"));
+      else if (t == "boolean") branches.push_back(alt({literal("true"), literal("false")}));
+      else if (t == "integer") { if (!types.count("number")) branches.push_back(compile_integer(schema)); }
+      else if (t == "number") branches.push_back(compile_number(schema, types.count("integer") > 0));
+      else if (t == "string") branches.push_back(compile_string(schema));
+      else if (t == "array") branches.push_back(compile_array(schema));
+      else if (t == "object") branches.push_back(compile_object(schema));
+    }
+    return alt(std::move(branches));
+  }
+
+  // The JSON types a schema's instances may have (integer folded into number), or none = unknown.
+  std::set<std::string> possible_types(const json& s) {
+    std::set<std::string> out;
+    if (s.is_object() && s.contains("type")) {
+      const json& t = s["type"];
+      if (t.is_string()) out.insert(t.get<std::string>());
+      else for (const auto& x : t) out.insert(x.get<std::string>());
+    } else if (s.is_object() && (s.contains("const") || s.contains("enum"))) {
+      for (const auto& v : s.contains("const") ? json::array({s["const"]}) : s["enum"]) {
+        out.insert(v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_number() ? "number" : v.is_string() ? "string"
+                   : v.is_array() ? "array" : "object");
+      }
+    }
+    if (out.erase("integer")) out.insert("number");
+    return out;
+  }
+
+  // The literal values a schema allows, when it is a const or an enum.
+  static std::optional<std::vector<json>> literal_values(const json& s) {
+    if (!s.is_object()) return std::nullopt;
+    if (s.contains("const")) return std::vector<json>{s["const"]};
+    if (s.contains("enum")) return std::vector<json>(s["enum"].begin(), s["enum"].end());
+    return std::nullopt;
+  }
+
+  json resolved(json s) {
+    for (int i = 0; i < kMaxInlineDepth && s.is_object() && s.contains("$ref") && !has_validation_besides_ref(s); ++i) {
+      s = resolve(s["$ref"].get<std::string>());
+    }
+    return s;
+  }
+  static bool has_validation_besides_ref(const json& s) {
+    json rest = s;
+    rest.erase("$ref");
+    return has_validation(rest);
+  }
+
+  // Two branches are exclusive when their types cannot meet, when both are disjoint literal sets,
+  // or when both require a property whose literal values are disjoint (a discriminator).
+  bool exclusive(const json& a, const json& b) {
+    const auto ta = possible_types(a), tb = possible_types(b);
+    if (!ta.empty() && !tb.empty()) {
+      bool meet = false;
+      for (const auto& t : ta) meet = meet || tb.count(t);
+      if (!meet) return true;
+    }
+    auto disjoint = [](const std::vector<json>& x, const std::vector<json>& y) {
+      for (const auto& v : x) {
+        if (std::find(y.begin(), y.end(), v) != y.end()) return false;
+      }
+      return true;
+    };
+    const auto la = literal_values(a), lb = literal_values(b);
+    if (la && lb) return disjoint(*la, *lb);
+    if (!a.is_object() || !b.is_object() || !a.contains("properties") || !b.contains("properties")) return false;
+    auto required = [](const json& s, const std::string& name) {
+      if (!s.contains("required")) return false;
+      for (const auto& r : s["required"]) {
+        if (r == name) return true;
+      }
+      return false;
+    };
+    for (const auto& [name, pa] : a["properties"].items()) {
+      if (!b["properties"].contains(name) || !required(a, name) || !required(b, name)) continue;
+      const auto va = literal_values(resolved(pa)), vb = literal_values(resolved(b["properties"][name]));
+      if (va && vb && disjoint(*va, *vb)) return true;
+    }
+    return false;
+  }
+
+  // oneOf is compiled as anyOf, which is exact only when no instance can match two branches.
+  void require_exclusive(const json& branches, const json& rest) {
+    std::vector<json> parts;
+    for (const auto& b : branches) {
+      json r = resolved(b);
+      parts.push_back(has_validation(rest) && r.is_object() ? merge(rest, r) : r);
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      for (size_t j = i + 1; j < parts.size(); ++j) {
+        if (!exclusive(parts[i], parts[j])) unsupported(fmt::format("oneOf whose branches {} and {} may overlap", i, j));
+      }
+    }
+  }
+
+  ExprPtr compile_enum(const json& schema, const std::set<std::string>& types) {
+    for (const auto& [k, v] : schema.items()) {
+      (void)v;
+      if (kValidation.count(k) && k != "enum" && k != "const" && k != "type" && k != "format") {
+        unsupported(fmt::format("'{}' next to enum/const", k));
+      }
+    }
+    json values = schema.contains("const") ? json::array({schema["const"]}) : schema["enum"];
+    std::vector<ExprPtr> branches;
+    for (const auto& v : values) {
+      std::string t = v.is_null() ? "null" : v.is_boolean() ? "boolean" : v.is_number_integer() ? "integer"
+                      : v.is_number() ? "number" : v.is_string() ? "string" : v.is_array() ? "array" : "object";
+      const bool fits = types.count(t) || (t == "integer" && types.count("number")) ||
+                        (t == "number" && types.count("integer") && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+      if (schema.contains("type") && !fits) continue;
+      branches.push_back(json_value_literal(v, ws_));
+    }
+    if (schema.contains("const") && schema.contains("enum")) unsupported("const together with enum");
+    return alt(std::move(branches));
+  }
+
+  ExprPtr compile_integer(const json& s) {
+    std::optional<int64_t> lo, hi;
+    if (s.contains("minimum")) lo = integer_bound(s["minimum"], "minimum");
+    if (s.contains("maximum")) hi = integer_bound(s["maximum"], "maximum");
+    if (s.contains("exclusiveMinimum")) {
+      const json& v = s["exclusiveMinimum"];
+      if (v.is_boolean()) { if (v.get<bool>() && lo) *lo += 1; }
+      else { const int64_t x = integer_bound(v, "exclusiveMinimum").value() + 1; lo = lo ? std::max(*lo, x) : x; }
+    }
+    if (s.contains("exclusiveMaximum")) {
+      const json& v = s["exclusiveMaximum"];
+      if (v.is_boolean()) { if (v.get<bool>() && hi) *hi -= 1; }
+      else { const int64_t x = integer_bound(v, "exclusiveMaximum").value() - 1; hi = hi ? std::min(*hi, x) : x; }
+    }
+    return integer_range_expr(lo, hi);
+  }
+
+  ExprPtr compile_number(const json& s, bool) {
+    const bool has_bounds = s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
+    if (!has_bounds) return number_expr(false);
+    // Integer-valued bounds only (a decimal bound is an error, from integer_bound).
+    std::optional<NumberBound> lo, hi;
+    if (s.contains("minimum")) lo = NumberBound{*integer_bound(s["minimum"], "minimum"), false};
+    if (s.contains("maximum")) hi = NumberBound{*integer_bound(s["maximum"], "maximum"), false};
+    if (s.contains("exclusiveMinimum")) {
+      const json& v = s["exclusiveMinimum"];
+      if (v.is_boolean()) {
+        if (v.get<bool>() && lo) lo->exclusive = true;
+      } else {
+        const int64_t x = *integer_bound(v, "exclusiveMinimum");
+        if (!lo || x >= lo->value) lo = NumberBound{x, true};
+      }
+    }
+    if (s.contains("exclusiveMaximum")) {
+      const json& v = s["exclusiveMaximum"];
+      if (v.is_boolean()) {
+        if (v.get<bool>() && hi) hi->exclusive = true;
+      } else {
+        const int64_t x = *integer_bound(v, "exclusiveMaximum");
+        if (!hi || x <= hi->value) hi = NumberBound{x, true};
+      }
+    }
+    return bounded_number_expr(lo, hi);
+  }
+
+  ExprPtr compile_string(const json& s) {
+    const int min = s.contains("minLength") ? s["minLength"].get<int>() : 0;
+    const int max = s.contains("maxLength") ? s["maxLength"].get<int>() : kUnbounded;
+    const bool lengths = s.contains("minLength") || s.contains("maxLength");
+    if (s.contains("pattern")) {
+      if (lengths || !constraining_format(s).empty()) unsupported("pattern together with minLength/maxLength/format");
+      const CharExpr chars = [](const CharClass& c) { return json_char_expr(c); };
+      return seq({literal("\""), regex_to_expr(s["pattern"].get<std::string>(), chars, /*search=*/true), literal("\"")});
+    }
+    if (const std::string format = constraining_format(s); !format.empty()) {
+      if (lengths) unsupported("format together with minLength/maxLength");
+      return seq({literal("\""), string_format_expr(format), literal("\"")});
+    }
+    if (max != kUnbounded && max > 10000) unsupported("maxLength over 10000");
+    return seq({literal("\""), repeat(json_char(), min, max), literal("\"")});
+  }
+
+  ExprPtr comma() { return seq({ws_, literal(","), ws_}); }
+
+  ExprPtr compile_array(const json& s) {
+    const int min = s.contains("minItems") ? s["minItems"].get<int>() : 0;
+    int max = s.contains("maxItems") ? s["maxItems"].get<int>() : kUnbounded;
+    std::vector<json> prefix;
+    json tail = true;
+    if (s.contains("prefixItems")) {
+      for (const auto& x : s["prefixItems"]) prefix.push_back(x);
+      if (s.contains("items")) tail = s["items"];
+    } else if (s.contains("items") && s["items"].is_array()) {
+      for (const auto& x : s["items"]) prefix.push_back(x);
+      if (s.contains("additionalItems")) tail = s["additionalItems"];
+    } else if (s.contains("items")) {
+      tail = s["items"];
+    }
+    const bool tail_allowed = !(tail.is_boolean() && !tail.get<bool>());
+    const int k = static_cast<int>(prefix.size());
+    if (!tail_allowed) max = max == kUnbounded ? k : std::min(max, k);
+    if (max != kUnbounded && max < min) unsupported("an array schema no array satisfies");
+    std::vector<ExprPtr> prefix_items;
+    for (const auto& p : prefix) prefix_items.push_back(shared("item", compile(p)));
+    const ExprPtr tail_item = tail_allowed ? shared("item", compile(tail)) : nothing();
+    auto element = [&](int i) { return i < k ? prefix_items[static_cast<size_t>(i)] : tail_item; };
+    auto with_sep = [&](int i, ExprPtr e) { return i == 0 ? e : seq({comma(), e}); };
+    // Positions past max(k, min) all take the tail schema: a bounded or unbounded repetition.
+    const int explicit_count = std::max(k, min);
+    ExprPtr rest;
+    if (max == kUnbounded) {
+      rest = explicit_count == 0 ? optional(seq({tail_item, star(seq({comma(), tail_item}))})) : star(seq({comma(), tail_item}));
+    } else if (max > explicit_count) {
+      rest = explicit_count == 0 ? optional(seq({tail_item, repeat(seq({comma(), tail_item}), 0, max - 1)}))
+                                 : repeat(seq({comma(), tail_item}), 0, max - explicit_count);
+    } else {
+      rest = empty();
+    }
+    // Built from the back: positions below min are mandatory, the others nest as optionals.
+    const int last = max == kUnbounded ? explicit_count : std::min(explicit_count, max);
+    ExprPtr body = rest;
+    for (int i = last - 1; i >= 0; --i) {
+      ExprPtr here = seq({with_sep(i, element(i)), body});
+      body = i < min ? here : optional(here);
+    }
+    return seq({literal("["), ws_, body, ws_, literal("]")});
+  }
+
+  ExprPtr compile_object(const json& s) {
+    std::vector<std::pair<std::string, ExprPtr>> props;
+    std::set<std::string> required;
+    if (s.contains("required")) for (const auto& r : s["required"]) required.insert(r.get<std::string>());
+    std::set<std::string> names;
+    json extra = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
+    const bool extra_allowed = !(extra.is_boolean() && !extra.get<bool>());
+    if (s.contains("properties")) {
+      for (const auto& [name, sub] : s["properties"].items()) {
+        names.insert(name);
+        if (sub.is_boolean() && !sub.get<bool>()) {
+          if (required.count(name)) unsupported(fmt::format("required property '{}' with the false schema", name));
+          continue;  // may not appear; and extra keys exclude it below
+        }
+        props.push_back({name, compile(sub)});
+      }
+    }
+    for (const auto& r : required) {
+      if (names.count(r)) continue;
+      if (!extra_allowed) unsupported(fmt::format("required property '{}' that additionalProperties forbids", r));
+      names.insert(r);
+      props.push_back({r, compile(extra)});
+    }
+    auto member = [&](const std::string& name, const ExprPtr& value) {
+      return seq({literal(json_quote(name)), ws_, literal(":"), ws_, value});
+    };
+    ExprPtr extra_member = nothing();
+    if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), ws_, literal(":"), ws_, compile(extra)}));
+    // after[i]: the rest from property i on once something was written (so a comma comes first);
+    // first[i]: the rest when nothing was written yet.
+    const size_t n = props.size();
+    std::vector<ExprPtr> after(n + 1), first(n + 1);
+    after[n] = star(seq({comma(), extra_member}));
+    first[n] = optional(seq({extra_member, after[n]}));
+    for (size_t i = n; i-- > 0;) {
+      const ExprPtr m = shared("member", member(props[i].first, props[i].second));
+      const bool req = required.count(props[i].first) > 0;
+      const int after_rule = b_.declare("after");
+      b_.define(after_rule, req ? seq({comma(), m, after[i + 1]}) : alt({seq({comma(), m, after[i + 1]}), after[i + 1]}));
+      after[i] = rule_ref(after_rule);
+      const int first_rule = b_.declare("first");
+      b_.define(first_rule, req ? seq({m, after[i + 1]}) : alt({seq({m, after[i + 1]}), first[i + 1]}));
+      first[i] = rule_ref(first_rule);
+    }
+    return seq({literal("{"), ws_, first[0], ws_, literal("}")});
+  }
+
+  // A quoted key whose (escape-free) text is none of `names`: a trie over their code points where
+  // leaving the trie at any character, or stopping at a node that is not a name, is allowed.
+  ExprPtr key_not_in(const std::set<std::string>& names) {
+    const CharClass plain = CharClass::range(0x20, kMaxCodePoint).minus(CharClass::single('"')).minus(CharClass::single('\\'));
+    if (names.empty()) return any_string();
+    std::vector<std::vector<uint32_t>> words;
+    for (const auto& name : names) words.push_back(decode(name));
+    return seq({literal("\""), key_trie(words, 0, plain), literal("\"")});
+  }
+
+  static std::vector<uint32_t> decode(const std::string& s) {
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < s.size();) {
+      const auto b = static_cast<unsigned char>(s[i]);
+      uint32_t c = b;
+      size_t n = 1;
+      if (b >= 0xF0) { c = b & 7; n = 4; } else if (b >= 0xE0) { c = b & 15; n = 3; } else if (b >= 0xC0) { c = b & 31; n = 2; }
+      for (size_t k = 1; k < n && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 63);
+      out.push_back(c);
+      i += n;
+    }
+    return out;
+  }
+
+  // `words` all share their first `depth` code points.
+  ExprPtr key_trie(const std::vector<std::vector<uint32_t>>& words, size_t depth, const CharClass& plain) {
+    const ExprPtr any_rest = rule_of("plain_key_rest", [&] { return star(utf8_expr(plain)); });
+    bool is_word = false;
+    std::map<uint32_t, std::vector<std::vector<uint32_t>>> children;
+    for (const auto& w : words) {
+      if (w.size() == depth) is_word = true;
+      else children[w[depth]].push_back(w);
+    }
+    std::vector<ExprPtr> branches;
+    if (!is_word) branches.push_back(empty());
+    CharClass others = plain;
+    for (const auto& [c, ws] : children) {
+      others = others.minus(CharClass::single(c));
+      if (c < 0x20 || c == '"' || c == '\\') continue;  // such names need escapes: plain keys never equal them
+      branches.push_back(seq({literal(utf8_encode(c)), key_trie(ws, depth + 1, plain)}));
+    }
+    branches.push_back(seq({utf8_expr(others), any_rest}));
+    return alt(std::move(branches));
+  }
+
+  json root_;
+  ExprPtr ws_;
+  GrammarBuilder b_;
+  std::map<std::string, int> named_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options) {
+  return SchemaCompiler(schema, options).build();
+}
+
+}  // namespace lemma::grammar

@@ -1,0 +1,18 @@
+// JSON Schema -> grammar of the JSON texts the schema accepts. Object properties come in the
+// schema's order (required ones must appear; extra keys, where allowed, after them). A keyword
+// lemma cannot honour exactly throws Unsupported naming it: never unconstrained output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "lemma/grammar/grammar.h"
+
+namespace lemma::grammar {
+
+struct JsonSchemaOptions {
+  bool compact = false;  // no whitespace between tokens (otherwise JSON's free whitespace)
+};
+
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
+
+}  // namespace lemma::grammar

@@ -1,0 +1,102 @@
+#include "lemma/grammar/parser_states.h"
+
+#include <algorithm>
+
+#include "lemma/base/error.h"
+
+namespace lemma::grammar {
+
+namespace {
+// Deep enough for any sane nesting; reached only by left recursion, which a stack-set recognizer
+// cannot run (the front ends never produce it).
+constexpr uint32_t kMaxDepth = 4096;
+}  // namespace
+
+size_t ParserStates::VectorHash::operator()(const std::vector<uint32_t>& v) const {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t x : v) h = (h ^ x) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+  std::vector<uint32_t> seeds{frame(grammar_->rule(grammar_->root()).start, kNoFrame)};
+  initial_ = close(seeds);
+}
+
+uint32_t ParserStates::frame(uint32_t node, uint32_t parent) {
+  const uint64_t key = (static_cast<uint64_t>(node) << 32) | parent;
+  auto [it, inserted] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
+  if (inserted) {
+    const uint32_t depth = parent == kNoFrame ? 0 : frames_[parent].depth + 1;
+    if (depth > kMaxDepth) fail<InvalidArgument>("grammar: call stack deeper than {} (left recursion?)", kMaxDepth);
+    frames_.push_back({node, parent, depth});
+    frame_mark_.push_back(0);
+  }
+  return it->second;
+}
+
+int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
+  ++stamp_;
+  work_.clear();
+  tops_.clear();
+  bool accepting = false;
+  for (uint32_t f : seeds) {
+    if (frame_mark_[f] != stamp_) {
+      frame_mark_[f] = stamp_;
+      work_.push_back(f);
+    }
+  }
+  auto visit = [&](uint32_t f) {
+    if (frame_mark_[f] != stamp_) {
+      frame_mark_[f] = stamp_;
+      work_.push_back(f);
+    }
+  };
+  while (!work_.empty()) {
+    const uint32_t f = work_.back();
+    work_.pop_back();
+    const Frame fr = frames_[f];
+    const Node& n = grammar_->node(fr.node);
+    if (!n.byte_edges.empty()) tops_.push_back(f);
+    for (uint32_t to : n.empty_edges) visit(frame(to, fr.parent));
+    for (const CallEdge& c : n.calls) {
+      const uint32_t ret = frame(c.target, fr.parent);
+      visit(frame(grammar_->rule(c.rule).start, ret));
+    }
+    if (n.is_rule_end) {
+      if (fr.parent == kNoFrame) {
+        accepting = true;
+      } else {
+        visit(fr.parent);
+      }
+    }
+  }
+  if (tops_.empty() && !accepting) return kDeadState;
+  std::sort(tops_.begin(), tops_.end());
+  auto& ids = state_ids_[accepting ? 1 : 0];
+  auto it = ids.find(tops_);
+  if (it != ids.end()) return it->second;
+  const auto id = static_cast<int32_t>(states_.size());
+  State s;
+  s.frames = tops_;
+  s.accepting = accepting;
+  std::fill(std::begin(s.next), std::end(s.next), kUnknown);
+  states_.push_back(std::move(s));
+  ids.emplace(tops_, id);
+  return id;
+}
+
+int32_t ParserStates::compute_step(int32_t state, unsigned char byte) {
+  seeds_.clear();
+  for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
+    const Frame fr = frames_[f];
+    for (const ByteEdge& e : grammar_->node(fr.node).byte_edges) {
+      if (e.lo <= byte && byte <= e.hi) seeds_.push_back(frame(e.target, fr.parent));
+    }
+  }
+  if (seeds_.empty()) return kDeadState;
+  std::vector<uint32_t> seeds = seeds_;
+  return close(seeds);
+}
+
+}  // namespace lemma::grammar

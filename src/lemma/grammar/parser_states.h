@@ -1,0 +1,77 @@
+// The recognizer's states, built lazily as a DFA over a Grammar. A parser configuration is a set
+// of call stacks; each stack is a Frame (node, parent frame), hash-consed so that equal stacks are
+// one id. A State is the sorted set of stack tops that can read a byte (after following empty
+// edges, calls and returns), plus whether the input so far is a complete sentence. States are
+// interned too, and each state's 256 successors are cached, so a byte step that was seen before
+// costs one array read (what makes walking a token trie affordable).
+// Not thread-safe: one ParserStates per thread (or per request).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "lemma/grammar/grammar.h"
+
+namespace lemma::grammar {
+
+inline constexpr int32_t kDeadState = -1;
+
+class ParserStates {
+ public:
+  explicit ParserStates(std::shared_ptr<const Grammar> grammar);
+
+  int32_t initial() const { return initial_; }
+  // The state after reading `byte` in `state`, or kDeadState.
+  int32_t step(int32_t state, unsigned char byte) {
+    const int32_t next = states_[static_cast<size_t>(state)].next[byte];
+    if (next != kUnknown) return next;
+    const int32_t computed = compute_step(state, byte);  // may grow states_: index again after
+    states_[static_cast<size_t>(state)].next[byte] = computed;
+    return computed;
+  }
+  bool accepting(int32_t state) const { return states_[static_cast<size_t>(state)].accepting; }
+  // A state that accepts and cannot read any further byte.
+  bool finished(int32_t state) const {
+    const auto& s = states_[static_cast<size_t>(state)];
+    return s.accepting && s.frames.empty();
+  }
+  size_t state_count() const { return states_.size(); }
+  const Grammar& grammar() const { return *grammar_; }
+
+ private:
+  static constexpr int32_t kUnknown = -2;
+  static constexpr uint32_t kNoFrame = UINT32_MAX;
+
+  struct Frame {
+    uint32_t node;
+    uint32_t parent;
+    uint32_t depth;
+  };
+  struct State {
+    std::vector<uint32_t> frames;  // sorted frame ids whose node has byte edges
+    bool accepting = false;
+    int32_t next[256];
+  };
+
+  uint32_t frame(uint32_t node, uint32_t parent);
+  // Follows empty edges, calls and returns from `seeds`; interns the resulting state.
+  int32_t close(std::vector<uint32_t>& seeds);
+  int32_t compute_step(int32_t state, unsigned char byte);
+
+  std::shared_ptr<const Grammar> grammar_;
+  std::vector<Frame> frames_;
+  std::unordered_map<uint64_t, uint32_t> frame_ids_;
+  std::vector<uint32_t> frame_mark_;  // closure's visited stamps, one per frame
+  uint32_t stamp_ = 0;
+  std::vector<State> states_;
+  struct VectorHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+  std::unordered_map<std::vector<uint32_t>, int32_t, VectorHash> state_ids_[2];  // by accepting
+  int32_t initial_ = kDeadState;
+  std::vector<uint32_t> work_, tops_, seeds_;
+};
+
+}  // namespace lemma::grammar

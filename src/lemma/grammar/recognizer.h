@@ -1,0 +1,32 @@
+// Byte-level incremental recognizer: feed bytes, ask whether bytes could be fed, roll back to any
+// earlier position (the history of states is kept), and ask whether the input is complete.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "lemma/grammar/parser_states.h"
+
+namespace lemma::grammar {
+
+class Recognizer {
+ public:
+  explicit Recognizer(ParserStates& states) : states_(&states), history_{states.initial()} {}
+
+  // Feeds all of `bytes` or none of them; false when the grammar refuses them.
+  bool feed(std::string_view bytes);
+  bool can_feed(std::string_view bytes) const;
+  // Bytes fed so far (the number of positions one can roll back to, minus one).
+  size_t position() const { return history_.size() - 1; }
+  void rollback_to(size_t position);
+  bool accepting() const { return states_->accepting(history_.back()); }
+  bool finished() const { return states_->finished(history_.back()); }
+  int32_t state() const { return history_.back(); }
+  ParserStates& states() const { return *states_; }
+
+ private:
+  ParserStates* states_;
+  std::vector<int32_t> history_;  // history_[i]: the state after i bytes
+};
+
+}  // namespace lemma::grammar

@@ -1,0 +1,69 @@
+// Token-level constraint: which tokens may come next (a bitset over the vocabulary), accepting
+// tokens, rolling back N tokens (for speculation) and telling when the grammar is complete.
+// Masks are computed by walking the token trie from the recognizer's state; a mask depends only on
+// that state, so masks are cached per state in a MaskCache shared by matchers of one grammar.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "lemma/grammar/recognizer.h"
+#include "lemma/grammar/token_trie.h"
+
+namespace lemma::grammar {
+
+// One bit per token id, 64 ids per word.
+using TokenMask = std::vector<uint64_t>;
+
+inline bool mask_allows(const TokenMask& m, int32_t id) {
+  return (m[static_cast<size_t>(id) >> 6] >> (static_cast<size_t>(id) & 63)) & 1u;
+}
+
+class MaskCache {
+ public:
+  explicit MaskCache(size_t max_entries = 4096) : max_entries_(max_entries) {}
+  const TokenMask* find(int32_t state) const {
+    auto it = masks_.find(state);
+    return it == masks_.end() ? nullptr : &it->second;
+  }
+  const TokenMask& store(int32_t state, TokenMask mask);
+
+ private:
+  size_t max_entries_;
+  std::unordered_map<int32_t, TokenMask> masks_;
+};
+
+class TokenMatcher {
+ public:
+  // `states`, `vocab`, `trie` (and `cache`, which may be null) must outlive the matcher.
+  TokenMatcher(ParserStates& states, const TokenVocabulary& vocab, const TokenTrie& trie, MaskCache* cache);
+
+  // The tokens allowed next: those whose bytes the grammar can read now, and the end ids when the
+  // input so far is complete.
+  const TokenMask& next_mask();
+  // Feeds a token; false (and nothing changes) when the grammar refuses it. An end id is accepted
+  // only when the grammar is complete, and ends the matcher.
+  bool accept(int32_t token);
+  // Undoes the last `n` accepted tokens.
+  void rollback(size_t n);
+  bool is_complete() const { return recognizer_.accepting(); }
+  bool is_finished() const { return ended_ || recognizer_.finished(); }
+  size_t tokens_accepted() const { return token_starts_.size(); }
+
+ private:
+  void compute_mask(int32_t state, TokenMask& mask);
+  bool is_end_id(int32_t token) const;
+
+  Recognizer recognizer_;
+  const TokenVocabulary* vocab_;
+  const TokenTrie* trie_;
+  MaskCache* cache_;
+  std::vector<size_t> token_starts_;  // byte position before each accepted token
+  bool ended_ = false;
+  TokenMask scratch_;
+  std::vector<int32_t> walk_states_;
+};
+
+}  // namespace lemma::grammar

@@ -1,0 +1,211 @@
+// JSON Schema -> grammar, keyword by keyword: valid texts accepted, invalid ones refused, and
+// keywords that cannot be honoured refused at compile time with their name.
+#include <gtest/gtest.h>
+
+#include "grammar_test_util.h"
+#include "lemma/base/error.h"
+
+namespace lemma::grammar::testing {
+namespace {
+
+TEST(JsonSchemaGrammar, Types) {
+  EXPECT_TRUE(schema_accepts(R"({"type":"null"})", "null"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"null"})", "nul"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"boolean"})", "false"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"integer"})", "-120"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"integer"})", "012"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"integer"})", "1.5"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"number"})", "-1.5e+10"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"number"})", "1."));
+  EXPECT_TRUE(schema_accepts(R"({"type":["string","null"]})", "null"));
+  EXPECT_TRUE(schema_accepts(R"({"type":["string","null"]})", R"("a\"b\u00e9")"));
+  EXPECT_FALSE(schema_accepts(R"({"type":["string","null"]})", "1"));
+  EXPECT_TRUE(schema_accepts(R"({})", R"({"a": [1, {"b": null}], "c": "é"})"));
+  EXPECT_TRUE(schema_accepts(R"(true)", "[]"));
+}
+
+TEST(JsonSchemaGrammar, StringsCarryUtf8AndEscapes) {
+  EXPECT_TRUE(schema_accepts(R"({"type":"string"})", "\"h\xC3\xA9llo \xF0\x9F\x98\x80\""));
+  EXPECT_FALSE(schema_accepts(R"({"type":"string"})", "\"\xC3\""));  // truncated code point
+  EXPECT_FALSE(schema_accepts(R"({"type":"string"})", "\"a\nb\""));   // raw control character
+  EXPECT_TRUE(schema_accepts(R"({"type":"string"})", R"("a\nb")"));
+}
+
+TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
+  const char* s = R"({"type":"string","minLength":2,"maxLength":3})";
+  EXPECT_FALSE(schema_accepts(s, R"("a")"));
+  EXPECT_TRUE(schema_accepts(s, R"("ab")"));
+  EXPECT_TRUE(schema_accepts(s, "\"\xC3\xA9\xC3\xA9\xC3\xA9\""));
+  EXPECT_FALSE(schema_accepts(s, R"("abcd")"));
+}
+
+TEST(JsonSchemaGrammar, IntegerBounds) {
+  const char* s = R"({"type":"integer","minimum":-15,"maximum":123})";
+  for (int x = -40; x <= 300; ++x) {
+    EXPECT_EQ(schema_accepts(s, std::to_string(x)), x >= -15 && x <= 123) << x;
+  }
+  const char* open = R"({"type":"integer","exclusiveMinimum":9})";
+  EXPECT_FALSE(schema_accepts(open, "9"));
+  EXPECT_TRUE(schema_accepts(open, "10"));
+  EXPECT_TRUE(schema_accepts(open, "1000000"));
+  EXPECT_FALSE(schema_accepts(open, "-10"));
+  const char* neg = R"({"type":"integer","maximum":-3})";
+  EXPECT_TRUE(schema_accepts(neg, "-3"));
+  EXPECT_TRUE(schema_accepts(neg, "-3000"));
+  EXPECT_FALSE(schema_accepts(neg, "-2"));
+  EXPECT_FALSE(schema_accepts(neg, "0"));
+}
+
+TEST(JsonSchemaGrammar, NumberBoundsAgreeWithArithmetic) {
+  const char* texts[] = {"-3", "-2.5", "-2", "-2.0", "-1.75", "-0", "-0.0", "-0.5", "0", "0.0", "0.001", "0.5", "1",
+                         "1.5", "2", "2.00", "2.01", "3", "10", "12.5"};
+  struct Case {
+    const char* keywords;
+    bool (*ok)(double);
+  };
+  const Case cases[] = {
+      {R"("minimum":0)", [](double x) { return x >= 0; }},
+      {R"("exclusiveMinimum":0)", [](double x) { return x > 0; }},
+      {R"("minimum":-2,"maximum":2)", [](double x) { return x >= -2 && x <= 2; }},
+      {R"("exclusiveMinimum":-2,"exclusiveMaximum":2)", [](double x) { return x > -2 && x < 2; }},
+      {R"("maximum":-1)", [](double x) { return x <= -1; }},
+      {R"("minimum":1,"exclusiveMaximum":3)", [](double x) { return x >= 1 && x < 3; }},
+  };
+  for (const auto& c : cases) {
+    const std::string schema = std::string(R"({"type":"number",)") + c.keywords + "}";
+    for (const char* t : texts) EXPECT_EQ(schema_accepts(schema, t), c.ok(std::stod(t))) << schema << " " << t;
+  }
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"number","minimum":0.5})")), Unsupported);
+}
+
+TEST(JsonSchemaGrammar, EnumAndConst) {
+  const char* s = R"({"enum":["a", 1, null, {"k": [true]}]})";
+  EXPECT_TRUE(schema_accepts(s, R"("a")"));
+  EXPECT_TRUE(schema_accepts(s, "1"));
+  EXPECT_TRUE(schema_accepts(s, "null"));
+  EXPECT_TRUE(schema_accepts(s, R"({"k": [true]})"));
+  EXPECT_FALSE(schema_accepts(s, R"("b")"));
+  EXPECT_FALSE(schema_accepts(s, "2"));
+  EXPECT_TRUE(schema_accepts(R"({"const":"x"})", R"("x")"));
+  EXPECT_FALSE(schema_accepts(R"({"const":"x"})", R"("y")"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"string","enum":["a", 1]})", "1"));
+}
+
+TEST(JsonSchemaGrammar, PropertiesInOrderWithRequired) {
+  const char* s = R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},
+                      "required":["b"],"additionalProperties":false})";
+  EXPECT_TRUE(schema_accepts(s, R"({"a": 1, "b": "x"})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"b": "x"})"));
+  EXPECT_TRUE(schema_accepts(s, "{\n  \"b\" :\"x\"\n}"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": "1", "b": "x"})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"b": "x", "c": 1})"));
+  EXPECT_FALSE(schema_accepts(s, R"({, "b": "x"})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "b": "x",})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"a":1,"b":"x"})", /*compact=*/true));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "b": "x"})", /*compact=*/true));
+}
+
+TEST(JsonSchemaGrammar, AdditionalPropertiesNeverRedefineKnownOnes) {
+  const char* s = R"({"type":"object","properties":{"a":{"type":"integer"}}})";
+  EXPECT_TRUE(schema_accepts(s, R"({"a": 1, "ab": "x", "": 2, "b": []})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "a": "x"})"));
+  const char* typed = R"({"type":"object","additionalProperties":{"type":"integer"}})";
+  EXPECT_TRUE(schema_accepts(typed, R"({"x": 1, "y": 2})"));
+  EXPECT_FALSE(schema_accepts(typed, R"({"x": "1"})"));
+}
+
+TEST(JsonSchemaGrammar, Arrays) {
+  const char* s = R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})";
+  EXPECT_FALSE(schema_accepts(s, "[]"));
+  EXPECT_TRUE(schema_accepts(s, "[1]"));
+  EXPECT_TRUE(schema_accepts(s, "[1, 2, 3]"));
+  EXPECT_FALSE(schema_accepts(s, "[1, 2, 3, 4]"));
+  EXPECT_FALSE(schema_accepts(s, "[1, \"2\"]"));
+  const char* tuple = R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false})";
+  EXPECT_TRUE(schema_accepts(tuple, "[]"));
+  EXPECT_TRUE(schema_accepts(tuple, R"(["a"])"));
+  EXPECT_TRUE(schema_accepts(tuple, R"(["a", 1])"));
+  EXPECT_FALSE(schema_accepts(tuple, R"(["a", 1, 2])"));
+  EXPECT_FALSE(schema_accepts(tuple, R"([1])"));
+  const char* old_tuple = R"({"items":[{"type":"string"}],"additionalItems":{"type":"null"},"minItems":2,"type":"array"})";
+  EXPECT_TRUE(schema_accepts(old_tuple, R"(["a", null, null])"));
+  EXPECT_FALSE(schema_accepts(old_tuple, R"(["a"])"));
+}
+
+TEST(JsonSchemaGrammar, CombinatorsAndRecursiveRefs) {
+  const char* any_of = R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":1}]})";
+  EXPECT_TRUE(schema_accepts(any_of, "5"));
+  EXPECT_TRUE(schema_accepts(any_of, R"("a")"));
+  EXPECT_FALSE(schema_accepts(any_of, R"("ab")"));
+  const char* all_of = R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
+                                     {"properties":{"b":{"type":"string"}},"required":["b"]}]})";
+  EXPECT_TRUE(schema_accepts(all_of, R"({"a": 1, "b": "x"})"));
+  EXPECT_FALSE(schema_accepts(all_of, R"({"a": 1})"));
+  const char* tree = R"({"$ref":"#/$defs/node","$defs":{"node":{"type":"object","properties":{
+      "v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},
+      "required":["v"],"additionalProperties":false}}})";
+  EXPECT_TRUE(schema_accepts(tree, R"({"v": 1, "kids": [{"v": 2}, {"v": 3, "kids": [{"v": 4}]}]})"));
+  EXPECT_FALSE(schema_accepts(tree, R"({"v": 1, "kids": [{"kids": []}]})"));
+}
+
+TEST(JsonSchemaGrammar, OneOfOnlyWhenBranchesCannotOverlap) {
+  const char* by_type = R"({"oneOf":[{"type":"integer"},{"type":"string"}]})";
+  EXPECT_TRUE(schema_accepts(by_type, "1"));
+  EXPECT_TRUE(schema_accepts(by_type, R"("1")"));
+  const char* by_tag = R"({"type":"object","oneOf":[
+      {"properties":{"kind":{"const":"a"},"x":{"type":"integer"}},"required":["kind"]},
+      {"properties":{"kind":{"enum":["b","c"]}},"required":["kind"]}]})";
+  EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "a", "x": 1})"));
+  EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "c"})"));
+  EXPECT_FALSE(schema_accepts(by_tag, R"({"kind": "d"})"));
+  // {"a": "", "b": ""} matches both branches, which oneOf forbids: not compilable as anyOf.
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(
+                   R"({"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]})")),
+               Unsupported);
+}
+
+TEST(JsonSchemaGrammar, PatternsAndFormats) {
+  const char* anchored = R"({"type":"string","pattern":"^[a-z]+-\\d{2}$"})";
+  EXPECT_TRUE(schema_accepts(anchored, R"("ab-12")"));
+  EXPECT_FALSE(schema_accepts(anchored, R"("ab-123")"));
+  const char* search = R"({"type":"string","pattern":"x\\d"})";
+  EXPECT_TRUE(schema_accepts(search, R"("aax1bb")"));
+  EXPECT_FALSE(schema_accepts(search, R"("aaxbb")"));
+  const char* date = R"({"type":"string","format":"date"})";
+  EXPECT_TRUE(schema_accepts(date, R"("2024-02-29")"));
+  EXPECT_FALSE(schema_accepts(date, R"("2023-02-29")"));
+  EXPECT_FALSE(schema_accepts(date, R"("1900-02-29")"));
+  EXPECT_TRUE(schema_accepts(date, R"("2000-02-29")"));
+  EXPECT_FALSE(schema_accepts(date, R"("2023-04-31")"));
+  EXPECT_FALSE(schema_accepts(date, R"("2023-13-01")"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"date-time"})", R"("2023-01-02T03:04:05.123Z")"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"uuid"})", R"("123e4567-e89b-12d3-a456-426614174000")"));
+  const char* uri = R"({"type":"string","format":"uri"})";
+  EXPECT_TRUE(schema_accepts(uri, R"("https://user@example.com:8080/a/b%20c?q=1#frag")"));
+  EXPECT_TRUE(schema_accepts(uri, R"("urn:isbn:0451450523")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("/relative/path")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("http://a b")"));
+  EXPECT_FALSE(schema_accepts(uri, R"("http://host:port")"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"uri-reference"})", R"("../a/b?x")"));
+  // Names the specifications do not define are annotations: validators ignore them.
+  EXPECT_TRUE(schema_accepts(R"({"type":"string","format":"int32"})", R"("anything")"));
+}
+
+TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
+  for (const char* kw : {"not", "patternProperties", "multipleOf", "if", "minProperties"}) {
+    const std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{}})";
+    try {
+      json_schema_grammar(nlohmann::ordered_json::parse(schema));
+      ADD_FAILURE() << kw << " compiled";
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find(kw), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"array","uniqueItems":true})")), Unsupported);
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"string","format":"hostname"})")), Unsupported);
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"$ref":"http://x/y.json"})")), Unsupported);
+}
+
+}  // namespace
+}  // namespace lemma::grammar::testing

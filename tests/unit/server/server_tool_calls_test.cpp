@@ -41,24 +41,31 @@ class ToolCallServerTest : public ServerTest {
   }
 };
 
+// Tokens one delta each (a delay between them) or grouped: the same message.
+void expect_call_in_message(const json& choice) {
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Let me look.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  const json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_FALSE(call["id"].get<std::string>().empty());
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+}
+
 TEST_F(ToolCallServerTest, CallBecomesMessageToolCalls) {
-  // Tokens one delta each (a delay between them) or grouped: the same message.
-  engine_.token_delay = std::chrono::milliseconds(2);
   start_with_qwen_template();
-  for (int run = 0; run < 2; ++run) {
-    if (run == 1) engine_.token_delay = std::chrono::microseconds(0);
-    auto r = post_json(port_, "/v1/chat/completions", body(false));
-    ASSERT_EQ(r.status, 200) << r.body;
-    const json choice = r.json()["choices"][0];
-    EXPECT_EQ(choice["finish_reason"], "tool_calls");
-    EXPECT_EQ(choice["message"]["content"], "Let me look.");
-    ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
-    const json call = choice["message"]["tool_calls"][0];
-    EXPECT_EQ(call["type"], "function");
-    EXPECT_FALSE(call["id"].get<std::string>().empty());
-    EXPECT_EQ(call["function"]["name"], "get_weather");
-    EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
-  }
+  auto r = post_json(port_, "/v1/chat/completions", body(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  expect_call_in_message(r.json()["choices"][0]);
+}
+
+TEST_F(ToolCallServerTest, CallBecomesMessageToolCallsWhenTokensArriveOneByOne) {
+  engine_.token_delay = std::chrono::milliseconds(2);  // set before the engine runs (read by its threads)
+  start_with_qwen_template();
+  auto r = post_json(port_, "/v1/chat/completions", body(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  expect_call_in_message(r.json()["choices"][0]);
 }
 
 TEST_F(ToolCallServerTest, StreamHoldsTheCallMarkupAndSendsToolCallsDelta) {

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "lemma/base/error.h"
+#include "lemma/grammar/tokenizer_vocabulary.h"
 #include "lemma/grammar/json_schema.h"
 #include "lemma/grammar/json_text.h"
 #include "lemma/grammar/token_matcher.h"
@@ -64,19 +65,6 @@ void python_dumps(const ordered_json& v, std::string& out) {
   }
 }
 
-grammar::TokenVocabulary vocabulary_of(const Tokenizer& tok) {
-  grammar::TokenVocabulary v;
-  const int32_t n = tok.vocab_size();
-  v.bytes.resize(static_cast<size_t>(n));
-  v.special.resize(static_cast<size_t>(n));
-  for (int32_t id = 0; id < n; ++id) {
-    v.special[static_cast<size_t>(id)] = tok.is_special(id) || tok.token_type(id) == TokenType::kControl;
-    if (!v.special[static_cast<size_t>(id)]) v.bytes[static_cast<size_t>(id)] = tok.token_bytes(id);
-  }
-  if (tok.eos_id()) v.end_ids.push_back(*tok.eos_id());
-  return v;
-}
-
 double percentile(std::vector<double>& xs, double p) {
   if (xs.empty()) return 0;
   const size_t i = std::min(xs.size() - 1, static_cast<size_t>(p * static_cast<double>(xs.size())));
@@ -96,7 +84,7 @@ double micros_since(Clock::time_point t0) {
 
 int run_bench_grammar(const GrammarBenchFlags& f) {
   const Tokenizer tok = Tokenizer::from_hf_dir(f.tokenizer);
-  const grammar::TokenVocabulary vocab = vocabulary_of(tok);
+  const grammar::TokenVocabulary vocab = grammar::tokenizer_vocabulary(tok);
   if (vocab.end_ids.empty()) fail<InvalidArgument>("bench grammar: the tokenizer at {} has no EOS token", f.tokenizer);
   const grammar::TokenTrie trie(vocab);
   const int32_t eos = vocab.end_ids[0];

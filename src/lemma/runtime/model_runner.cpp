@@ -1,6 +1,7 @@
 #include "lemma/runtime/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
@@ -29,7 +30,14 @@ void ModelRunner::apply_plan_state(const StepPlan& plan) {
   for (RequestId id : plan.preempted_ids) state_.erase(id);
   for (const auto& n : plan.new_requests) {
     Sampler sampler(n.sampling, config_.default_seed ^ n.id, model_.runtime().isa);
-    State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler)};
+    State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler), nullptr};
+    if (n.sampling.constraint) {  // resumed requests replay their outputs into the grammar
+      s.constraint = std::make_unique<grammar::ConstraintState>(*n.sampling.constraint);
+      for (size_t k = static_cast<size_t>(n.num_prompt_tokens); k < n.token_ids.size(); ++k) {
+        if (!s.constraint->accept(n.token_ids[k]))
+          fail<InvalidArgument>("model runner: request {}: output token {} does not fit its grammar", n.id, n.token_ids[k]);
+      }
+    }
     state_.insert_or_assign(n.id, std::move(s));
   }
   for (const auto& d : plan.cached_requests) {
@@ -117,6 +125,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   samples_.resize(sampled_.size());
   if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
   if (verified_outputs_.size() < sampled_.size()) verified_outputs_.resize(sampled_.size());
+  if (masked_logits_.size() < sampled_.size()) masked_logits_.resize(sampled_.size());
   // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
   // milliseconds per step, which the team's other threads would otherwise spend waiting. Sequences
   // go one per tile whatever the vocabulary (a small one costs a team dispatch, about a microsecond).
@@ -139,6 +148,18 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   }
 }
 
+// `logits` with every token the sequence's grammar refuses set to -inf, in `out` (grown once).
+std::span<const float> ModelRunner::constrained(State& st, std::span<const float> logits, std::vector<float>& out) {
+  const grammar::TokenMask& allowed = st.constraint->allowed();
+  out.assign(logits.begin(), logits.end());
+  const auto n = static_cast<int32_t>(out.size());
+  for (int32_t id = 0; id < n; ++id) {
+    const auto word = static_cast<size_t>(id) >> 6;
+    if (word >= allowed.size() || !grammar::mask_allows(allowed, id)) out[static_cast<size_t>(id)] = -INFINITY;
+  }
+  return out;
+}
+
 // One sample per logits row of the sequence, in order, while each equals the next draft: draws are
 // keyed by output position, so the tokens are those plain decoding would sample one step at a time.
 void ModelRunner::sample_sequence(size_t i, size_t vocab) {
@@ -153,8 +174,11 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   if (!seq.drafts.empty()) verified.assign(outputs.begin(), outputs.end());
   for (size_t k = 0; k <= seq.drafts.size(); ++k) {
     st.sampler.seek(static_cast<uint64_t>(outputs.size()));
-    const auto logits = std::span<const float>(logits_).subspan((seq.first_row + k) * vocab, vocab);
+    auto logits = std::span<const float>(logits_).subspan((seq.first_row + k) * vocab, vocab);
+    if (st.constraint) logits = constrained(st, logits, masked_logits_[i]);
     results.push_back(st.sampler.sample(logits, prompt, outputs, sampler_scratch_[i]));
+    if (st.constraint && results.back().token != kNoToken && !st.constraint->accept(results.back().token))
+      results.back().token = kNoToken;  // cannot happen: the row allowed only what the grammar reads
     if (k == seq.drafts.size() || results.back().token != seq.drafts[k]) break;
     verified.push_back(results.back().token);
     outputs = verified;

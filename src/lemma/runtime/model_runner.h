@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lemma/grammar/token_constraint.h"
 #include "lemma/model/model.h"
 #include "lemma/sampling/sampler.h"
 #include "lemma/sched/step_plan.h"
@@ -63,6 +64,8 @@ class ModelRunner {
     int64_t num_prompt_tokens = 0;
     std::vector<int32_t> block_table;
     Sampler sampler;
+    // Structured output: the grammar's state after the outputs so far (null: unconstrained).
+    std::unique_ptr<grammar::ConstraintState> constraint;
   };
   void apply_plan_state(const StepPlan& plan);
   void copy_blocks(const StepPlan& plan);
@@ -70,6 +73,7 @@ class ModelRunner {
   // its own Sampler, so which thread samples a row never changes the token).
   void sample(const StepPlan& plan, RunnerOutput& out);
   void sample_sequence(size_t i, size_t vocab);
+  static std::span<const float> constrained(State& st, std::span<const float> logits, std::vector<float>& out);
 
   const Model& model_;
   ModelRunnerConfig config_;
@@ -89,7 +93,8 @@ class ModelRunner {
   std::vector<SampledSequence> sampled_;
   std::vector<std::vector<SampleResult>> samples_;  // their results: one, or 1 + accepted drafts
   std::vector<std::vector<int32_t>> verified_outputs_;  // per sequence: outputs + confirmed drafts (reused)
-  std::vector<int32_t> draft_inputs_;     // the forward's input for drafted sequences: last token, drafts
+  std::vector<int32_t> draft_inputs_;
+  std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf     // the forward's input for drafted sequences: last token, drafts
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;

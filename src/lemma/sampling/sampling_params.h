@@ -3,11 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 namespace lemma {
+
+namespace grammar {
+struct TokenConstraint;
+}  // namespace grammar
 
 struct SamplingParams {
   float temperature = 1.0f;         // 0 (below 1e-5) = greedy
@@ -21,6 +26,9 @@ struct SamplingParams {
   std::optional<uint64_t> seed;     // unset: the sampler's default seed
   bool logprobs = false;            // report the sampled token's raw logprob (OpenAI `logprobs`)
   int32_t top_logprobs = 0;         // also the n most likely raw logprobs (needs logprobs)
+  // Structured output: only tokens the grammar allows are sampled (grammar/token_constraint.h);
+  // null: unconstrained. Shared, immutable.
+  std::shared_ptr<const grammar::TokenConstraint> constraint;
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   // Throws InvalidArgument for values outside the ranges above, non-finite values, or

@@ -116,7 +116,8 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       continue;
     }
     drafts_.clear();
-    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(e, budget - 1);
+    // (Constrained requests take no drafts yet: a draft would need a mask per position.)
+    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0 && !r.sampling().constraint) propose_drafts(e, budget - 1);
     std::optional<SlotAllocation> alloc;
     // Drafts only where their slots fit without preempting anyone.
     if (!drafts_.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts_.size())))) drafts_.clear();

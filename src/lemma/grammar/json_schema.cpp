@@ -67,7 +67,7 @@ std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
 class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options) : root_(root) {
-    ws_ = options.compact ? empty() : star(bytes(whitespace_set()));
+    ws_ = options.compact ? empty() : repeat(bytes(whitespace_set()), 0, options.max_whitespace);
   }
 
   Grammar build() {

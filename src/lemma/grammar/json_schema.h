@@ -11,6 +11,9 @@ namespace lemma::grammar {
 
 struct JsonSchemaOptions {
   bool compact = false;  // no whitespace between tokens (otherwise JSON's free whitespace)
+  // At most this many whitespace bytes in one place (kUnbounded: any). Serving bounds it: a model
+  // may otherwise prefer spaces forever, and a grammar that allows it cannot stop it.
+  int max_whitespace = kUnbounded;
 };
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});

@@ -1,5 +1,7 @@
 #include "lemma/server/openai_request.h"
 
+#include "lemma/server/output_constraint.h"
+
 #include <cmath>
 #include <limits>
 
@@ -178,12 +180,16 @@ json parse_json_object(const std::string& body) {
 ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind, const ServerConfig& config) {
   json body = parse_json_object(text);
   reject_unknown_fields(body, kind);
-  if (kind == ApiKind::kChat) {
-    check_response_format(body);
-    check_tools(body);
-  }
+  if (kind == ApiKind::kChat) check_tools(body);
   ParsedCompletion out;
   out.kind = kind;
+  // (Parsed again in order when asked for: a schema's properties keep the client's order.)
+  for (const char* key : {"response_format", "guided_json", "guided_regex", "guided_choice", "structured_outputs",
+                          "json_schema", "grammar"}) {
+    if (!body.contains(key)) continue;
+    out.output_constraint = parse_output_constraint(nlohmann::ordered_json::parse(text));
+    break;
+  }
   if (present(body, "model")) out.model = get_string(body.at("model"), "model");
   if (present(body, "stream")) out.stream = get_bool(body, "stream");
   if (present(body, "stream_options")) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemma/server/output_constraint.h"
 #include "lemma/server/tool_calls.h"
 
 #include "lemma/sampling/sampling_params.h"
@@ -31,6 +32,7 @@ struct ParsedCompletion {
   bool wants_tool_calls = false;           // tools given and tool_choice not "none"
   bool parallel_tool_calls = true;         // false: at most one call is reported
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // set by the handler when wants_tool_calls
+  OutputConstraintSpec output_constraint;  // structured output; compiled by the handler
   SamplingParams sampling;
   std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens
   int n = 1;

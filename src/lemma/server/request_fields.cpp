@@ -13,16 +13,18 @@ using nlohmann::json;
 namespace {
 
 // Honoured by both endpoints (see server/README.md for what each does).
-constexpr std::array<std::string_view, 19> kCommonFields = {
+constexpr std::array<std::string_view, 27> kCommonFields = {
     "model", "stream", "stream_options", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
     "frequency_penalty", "repetition_penalty", "seed", "logit_bias", "max_tokens", "max_completion_tokens", "n",
-    "stop", "stop_token_ids", "ignore_eos", "logprobs"};
+    "stop", "stop_token_ids", "ignore_eos", "logprobs",
+    // structured output (output_constraint.h)
+    "response_format", "guided_json", "guided_regex", "guided_choice", "structured_outputs", "json_schema", "grammar"};
 // Accepted and ignored: they change nothing a client can observe here (README lists them).
 constexpr std::array<std::string_view, 5> kIgnoredFields = {"user", "metadata", "store", "service_tier",
                                                             "best_of"};
 constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "echo"};
-constexpr std::array<std::string_view, 6> kChatFields = {"messages", "top_logprobs", "tools", "tool_choice",
-                                                         "response_format", "parallel_tool_calls"};
+constexpr std::array<std::string_view, 5> kChatFields = {"messages", "top_logprobs", "tools", "tool_choice",
+                                                         "parallel_tool_calls"};
 constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant", "tool"};
 
 template <size_t N>
@@ -75,20 +77,6 @@ void reject_unknown_fields(const json& body, ApiKind kind) {
   if (body.contains("store") && body.at("store") == true) {
     fail_field("store", "this server does not store completions; send false or leave it out");
   }
-}
-
-void check_response_format(const json& body) {
-  if (!body.contains("response_format") || body.at("response_format").is_null()) return;
-  const json& rf = body.at("response_format");
-  if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string()) {
-    fail_field("response_format", "must be an object with a \"type\"");
-  }
-  const std::string type = rf.at("type").get<std::string>();
-  if (type == "text") return;
-  if (type == "json_object" || type == "json_schema") {
-    fail_field("response_format", "structured output (\"" + type + "\") is not supported by this server yet");
-  }
-  fail_field("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\", got \"" + type + "\"");
 }
 
 void check_tools(const json& body) {

@@ -13,8 +13,6 @@ namespace lemma::server {
 // Throws ApiError(400) naming the first field of `body` that `kind` does not know.
 void reject_unknown_fields(const nlohmann::json& body, ApiKind kind);
 
-// Throws ApiError(400) when `response_format` asks for anything but plain text.
-void check_response_format(const nlohmann::json& body);
 
 // Throws ApiError(400) naming the part of `tools` / `tool_choice` that is malformed or not honoured.
 void check_tools(const nlohmann::json& body);

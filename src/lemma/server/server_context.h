@@ -4,6 +4,8 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 
 #include "lemma/server/connection_table.h"
@@ -11,6 +13,7 @@
 #include "lemma/server/metrics.h"
 #include "lemma/server/server_config.h"
 #include "lemma/server/tool_calls.h"
+#include "lemma/grammar/tokenizer_vocabulary.h"
 #include "lemma/tokenizer/jinja/chat_template.h"
 #include "lemma/tokenizer/tokenizer.h"
 
@@ -33,6 +36,16 @@ struct ServerContext {
   std::atomic<bool> abort_all{false};       // grace period over: end in-flight requests now
   std::atomic<int64_t> active_requests{0};  // generation requests in flight
   int64_t started_unix = 0;
+
+  // The tokenizer's vocabulary for grammar masks, built on the first structured-output request.
+  std::shared_ptr<const grammar::VocabularyIndex> grammar_vocabulary() {
+    std::call_once(grammar_vocabulary_once_, [this] { grammar_vocabulary_ = grammar::vocabulary_index(tokenizer); });
+    return grammar_vocabulary_;
+  }
+
+ private:
+  std::once_flag grammar_vocabulary_once_;
+  std::shared_ptr<const grammar::VocabularyIndex> grammar_vocabulary_;
 };
 
 }  // namespace lemma::server

@@ -33,7 +33,6 @@ TEST(RequestFields, UnknownFieldsAreRefusedByName) {
   expect_chat_400(R"("functions":[])", "functions");
   expect_chat_400(R"("echo":true)", "echo");                       // completions only
   expect_400(R"({"prompt":"x","tools":[]})", "tools", ApiKind::kCompletions);  // chat only
-  expect_400(R"({"prompt":"x","response_format":{"type":"text"}})", "response_format", ApiKind::kCompletions);
   expect_chat_400(R"("store":true)", "store");
 }
 
@@ -43,12 +42,18 @@ TEST(RequestFields, DocumentedIgnoredFieldsAreAccepted) {
                                            ServerConfig{}));
 }
 
-TEST(RequestFields, StructuredOutputIsRefusedUntilItLands) {
+TEST(RequestFields, StructuredOutputFieldsAreChecked) {
   expect_chat_ok(R"("response_format":{"type":"text"})");
-  expect_chat_400(R"("response_format":{"type":"json_object"})", "response_format");
-  expect_chat_400(R"("response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}})",
-                  "response_format");
+  expect_chat_ok(R"("response_format":{"type":"json_object"})");
+  expect_chat_ok(R"("response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{}}})");
+  expect_chat_400(R"("response_format":{"type":"json_schema","json_schema":{"name":"a"}})",
+                  "response_format.json_schema.schema");
   expect_chat_400(R"("response_format":{"type":"yaml"})", "response_format.type");
+  expect_chat_ok(R"("guided_choice":["a","b"])");
+  expect_chat_400(R"("guided_choice":[])", "guided_choice");
+  expect_chat_400(R"("guided_choice":["a"],"guided_regex":"a")", "guided_choice");  // one format per request
+  expect_chat_400(R"("grammar":"root ::= x")", "grammar");
+  expect_chat_400(R"("structured_outputs":{"grammar":"x"})", "structured_outputs.grammar");
   expect_chat_400(R"("response_format":"json")", "response_format");
 }
 

@@ -87,5 +87,47 @@ TEST(ServeStructuredOutput, OutputsAreTextsOfTheirGrammar) {
   EXPECT_EQ(server.wait_exit(20000), 0) << server.log();
 }
 
+// tool_choice "required" or a named function: the grammar of one call in the template's format
+// (Qwen2.5's Hermes `<tool_call>` here), so even stories260K calls a tool, with arguments of its schema.
+TEST(ServeStructuredOutput, ForcedToolCallsFollowTheirParameterSchema) {
+  LEMMA_REQUIRE_SHARED(stories());
+  const auto tpl = shared_data("chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja");
+  LEMMA_REQUIRE_SHARED(tpl);
+  ServeProcess server("--model " + shell_quote(stories()) + " --port 0 --threads 1 --chat-template " + shell_quote(tpl.string()));
+  ASSERT_TRUE(server.started()) << server.log();
+  const json weather = {{"type", "function"},
+                        {"function", {{"name", "get_weather"},
+                                      {"parameters", {{"type", "object"},
+                                                      {"properties", {{"city", {{"type", "string"}, {"maxLength", 12}}}}},
+                                                      {"required", {"city"}},
+                                                      {"additionalProperties", false}}}}}};
+  const json time = {{"type", "function"},
+                     {"function", {{"name", "get_time"},
+                                   {"parameters", {{"type", "object"},
+                                                   {"properties", {{"zone", {{"enum", {"utc", "cet"}}}}}},
+                                                   {"required", {"zone"}},
+                                                   {"additionalProperties", false}}}}}};
+  for (const json& choice : {json("required"), json({{"type", "function"}, {"function", {{"name", "get_time"}}}})}) {
+    SCOPED_TRACE(choice.dump());
+    auto r = post(server.port(), "/v1/chat/completions",
+                  chat({{"tools", {weather, time}}, {"tool_choice", choice}, {"max_tokens", 200}}));
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    const json& c = r.body["choices"][0];
+    EXPECT_EQ(c["finish_reason"], "tool_calls") << r.body.dump();
+    ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << r.body.dump();
+    const json call = c["message"]["tool_calls"][0]["function"];
+    const json args = json::parse(call["arguments"].get<std::string>());
+    if (call["name"] == "get_weather") {
+      EXPECT_TRUE(args["city"].is_string() && args.size() == 1) << args.dump();
+    } else {
+      EXPECT_EQ(call["name"], "get_time");
+      EXPECT_TRUE((args["zone"] == "utc" || args["zone"] == "cet") && args.size() == 1) << args.dump();
+    }
+    if (choice.is_object()) EXPECT_EQ(call["name"], "get_time");
+  }
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20000), 0) << server.log();
+}
+
 }  // namespace
 }  // namespace lemma::testing

@@ -66,13 +66,14 @@ std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, const JsonSchemaOptions& options) : root_(root) {
+  SchemaCompiler(const json& root, const JsonSchemaOptions& options)
+      : root_(root), prefix_(options.prefix), suffix_(options.suffix) {
     ws_ = options.compact ? empty() : repeat(bytes(whitespace_set()), 0, options.max_whitespace);
   }
 
   Grammar build() {
     const int top = b_.declare("root");
-    b_.define(top, seq({ws_, compile(root_), ws_}));
+    b_.define(top, seq({literal(prefix_), ws_, compile(root_), ws_, literal(suffix_)}));
     return b_.build(top);
   }
 
@@ -605,6 +606,7 @@ class SchemaCompiler {
 
   json root_;
   ExprPtr ws_;
+  std::string prefix_, suffix_;
   GrammarBuilder b_;
   std::map<std::string, int> named_;
   int depth_ = 0;

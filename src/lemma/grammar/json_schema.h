@@ -3,6 +3,8 @@
 // lemma cannot honour exactly throws Unsupported naming it: never unconstrained output.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "lemma/grammar/grammar.h"
@@ -14,6 +16,8 @@ struct JsonSchemaOptions {
   // At most this many whitespace bytes in one place (kUnbounded: any). Serving bounds it: a model
   // may otherwise prefer spaces forever, and a grammar that allows it cannot stop it.
   int max_whitespace = kUnbounded;
+  // Literal text before and after the JSON value (e.g. a tool-call tag around a call's object).
+  std::string prefix, suffix;
 };
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});

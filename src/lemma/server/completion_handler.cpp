@@ -16,8 +16,12 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
   }
   build_prompt(parsed, ctx.tokenizer, ctx.chat_template, ctx.config);
   if (parsed.wants_tool_calls) parsed.tool_format = ctx.tool_format;
-  if (parsed.output_constraint.kind != OutputConstraintSpec::Kind::kNone)
+  if (parsed.output_constraint.kind != OutputConstraintSpec::Kind::kNone) {
+    if (parsed.forced_tool) throw ApiError(400, "tool_choice forces a call: it cannot be combined with " + parsed.output_constraint.field, "tool_choice");
     parsed.sampling.constraint = compile_output_constraint(parsed.output_constraint, ctx.grammar_vocabulary());
+  }
+  if (parsed.forced_tool)
+    parsed.sampling.constraint = compile_forced_tool_call(parsed.tools, *parsed.forced_tool, ctx.tool_format, ctx.grammar_vocabulary());
   ResponseIds ids{request_id, ctx.config.served_model_name, int64_t(std::time(nullptr))};
   return std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
                                           arrival);

@@ -109,6 +109,11 @@ void parse_messages(const json& body, ParsedCompletion& out) {
   out.wants_tool_calls = out.tools.is_array() && !out.tools.empty() &&
                          !(present(body, "tool_choice") && body.at("tool_choice") == "none");
   if (present(body, "parallel_tool_calls")) out.parallel_tool_calls = get_bool(body, "parallel_tool_calls");
+  if (present(body, "tool_choice")) {  // (shape checked by check_tools)
+    const json& choice = body.at("tool_choice");
+    if (choice == "required") out.forced_tool = "";
+    if (choice.is_object()) out.forced_tool = choice.at("function").at("name").get<std::string>();
+  }
 }
 
 void parse_stop(const json& body, ParsedCompletion& out) {

@@ -31,6 +31,7 @@ struct ParsedCompletion {
   nlohmann::ordered_json tools;            // null when absent
   bool wants_tool_calls = false;           // tools given and tool_choice not "none"
   bool parallel_tool_calls = true;         // false: at most one call is reported
+  std::optional<std::string> forced_tool;  // tool_choice "required" (empty: any tool) or a named function
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // set by the handler when wants_tool_calls
   OutputConstraintSpec output_constraint;  // structured output; compiled by the handler
   SamplingParams sampling;

@@ -123,4 +123,39 @@ std::shared_ptr<const grammar::TokenConstraint> compile_output_constraint(
   }
 }
 
+std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
+    const ojson& tools, const std::string& forced_tool, ToolCallFormat format,
+    std::shared_ptr<const grammar::VocabularyIndex> vocabulary) {
+  grammar::JsonSchemaOptions options = kServingJson;
+  std::string args_key = "arguments";
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      options.prefix = "<tool_call>\n";
+      options.suffix = "\n</tool_call>";
+      break;
+    case ToolCallFormat::kLlama3Json: args_key = "parameters"; break;
+    default:
+      bad("tool_choice", std::string("cannot force a call in this chat template's tool format (") +
+                             tool_call_format_name(format) + "): use \"auto\"");
+  }
+  ojson calls = ojson::array();
+  for (const ojson& tool : tools) {
+    const ojson& fn = tool.at("function");
+    const std::string name = fn.at("name").get<std::string>();
+    if (!forced_tool.empty() && name != forced_tool) continue;
+    const ojson params = fn.contains("parameters") ? fn.at("parameters") : ojson{{"type", "object"}};
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", name}}}, {args_key, params}}},
+                     {"required", {"name", args_key}},
+                     {"additionalProperties", false}});
+  }
+  const ojson schema = calls.size() == 1 ? calls[0] : ojson{{"anyOf", calls}};
+  try {
+    auto g = std::make_shared<const grammar::Grammar>(grammar::json_schema_grammar(schema, options));
+    return std::make_shared<const grammar::TokenConstraint>(grammar::TokenConstraint{g, std::move(vocabulary), "tool_choice"});
+  } catch (const Error& e) {
+    bad("tool_choice", std::string("a function's parameters cannot be honoured exactly: ") + e.what());
+  }
+}
+
 }  // namespace lemma::server

@@ -93,8 +93,20 @@ void check_tools(const json& body) {
   if (!body.contains("tool_choice") || body.at("tool_choice").is_null()) return;
   const json& choice = body.at("tool_choice");
   if (choice == "none" || choice == "auto") return;
-  if (choice == "required" || choice.is_object()) {
-    fail_field("tool_choice", "only \"none\" and \"auto\" are supported: forcing a call needs constrained decoding, not available yet");
+  if (choice == "required") {
+    if (!has_tools) fail_field("tool_choice", "\"required\" needs tools");
+    return;
+  }
+  if (choice.is_object()) {
+    if (!choice.contains("type") || choice.at("type") != "function" || !choice.contains("function") ||
+        !choice.at("function").is_object() || !choice.at("function").contains("name") ||
+        !choice.at("function").at("name").is_string())
+      fail_field("tool_choice", "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    if (!has_tools) fail_field("tool_choice", "names a function but the request has no tools");
+    const std::string name = choice.at("function").at("name").get<std::string>();
+    for (const json& tool : body.at("tools"))
+      if (tool.at("function").at("name") == name) return;
+    fail_field("tool_choice.function.name", "\"" + name + "\" is not one of the request's tools");
   }
   fail_field("tool_choice", "must be \"none\", \"auto\", \"required\" or a function object");
 }

@@ -73,9 +73,11 @@ TEST(RequestFields, ToolsAreValidatedAndOnlyNoneOrAutoIsHonoured) {
   expect_chat_400(R"("tools":[{"type":"function","function":{"name":"a","parameters":"{}"}}])",
                   "tools[0].function.parameters");
   expect_chat_400(R"("tools":[{"type":"function","function":{"name":"a","extra":1}}])", "tools[0].function.extra");
-  expect_chat_400(R"("tools":[)" + tool + R"(],"tool_choice":"required")", "tool_choice");
-  expect_chat_400(R"("tools":[)" + tool + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}})",
-                  "tool_choice");
+  expect_chat_ok(R"("tools":[)" + tool + R"(],"tool_choice":"required")");
+  expect_chat_ok(R"("tools":[)" + tool + R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}})");
+  expect_chat_400(R"("tools":[)" + tool + R"(],"tool_choice":{"type":"function","function":{"name":"nope"}})",
+                  "tool_choice.function.name");
+  expect_chat_400(R"("tool_choice":"required")", "tool_choice");  // no tools
   expect_chat_400(R"("tool_choice":"sometimes")", "tool_choice");
   expect_chat_400(R"("parallel_tool_calls":"yes")", "parallel_tool_calls");
 }

@@ -225,3 +225,45 @@ function hasPromtool() {
     return false;
   }
 }
+
+test('structured output: 32 concurrent json_schema requests parse and validate; a bad schema is a 400 while others stream', async () => {
+  const schema = {
+    type: 'object',
+    properties: { mood: { enum: ['good', 'bad'] }, count: { type: 'integer', minimum: 1, maximum: 9 } },
+    required: ['mood', 'count'],
+    additionalProperties: false,
+  };
+  const constrained = prompts.map((p, i) =>
+    client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: p }],
+      max_tokens: 160,
+      temperature: 0.8,
+      seed: i,
+      response_format: { type: 'json_schema', json_schema: { name: 'mood', schema, strict: true } },
+    }));
+  const bad = client.chat.completions
+    .create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { not: { type: 'null' } } } },
+    })
+    .then(() => assert.fail('a schema with "not" must be refused'), (e) => e);
+  const stream = client.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 16, stream: true,
+  });
+  const err = await bad;
+  assert.equal(err.status, 400);
+  assert.match(err.message, /not/);
+  let streamed = '';
+  for await (const chunk of await stream) streamed += chunk.choices[0]?.delta?.content ?? '';
+  assert.ok(streamed.length > 0);
+  for (const r of await Promise.all(constrained)) {
+    const c = r.choices[0];
+    assert.equal(c.finish_reason, 'stop', `completed: ${c.message.content}`);
+    const value = JSON.parse(c.message.content);
+    assert.deepEqual(Object.keys(value), ['mood', 'count']);
+    assert.ok(['good', 'bad'].includes(value.mood));
+    assert.ok(Number.isInteger(value.count) && value.count >= 1 && value.count <= 9);
+  }
+});

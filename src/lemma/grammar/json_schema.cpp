@@ -68,7 +68,16 @@ class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
       : root_(root), prefix_(options.prefix), suffix_(options.suffix) {
-    ws_ = options.compact ? empty() : repeat(bytes(whitespace_set()), 0, options.max_whitespace);
+    if (options.compact) {
+      ws_ = empty();
+    } else if (options.max_whitespace == kUnbounded) {
+      ws_ = star(bytes(whitespace_set()));
+    } else {
+      std::bitset<256> indent;
+      indent.set(' ');
+      indent.set('\t');
+      ws_ = optional(alt({literal(" "), seq({literal("\n"), repeat(bytes(indent), 0, options.max_whitespace)})}));
+    }
   }
 
   Grammar build() {

@@ -13,8 +13,9 @@ namespace lemma::grammar {
 
 struct JsonSchemaOptions {
   bool compact = false;  // no whitespace between tokens (otherwise JSON's free whitespace)
-  // At most this many whitespace bytes in one place (kUnbounded: any). Serving bounds it: a model
-  // may otherwise prefer spaces forever, and a grammar that allows it cannot stop it.
+  // kUnbounded: JSON's free whitespace. Otherwise, as llama.cpp's JSON grammars: in one place at most
+  // a single space, or a newline and up to this many spaces or tabs of indentation. Serving bounds
+  // it: a model may otherwise prefer white space forever, and a grammar that allows it cannot stop it.
   int max_whitespace = kUnbounded;
   // Literal text before and after the JSON value (e.g. a tool-call tag around a call's object).
   std::string prefix, suffix;

@@ -13,9 +13,10 @@ using json = nlohmann::ordered_json;
 using ojson = nlohmann::ordered_json;
 using Kind = OutputConstraintSpec::Kind;
 
-// JSON's free whitespace, at most 20 bytes in one place: room for indented output, none for a model
-// that would rather emit spaces than the structure.
-constexpr grammar::JsonSchemaOptions kServingJson{.compact = false, .max_whitespace = 20};
+// JSON's white space as llama.cpp's grammars allow it: a space, or a newline and up to 20 spaces or
+// tabs of indentation, in one place: room for indented output, none for a model that would rather
+// emit white space than the structure.
+const grammar::JsonSchemaOptions kServingJson{.compact = false, .max_whitespace = 20, .prefix = {}, .suffix = {}};
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw ApiError(400, field + " " + what, field, "invalid_request_error");

@@ -141,9 +141,17 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
       const auto logits = std::span<const float>(logits_).subspan((sampled_[i].first_row + results.size() - 1) * vocab, vocab);
       kept_logits_[s.id].assign(logits.begin(), logits.end());
     }
+    const bool constrained = sampled_[i].state->constraint != nullptr;
     ++i;
-    if (results.back().token == kNoToken)
+    if (results.back().token == kNoToken) {
+      // A grammar that allows nothing more (e.g. complete while EOS is ignored) ends only its request:
+      // no sample, which the scheduler finishes as failed.
+      if (constrained) {
+        out.result.sampled.push_back({s.id, {}});
+        continue;
+      }
       fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
+    }
     out.result.sampled.push_back({s.id, std::move(results)});
   }
 }

@@ -97,5 +97,23 @@ TEST_F(EngineConstrainedTest, ConstrainedOutputsFollowTheGrammarUnconstrainedOne
   }
 }
 
+// A grammar that allows nothing more (complete, EOS ignored) ends its own request, not the batch.
+TEST_F(EngineConstrainedTest, AnExhaustedGrammarFailsOnlyItsRequest) {
+  const auto constraint = object_constraint();
+  EngineConfig config = engine_config(64);
+  config.keep_logits = false;
+  Engine engine(stories_model(), config);
+  RequestOptions exhausted = greedy(30);  // ignore_eos: the grammar ends before max_tokens
+  exhausted.stop.eos_token_id = kEos;
+  exhausted.sampling.constraint = constraint;
+  engine.add_request(1, prompt_of(9, 1), exhausted);
+  engine.add_request(2, prompt_of(9, 2), greedy(30));
+  const auto done = run_to_completion(engine);
+  EXPECT_EQ(done.at(1).status, RequestStatus::kFinishedFailed);
+  EXPECT_EQ(done.at(2).status, RequestStatus::kFinishedLength);
+  EXPECT_EQ(done.at(2).tokens.size(), 30u);
+  EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+}
+
 }  // namespace
 }  // namespace lemma::testing

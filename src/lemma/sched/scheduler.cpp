@@ -295,6 +295,7 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
           throw std::logic_error(fmt::format("Scheduler: request {} sample {} does not confirm its draft", s.id, k));
       }
       num_accepted_draft_tokens_ += accepted;
+      ++num_verifications_by_accepted_[std::min<size_t>(accepted, num_verifications_by_accepted_.size() - 1)];
       // Longer drafts while all are confirmed, half as many when none is: a request whose text does
       // not repeat its context costs about one extra token per step, not K.
       Entry& e = it->second;
@@ -419,6 +420,7 @@ SchedulerStats Scheduler::stats() const {
   s.num_blocks_dropped = num_blocks_dropped_;
   s.num_draft_tokens = num_draft_tokens_;
   s.num_accepted_draft_tokens = num_accepted_draft_tokens_;
+  s.num_verifications_by_accepted = num_verifications_by_accepted_;
   s.num_steps = next_step_id_;
   s.num_finished = num_finished_by_status_;
   return s;

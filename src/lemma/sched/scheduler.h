@@ -5,6 +5,7 @@
 // one idempotent cleanup path. Owns the KvManager. Single-threaded: the engine thread owns it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -133,6 +134,7 @@ class Scheduler {
   uint64_t num_preemptions_ = 0;
   uint64_t num_swap_outs_ = 0, num_swap_ins_ = 0, num_swap_fallbacks_ = 0, num_blocks_dropped_ = 0;
   uint64_t num_draft_tokens_ = 0, num_accepted_draft_tokens_ = 0;
+  std::array<uint64_t, 17> num_verifications_by_accepted_{};
   std::vector<int32_t> drafts_;  // schedule_running()'s proposal buffer, reused
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};

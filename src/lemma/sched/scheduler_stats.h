@@ -41,6 +41,8 @@ struct SchedulerStats {
   // Speculative decoding: drafts granted, and those the target model's samples confirmed.
   uint64_t num_draft_tokens = 0;
   uint64_t num_accepted_draft_tokens = 0;
+  // Verifications by how many drafts they confirmed (index = accepted, at most 16 drafts per step).
+  std::array<uint64_t, 17> num_verifications_by_accepted{};
   std::array<uint64_t, kNumFinishedStatuses> num_finished{};  // by finished_index(status)
 };
 

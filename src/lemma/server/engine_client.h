@@ -3,6 +3,7 @@
 // Implementations must be thread-safe: the server calls them from its I/O threads concurrently.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,7 @@ struct EngineStats {
   int64_t swap_fallbacks = 0;     // swap preemptions recomputed instead; monotonically increasing
   int64_t spec_draft_tokens = 0;     // speculative drafts verified; monotonically increasing
   int64_t spec_accepted_tokens = 0;  // of those, confirmed by the target's samples
+  std::array<int64_t, 17> spec_acceptance_lengths{};  // verifications by drafts confirmed (0..16)
   int64_t requests_swapped = 0;
   int64_t host_blocks_used = 0;
   int64_t kv_blocks_dropped = 0;  // sliding window; monotonically increasing

@@ -238,6 +238,8 @@ void EngineService::publish_stats(int64_t batch_size) {
   stats_.swap_fallbacks = static_cast<int64_t>(s.num_swap_fallbacks);
   stats_.spec_draft_tokens = static_cast<int64_t>(s.num_draft_tokens);
   stats_.spec_accepted_tokens = static_cast<int64_t>(s.num_accepted_draft_tokens);
+  for (size_t k = 0; k < stats_.spec_acceptance_lengths.size(); ++k)
+    stats_.spec_acceptance_lengths[k] = static_cast<int64_t>(s.num_verifications_by_accepted[k]);
   stats_.requests_swapped = s.num_swapped;
   stats_.host_blocks_used = s.host_blocks_used;
   stats_.kv_blocks_dropped = static_cast<int64_t>(s.num_blocks_dropped);

@@ -90,6 +90,18 @@ std::string Metrics::render(const EngineStats& engine) const {
   counter("lemma_spec_draft_tokens_total", "Speculative draft tokens verified.", engine.spec_draft_tokens);
   counter("lemma_spec_accepted_tokens_total", "Speculative draft tokens confirmed by the target model.",
           engine.spec_accepted_tokens);
+  {  // drafts confirmed per verification, as a histogram over whole numbers
+    header(out, "lemma_spec_acceptance_length", "histogram", "Drafts the target model confirmed per verification.");
+    int64_t cumulative = 0, sum = 0;
+    for (size_t k = 0; k < engine.spec_acceptance_lengths.size(); ++k) {
+      cumulative += engine.spec_acceptance_lengths[k];
+      sum += static_cast<int64_t>(k) * engine.spec_acceptance_lengths[k];
+      if (k == 0 || k == 1 || k == 2 || k == 4 || k == 8 || k == 16)
+        out += fmt::format("lemma_spec_acceptance_length_bucket{{le=\"{}\"}} {}\n", k, cumulative);
+    }
+    out += fmt::format("lemma_spec_acceptance_length_bucket{{le=\"+Inf\"}} {}\n", cumulative);
+    out += fmt::format("lemma_spec_acceptance_length_sum {}\nlemma_spec_acceptance_length_count {}\n", sum, cumulative);
+  }
   gauge("lemma_requests_swapped", "Preempted requests whose KV blocks are in the host tier.", engine.requests_swapped);
   gauge("lemma_kv_host_blocks_used", "Host-tier (swap) KV blocks in use.", engine.host_blocks_used);
   counter("lemma_kv_blocks_dropped_total", "KV blocks freed because they fell wholly before the sliding window.",

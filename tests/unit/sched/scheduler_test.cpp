@@ -572,6 +572,7 @@ TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
   EXPECT_EQ(r->num_computed_tokens(), 9);  // 7 before + the 2 confirmed drafts
   EXPECT_EQ(r->num_tokens(), 10);
   EXPECT_EQ(sched.stats().num_accepted_draft_tokens, 2u);
+  EXPECT_EQ(sched.stats().num_verifications_by_accepted[2], 1u);  // one verification confirmed two
   sched.check_invariants();
 }
 

@@ -1,5 +1,6 @@
 #include "lemma/grammar/gbnf.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -33,6 +34,7 @@ class GbnfParser {
       if (!builder_.is_defined(id))
         fail_at(first_use_.at(id), "rule '{}' is referenced but never defined", name);
     }
+    check_left_recursion();
     const auto root = rules_.find("root");
     if (root == rules_.end()) fail<InvalidArgument>("GBNF: no rule named 'root' (the start rule)");
     return builder_.build(root->second);
@@ -104,8 +106,75 @@ class GbnfParser {
     skip_space(true);
     const int id = rule_id(name, start);
     if (builder_.is_defined(id)) fail_at(start, "rule '{}' is defined twice", name);
-    builder_.define(id, parse_alternatives(/*nested=*/false));
+    ExprPtr body = parse_alternatives(/*nested=*/false);
+    if (bodies_.size() <= static_cast<size_t>(id)) bodies_.resize(static_cast<size_t>(id) + 1);
+    bodies_[static_cast<size_t>(id)] = body;
+    definitions_[id] = start;
+    builder_.define(id, std::move(body));
     if (!at_end() && peek() != '\n' && peek() != '\r') expected("a rule element, '|' or the end of the line");
+  }
+
+  // --- left recursion: refused here with the rule's name and place (the recognizer would only
+  // find it when decoding reaches it) ---
+  bool nullable(const Expr& e, const std::vector<bool>& rule_nullable) const {
+    switch (e.kind) {
+      case Expr::Kind::kBytes: return false;
+      case Expr::Kind::kRule: return rule_nullable[static_cast<size_t>(e.rule)];
+      case Expr::Kind::kRepeat: return e.min == 0 || nullable(*e.items[0], rule_nullable);
+      case Expr::Kind::kAlt:
+        for (const ExprPtr& i : e.items) if (nullable(*i, rule_nullable)) return true;
+        return false;
+      case Expr::Kind::kSeq:
+        for (const ExprPtr& i : e.items) if (!nullable(*i, rule_nullable)) return false;
+        return true;
+    }
+    return false;
+  }
+  // The rules `e` may call before reading a byte.
+  void leading_calls(const Expr& e, const std::vector<bool>& rule_nullable, std::vector<int>& out) const {
+    if (e.kind == Expr::Kind::kRule) out.push_back(e.rule);
+    if (e.kind == Expr::Kind::kRepeat && e.max != 0) leading_calls(*e.items[0], rule_nullable, out);
+    if (e.kind == Expr::Kind::kAlt) for (const ExprPtr& i : e.items) leading_calls(*i, rule_nullable, out);
+    if (e.kind == Expr::Kind::kSeq) {
+      for (const ExprPtr& i : e.items) {
+        leading_calls(*i, rule_nullable, out);
+        if (!nullable(*i, rule_nullable)) break;
+      }
+    }
+  }
+  void check_left_recursion() const {
+    const size_t n = bodies_.size();
+    std::vector<bool> rule_nullable(n, false);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < n; ++r) {
+        if (!rule_nullable[r] && nullable(*bodies_[r], rule_nullable)) rule_nullable[r] = changed = true;
+      }
+    }
+    std::vector<std::vector<int>> calls(n);
+    for (size_t r = 0; r < n; ++r) leading_calls(*bodies_[r], rule_nullable, calls[r]);
+    std::vector<int> color(n, 0);  // 0 unvisited, 1 on the path, 2 done
+    std::vector<int> path;
+    const auto visit = [&](const auto& self, int r) -> void {
+      color[static_cast<size_t>(r)] = 1;
+      path.push_back(r);
+      for (int c : calls[static_cast<size_t>(r)]) {
+        if (color[static_cast<size_t>(c)] == 1) {
+          std::string cycle;
+          for (auto it = std::find(path.begin(), path.end(), c); it != path.end(); ++it) cycle += rule_name(*it) + " -> ";
+          fail_at(definitions_.at(c), "rule '{}' is left-recursive ({}{}): the recognizer reads left to right, "
+                  "write the repetition with * or +", rule_name(c), cycle, rule_name(c));
+        }
+        if (color[static_cast<size_t>(c)] == 0) self(self, c);
+      }
+      path.pop_back();
+      color[static_cast<size_t>(r)] = 2;
+    };
+    for (size_t r = 0; r < n; ++r) if (color[r] == 0) visit(visit, static_cast<int>(r));
+  }
+  std::string rule_name(int id) const {
+    for (const auto& [name, r] : rules_) if (r == id) return name;
+    return "?";
   }
 
   // --- expressions ---
@@ -290,6 +359,8 @@ class GbnfParser {
   GrammarBuilder builder_;
   std::map<std::string, int> rules_;  // name -> declared rule
   std::map<int, size_t> first_use_;   // rule -> offset of its first mention, for "never defined"
+  std::map<int, size_t> definitions_;  // rule -> offset of its definition
+  std::vector<ExprPtr> bodies_;        // by rule id, for the left-recursion check
 };
 
 }  // namespace

@@ -17,8 +17,8 @@
 namespace lemma::grammar {
 
 // Throws InvalidArgument naming the line and column and what was expected there, a rule that is
-// referenced but never defined (or defined twice), or a missing `root`. Left recursion is left to
-// the recognizer, which reports it.
+// referenced but never defined (or defined twice), a left-recursive rule (which a left-to-right
+// recognizer cannot run), or a missing `root`.
 Grammar gbnf_grammar(std::string_view text);
 
 }  // namespace lemma::grammar

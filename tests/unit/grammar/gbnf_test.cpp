@@ -174,8 +174,12 @@ TEST(Gbnf, SyntaxErrorsNameLineColumnAndWhatWasExpected) {
   expect_error("root ::= \"\\uD800\"\n", "line 1, column 11", "not a Unicode scalar value");
 }
 
-TEST(Gbnf, LeftRecursionIsReportedByTheRecognizer) {
-  EXPECT_THROW(grammar_accepts(gbnf_grammar("root ::= root \"a\" | \"a\"\n"), "aa"), InvalidArgument);
+TEST(Gbnf, LeftRecursionIsRefusedNamingTheRule) {
+  std::string e = error_of("root ::= \"a\" x\nx ::= \"\"? y \"b\" | \"b\"\ny ::= x\n");
+  EXPECT_NE(e.find("line 2, column 1: rule 'x' is left-recursive (x -> y -> x)"), std::string::npos) << e;
+  e = error_of("root ::= root \"a\" | \"a\"\n");
+  EXPECT_NE(e.find("'root' is left-recursive"), std::string::npos) << e;
+  EXPECT_EQ(error_of("root ::= \"a\" root | \"b\"\n"), "");  // right recursion is fine
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Structured output through the real server and engine (stories260K, whose tokenizer is a 512-token
-// SentencePiece vocabulary): guided_choice, guided_regex and response_format json_schema outputs are
+// SentencePiece vocabulary): guided_choice, guided_regex, GBNF and response_format json_schema outputs are
 // texts of their grammar, whatever the tiny model would rather say; a schema that cannot be
 // honoured is a 400 naming its keyword while other requests keep being served.
 #include <gtest/gtest.h>
@@ -81,6 +81,41 @@ TEST(ServeStructuredOutput, OutputsAreTextsOfTheirGrammar) {
   EXPECT_EQ(r.status, 400) << r.body.dump();
   EXPECT_EQ(r.body["error"]["param"], "response_format.json_schema.schema") << r.body.dump();
   EXPECT_NE(r.body["error"]["message"].get<std::string>().find("not"), std::string::npos) << r.body.dump();
+  r = post(port, "/v1/chat/completions", chat({}));
+  EXPECT_EQ(r.status, 200);
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait_exit(20000), 0) << server.log();
+}
+
+// llama-server's `grammar` (GBNF), and vLLM's guided_grammar: outputs are sentences of the grammar; a
+// malformed grammar is a 400 naming the field and the place.
+TEST(ServeStructuredOutput, GbnfGrammarsConstrainTheOutput) {
+  LEMMA_REQUIRE_SHARED(stories());
+  ServeProcess server("--model " + shell_quote(stories()) + " --port 0 --threads 1");
+  ASSERT_TRUE(server.started()) << server.log();
+  const uint16_t port = server.port();
+
+  const std::string gbnf = "root ::= answer \" \" [0-9]{2}  # yes or no, and a number\n"
+                           "answer ::= (\"yes\" | \"no\")\n";
+  auto r = post(port, "/v1/chat/completions", chat({{"grammar", gbnf}}));
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  const std::string text = r.body["choices"][0]["message"]["content"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(text, std::regex("(yes|no) [0-9]{2}"))) << text;
+  EXPECT_EQ(r.body["choices"][0]["finish_reason"], "stop");
+
+  r = post(port, "/v1/completions",
+           {{"prompt", "Tom had"}, {"max_tokens", 30}, {"guided_grammar", "root ::= [a-z]{3,5} (\",\" [a-z]{3,5}){2}"}});
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  const std::string list = r.body["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(std::regex_match(list, std::regex("[a-z]{3,5}(,[a-z]{3,5}){2}"))) << list;
+
+  r = post(port, "/v1/chat/completions", chat({{"grammar", "root ::= (\"yes\" | \"no\"\n"}}));
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_EQ(r.body["error"]["param"], "grammar") << r.body.dump();
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("line 2, column 1"), std::string::npos) << r.body.dump();
+  r = post(port, "/v1/chat/completions", chat({{"grammar", "start ::= \"a\""}}));
+  EXPECT_EQ(r.status, 400) << r.body.dump();
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("root"), std::string::npos) << r.body.dump();
   r = post(port, "/v1/chat/completions", chat({}));
   EXPECT_EQ(r.status, 200);
   server.signal(SIGTERM);

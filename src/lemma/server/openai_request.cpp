@@ -189,8 +189,7 @@ ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind,
   ParsedCompletion out;
   out.kind = kind;
   // (Parsed again in order when asked for: a schema's properties keep the client's order.)
-  for (const char* key : {"response_format", "guided_json", "guided_regex", "guided_choice", "structured_outputs",
-                          "json_schema", "grammar"}) {
+  for (const char* key : kOutputConstraintFields) {
     if (!body.contains(key)) continue;
     out.output_constraint = parse_output_constraint(nlohmann::ordered_json::parse(text));
     break;

@@ -1,6 +1,7 @@
 #include "lemma/server/output_constraint.h"
 
 #include "lemma/base/error.h"
+#include "lemma/grammar/gbnf.h"
 #include "lemma/grammar/json_schema.h"
 #include "lemma/grammar/text_grammars.h"
 #include "lemma/server/api_error.h"
@@ -66,6 +67,13 @@ OutputConstraintSpec from_field(const json& body, const char* key) {
     s.field = k;
     return s;
   }
+  if (k == "grammar" || k == "guided_grammar") {
+    if (!v.is_string()) bad(k, "must be a string (a GBNF grammar)");
+    s.kind = Kind::kGbnf;
+    s.gbnf = v.get<std::string>();
+    s.field = k;
+    return s;
+  }
   if (k == "guided_choice") {
     if (!v.is_array() || v.empty()) bad(k, "must be a non-empty array of strings");
     for (const json& c : v) {
@@ -82,21 +90,21 @@ OutputConstraintSpec from_field(const json& body, const char* key) {
 }  // namespace
 
 OutputConstraintSpec parse_output_constraint(const json& body) {
-  if (body.contains("grammar") && !body.at("grammar").is_null())
-    bad("grammar", "(GBNF) is not supported yet: use response_format, guided_json, guided_regex or guided_choice");
   json fields = body;
   if (body.contains("structured_outputs") && !body.at("structured_outputs").is_null()) {
     const json& so = body.at("structured_outputs");
-    if (!so.is_object()) bad("structured_outputs", "must be an object {\"json\" | \"regex\" | \"choice\"}");
+    if (!so.is_object()) bad("structured_outputs", "must be an object {\"json\" | \"regex\" | \"choice\" | \"grammar\"}");
     for (const auto& [key, value] : so.items()) {
       if (key == "json") fields["guided_json"] = value;
       else if (key == "regex") fields["guided_regex"] = value;
       else if (key == "choice") fields["guided_choice"] = value;
-      else bad("structured_outputs." + key, "is not supported (json, regex, choice are)");
+      else if (key == "grammar") fields["guided_grammar"] = value;
+      else bad("structured_outputs." + key, "is not supported (json, regex, choice, grammar are)");
     }
   }
   OutputConstraintSpec chosen;
-  for (const char* key : {"response_format", "guided_json", "json_schema", "guided_regex", "guided_choice"}) {
+  for (const char* key : {"response_format", "guided_json", "json_schema", "guided_regex", "guided_choice",
+                          "guided_grammar", "grammar"}) {
     OutputConstraintSpec s = from_field(fields, key);
     if (s.kind == Kind::kNone) continue;
     if (chosen.kind != Kind::kNone) bad(key, "conflicts with " + chosen.field + ": ask for one output format");
@@ -115,11 +123,13 @@ std::shared_ptr<const grammar::TokenConstraint> compile_output_constraint(
       case Kind::kJsonSchema: g = grammar::json_schema_grammar(spec.schema, kServingJson); break;
       case Kind::kRegex: g = grammar::regex_grammar(spec.regex); break;
       case Kind::kChoice: g = grammar::choice_grammar(spec.choices); break;
+      case Kind::kGbnf: g = grammar::gbnf_grammar(spec.gbnf); break;
       case Kind::kNone: break;
     }
     return std::make_shared<const grammar::TokenConstraint>(
         grammar::TokenConstraint{std::make_shared<const grammar::Grammar>(std::move(g)), std::move(vocabulary), spec.field});
   } catch (const Error& e) {
+    if (spec.kind == Kind::kGbnf) bad(spec.field, std::string("is not a grammar lemma can use: ") + e.what());
     bad(spec.field, std::string("cannot be honoured exactly: ") + e.what());
   }
 }

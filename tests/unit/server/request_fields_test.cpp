@@ -52,8 +52,12 @@ TEST(RequestFields, StructuredOutputFieldsAreChecked) {
   expect_chat_ok(R"("guided_choice":["a","b"])");
   expect_chat_400(R"("guided_choice":[])", "guided_choice");
   expect_chat_400(R"("guided_choice":["a"],"guided_regex":"a")", "guided_choice");  // one format per request
-  expect_chat_400(R"("grammar":"root ::= x")", "grammar");
-  expect_chat_400(R"("structured_outputs":{"grammar":"x"})", "structured_outputs.grammar");
+  expect_chat_ok(R"("grammar":"root ::= \"yes\" | \"no\"")");  // llama-server's GBNF
+  expect_chat_ok(R"("guided_grammar":"root ::= [a-z]+")");
+  expect_chat_ok(R"("structured_outputs":{"grammar":"root ::= \"x\""})");
+  expect_chat_400(R"("grammar":42)", "grammar");
+  expect_chat_400(R"("grammar":"root ::= \"x\"","guided_regex":"x")", "grammar");  // one format per request
+  expect_chat_400(R"("structured_outputs":{"xml":"x"})", "structured_outputs.xml");
   expect_chat_400(R"("response_format":"json")", "response_format");
 }
 

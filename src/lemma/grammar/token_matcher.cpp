@@ -20,7 +20,7 @@ bool TokenMatcher::is_end_id(int32_t token) const {
 
 uint32_t TokenMatcher::string_chars_readable(int32_t state, uint32_t up_to) {
   ParserStates& ps = recognizer_.states();
-  constexpr size_t kMaxStates = 8;  // more means no string body: give up
+  constexpr size_t kMaxStates = 2;  // more means no plain string body: give up early
   std::vector<int32_t>& seen = seen_states_;
   std::vector<int32_t>& level = level_states_;
   seen.assign(1, state);

@@ -18,12 +18,61 @@ bool TokenMatcher::is_end_id(int32_t token) const {
   return std::find(vocab_->end_ids.begin(), vocab_->end_ids.end(), token) != vocab_->end_ids.end();
 }
 
-void TokenMatcher::compute_mask(int32_t state, TokenMask& mask) {
-  mask.assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
+uint32_t TokenMatcher::string_chars_readable(int32_t state, uint32_t up_to) {
   ParserStates& ps = recognizer_.states();
-  const auto& nodes = trie_->nodes();
-  const auto& ids = trie_->token_ids();
-  walk_states_.resize(trie_->max_depth() + 1);
+  constexpr size_t kMaxStates = 2;  // more means no plain string body: give up early
+  std::vector<int32_t>& seen = seen_states_;
+  std::vector<int32_t>& level = level_states_;
+  seen.assign(1, state);
+  level.assign(1, state);
+  for (uint32_t j = 0; j < up_to; ++j) {
+    // The states after j + 1 characters, from those after j.
+    std::vector<int32_t>& after = after_states_;
+    after.clear();
+    for (int32_t from : level) {
+      for (const Utf8Form& form : string_char_forms()) {
+        std::vector<int32_t>& at = form_states_;
+        at.assign(1, from);
+        for (size_t k = 0; k < form.length; ++k) {
+          std::vector<int32_t>& next = form_next_;
+          next.clear();
+          for (int32_t s : at) {
+            for (unsigned b = form.ranges[k].first; b <= form.ranges[k].second; ++b) {
+              const int32_t t = ps.step(s, static_cast<unsigned char>(b));
+              if (t == kDeadState) return j;
+              if (std::find(next.begin(), next.end(), t) == next.end()) next.push_back(t);
+            }
+            if (next.size() > kMaxStates) return j;
+          }
+          at.swap(next);
+        }
+        for (int32_t t : at) {
+          if (std::find(after.begin(), after.end(), t) != after.end()) continue;
+          if (after.size() >= kMaxStates) return j;
+          after.push_back(t);
+        }
+      }
+    }
+    // Every state seen so far has been expanded without a refusal: when no new one appears, any
+    // run of characters stays among them.
+    bool grew = false;
+    for (int32_t t : after) {
+      if (std::find(seen.begin(), seen.end(), t) == seen.end()) {
+        seen.push_back(t);
+        grew = true;
+      }
+    }
+    if (!grew) return TokenTrie::kUnbounded;
+    level.swap(after);
+  }
+  return up_to;
+}
+
+void TokenMatcher::walk(const TokenTrie& trie, int32_t state, TokenMask& mask) {
+  ParserStates& ps = recognizer_.states();
+  const auto& nodes = trie.nodes();
+  const auto& ids = trie.token_ids();
+  walk_states_.resize(trie.max_depth() + 1);
   walk_states_[0] = state;
   size_t i = 0;
   while (i < nodes.size()) {
@@ -39,6 +88,25 @@ void TokenMatcher::compute_mask(int32_t state, TokenMask& mask) {
       mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
     ++i;
+  }
+}
+
+void TokenMatcher::compute_mask(int32_t state, TokenMask& mask) {
+  mask.assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
+  ParserStates& ps = recognizer_.states();
+  // Inside a string, tokens of string characters that the state surely reads need no walk: only
+  // the other tokens (quotes, escapes, partial characters, longer runs) are walked.
+  constexpr auto& limits = TokenTrie::kStringCharLimits;
+  const uint32_t readable = string_chars_readable(state, limits[limits.size() - 2]);
+  size_t use = limits.size();
+  for (size_t i = 0; i < limits.size(); ++i) {
+    if (limits[i] <= readable) use = i;
+  }
+  if (use < limits.size()) {
+    mask = trie_->string_char_tokens(use);
+    walk(trie_->other_tokens(use), state, mask);
+  } else {
+    walk(*trie_, state, mask);
   }
   if (ps.accepting(state)) {
     for (int32_t id : vocab_->end_ids) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (static_cast<size_t>(id) & 63);

@@ -54,6 +54,11 @@ class TokenMatcher {
 
  private:
   void compute_mask(int32_t state, TokenMask& mask);
+  // How many string characters (string_char_forms), in any order, `state` surely reads: up to
+  // `up_to`, or TokenTrie::kUnbounded when the states they lead to form a small closed set.
+  uint32_t string_chars_readable(int32_t state, uint32_t up_to);
+  // Sets the bits of the tokens of `trie` that `state` can read.
+  void walk(const TokenTrie& trie, int32_t state, TokenMask& mask);
   bool is_end_id(int32_t token) const;
 
   Recognizer recognizer_;
@@ -64,6 +69,7 @@ class TokenMatcher {
   bool ended_ = false;
   TokenMask scratch_;
   std::vector<int32_t> walk_states_;
+  std::vector<int32_t> seen_states_, level_states_, after_states_, form_states_, form_next_;
 };
 
 }  // namespace lemma::grammar

@@ -1,15 +1,74 @@
 #include "lemma/grammar/token_trie.h"
 
 #include <algorithm>
-#include <numeric>
 
 namespace lemma::grammar {
 
-TokenTrie::TokenTrie(const TokenVocabulary& vocab) {
-  std::vector<int32_t> order;
-  for (int32_t id = 0; id < vocab.size(); ++id) {
-    if (!vocab.bytes[static_cast<size_t>(id)].empty() && !vocab.special[static_cast<size_t>(id)]) order.push_back(id);
+namespace {
+constexpr std::pair<uint8_t, uint8_t> kCont{0x80, 0xBF};
+constexpr Utf8Form kStringCharForms[] = {
+    {1, {{{0x20, 0x21}}}},
+    {1, {{{0x23, 0x5B}}}},
+    {1, {{{0x5D, 0x7F}}}},
+    {2, {{{0xC2, 0xDF}, kCont}}},
+    {3, {{{0xE0, 0xE0}, {0xA0, 0xBF}, kCont}}},
+    {3, {{{0xE1, 0xEC}, kCont, kCont}}},
+    {3, {{{0xED, 0xED}, {0x80, 0x9F}, kCont}}},
+    {3, {{{0xEE, 0xEF}, kCont, kCont}}},
+    {4, {{{0xF0, 0xF0}, {0x90, 0xBF}, kCont, kCont}}},
+    {4, {{{0xF1, 0xF3}, kCont, kCont, kCont}}},
+    {4, {{{0xF4, 0xF4}, {0x80, 0x8F}, kCont, kCont}}},
+};
+}  // namespace
+
+std::span<const Utf8Form> string_char_forms() { return kStringCharForms; }
+
+int string_char_count(std::string_view bytes) {
+  size_t i = 0;
+  int count = 0;
+  while (i < bytes.size()) {
+    const auto lead = static_cast<uint8_t>(bytes[i]);
+    const Utf8Form* form = nullptr;
+    for (const Utf8Form& f : kStringCharForms) {
+      if (f.ranges[0].first <= lead && lead <= f.ranges[0].second) form = &f;
+    }
+    if (!form || bytes.size() - i < form->length) return -1;
+    for (size_t k = 1; k < form->length; ++k) {
+      const auto b = static_cast<uint8_t>(bytes[i + k]);
+      if (b < form->ranges[k].first || b > form->ranges[k].second) return -1;
+    }
+    i += form->length;
+    ++count;
   }
+  return count;
+}
+
+TokenTrie::TokenTrie(const TokenVocabulary& vocab) {
+  std::vector<int32_t> all;
+  std::array<std::vector<int32_t>, kStringCharLimits.size()> other;
+  for (auto& m : string_char_tokens_) m.assign((static_cast<size_t>(vocab.size()) + 63) / 64, 0);
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    const std::string& s = vocab.bytes[static_cast<size_t>(id)];
+    if (s.empty() || vocab.special[static_cast<size_t>(id)]) continue;
+    all.push_back(id);
+    const int chars = string_char_count(s);
+    for (size_t i = 0; i < kStringCharLimits.size(); ++i) {
+      if (chars >= 0 && static_cast<uint32_t>(chars) <= kStringCharLimits[i]) {
+        string_char_tokens_[i][static_cast<size_t>(id) >> 6] |= uint64_t{1} << (static_cast<size_t>(id) & 63);
+      } else {
+        other[i].push_back(id);
+      }
+    }
+  }
+  build(vocab, std::move(all));
+  for (size_t i = 0; i < kStringCharLimits.size(); ++i) {
+    auto rest = std::shared_ptr<TokenTrie>(new TokenTrie());
+    rest->build(vocab, std::move(other[i]));
+    other_[i] = std::move(rest);
+  }
+}
+
+void TokenTrie::build(const TokenVocabulary& vocab, std::vector<int32_t> order) {
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
     return vocab.bytes[static_cast<size_t>(a)] < vocab.bytes[static_cast<size_t>(b)];
   });

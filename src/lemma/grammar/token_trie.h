@@ -2,8 +2,13 @@
 // state visits each shared prefix once, and a refused prefix skips its whole subtree.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace lemma::grammar {
@@ -16,6 +21,16 @@ struct TokenVocabulary {
   std::vector<int32_t> end_ids;     // EOS / end-of-turn ids
   int32_t size() const { return static_cast<int32_t>(bytes.size()); }
 };
+
+// The UTF-8 forms of a JSON string's plain characters (U+0020 and up, not '"' or '\\', no
+// surrogates), each a sequence of byte ranges; forms are told apart by their first byte.
+struct Utf8Form {
+  uint8_t length;
+  std::array<std::pair<uint8_t, uint8_t>, 4> ranges;
+};
+std::span<const Utf8Form> string_char_forms();
+// How many characters of string_char_forms() `bytes` is, or -1 when it is not a whole number of them.
+int string_char_count(std::string_view bytes);
 
 class TokenTrie {
  public:
@@ -33,10 +48,25 @@ class TokenTrie {
   const std::vector<int32_t>& token_ids() const { return token_ids_; }
   uint32_t max_depth() const { return max_depth_; }
 
+  // Bounds on the characters of string-character tokens: a state that surely reads any run of
+  // kStringCharLimits[i] string characters accepts string_char_tokens(i) without a walk.
+  static constexpr uint32_t kUnbounded = UINT32_MAX;
+  static constexpr std::array<uint32_t, 3> kStringCharLimits{4, 16, kUnbounded};
+  // The non-empty tokens of at most kStringCharLimits[i] string characters, one bit per id, 64 ids
+  // per word.
+  const std::vector<uint64_t>& string_char_tokens(size_t i) const { return string_char_tokens_[i]; }
+  // The trie of the other non-special, non-empty tokens.
+  const TokenTrie& other_tokens(size_t i) const { return *other_[i]; }
+
  private:
+  TokenTrie() = default;
+  void build(const TokenVocabulary& vocab, std::vector<int32_t> order);
+
   std::vector<Node> nodes_;
   std::vector<int32_t> token_ids_;
   uint32_t max_depth_ = 0;
+  std::array<std::vector<uint64_t>, kStringCharLimits.size()> string_char_tokens_;
+  std::array<std::shared_ptr<const TokenTrie>, kStringCharLimits.size()> other_;
 };
 
 }  // namespace lemma::grammar

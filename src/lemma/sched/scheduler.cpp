@@ -116,8 +116,9 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       continue;
     }
     drafts_.clear();
-    // (Constrained requests take no drafts yet: a draft would need a mask per position.)
-    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0 && !r.sampling().constraint) propose_drafts(e, budget - 1);
+    // (A constrained request's drafts are checked by the runner, which masks each position's row by the
+    // grammar state after the samples before it: a draft the grammar refuses is simply not confirmed.)
+    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(e, budget - 1);
     std::optional<SlotAllocation> alloc;
     // Drafts only where their slots fit without preempting anyone.
     if (!drafts_.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts_.size())))) drafts_.clear();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lemma/tokenizer/utf8.h"
+
 namespace lemma::grammar {
 
 CharClass CharClass::range(uint32_t lo, uint32_t hi) {
@@ -76,21 +78,7 @@ bool CharClass::contains(uint32_t c) const {
 
 std::string utf8_encode(uint32_t c) {
   std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
+  tok::append_utf8(s, static_cast<char32_t>(c));
   return s;
 }
 

@@ -26,13 +26,6 @@ namespace fs = std::filesystem;
 using lemma::testing::build_scratch;
 using lemma::testing::shared_data;
 
-constexpr double kF32Perplexity = 109.6400;
-
-double ppl_of(const Run& run) {
-  const auto at = run.out.rfind("PPL = ");
-  return at == std::string::npos ? std::nan("") : std::strtod(run.out.c_str() + at + 6, nullptr);
-}
-
 double quantize_and_measure(const std::string& type, const std::string& extra, const std::string& tag) {
   const auto source = shared_data("models/stories260K/stories260K.gguf");
   const auto text = shared_data("golden/ppl-input.txt");

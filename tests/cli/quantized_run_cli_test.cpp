@@ -30,14 +30,6 @@ namespace fs = std::filesystem;
 using lemma::testing::build_scratch;
 using lemma::testing::shared_data;
 
-constexpr double kF32Perplexity = 109.6400;
-
-// The value after the last "PPL = "; NaN when absent.
-double ppl_of(const Run& run) {
-  const auto at = run.out.rfind("PPL = ");
-  return at == std::string::npos ? std::nan("") : std::strtod(run.out.c_str() + at + 6, nullptr);
-}
-
 struct CliCase {
   const char* type;
   double gate;      // relative to f32

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -37,5 +39,14 @@ inline Run lemma(const std::string& args) {
   std::filesystem::remove(err_path);
   return run;
 }
+
+// The value after the last "PPL = " in `lemma perplexity` output; NaN when absent.
+inline double ppl_of(const Run& run) {
+  const auto at = run.out.rfind("PPL = ");
+  return at == std::string::npos ? std::nan("") : std::strtod(run.out.c_str() + at + 6, nullptr);
+}
+
+// stories260K's perplexity on golden/ppl-input.txt (ctx 128) with f32 weights and K/V.
+inline constexpr double kF32Perplexity = 109.6400;
 
 }  // namespace lemma::quant

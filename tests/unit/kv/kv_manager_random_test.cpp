@@ -162,16 +162,22 @@ class KvRandom {
   SeqId next_id_ = 1;
 };
 
+// 400 random steps, each verified, then the end; false at the first failure.
+bool run_steps(KvRandom& sim) {
+  for (int i = 0; i < 400; ++i) {
+    sim.step();
+    sim.verify();
+    if (::testing::Test::HasFailure()) return false;
+  }
+  sim.finish();
+  return !::testing::Test::HasFailure();
+}
+
 TEST(KvManagerRandom, TablesAlwaysReadBackTheirOwnTokens) {
   uint64_t hits = 0, cow = 0, forks = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     KvRandom sim(seed, 24 + static_cast<int32_t>(seed % 16), static_cast<int32_t>(seed % 3) * 12, seed % 2 ? 4 : 8);
-    for (int i = 0; i < 400; ++i) {
-      sim.step();
-      sim.verify();
-      if (::testing::Test::HasFailure()) return;
-    }
-    sim.finish();
+    if (!run_steps(sim)) return;
     hits += sim.hits();
     cow += sim.cow;
     forks += sim.forks;
@@ -189,12 +195,7 @@ TEST(KvManagerRandom, WindowedTablesReadBackTheirLiveTokens) {
     const int32_t bs = seed % 2 ? 4 : 8;
     KvRandom sim(seed, 24 + static_cast<int32_t>(seed % 16), static_cast<int32_t>(seed % 3) * 12, bs,
                  static_cast<int64_t>(1 + seed % 3) * bs + static_cast<int64_t>(seed % 5));
-    for (int i = 0; i < 400; ++i) {
-      sim.step();
-      sim.verify();
-      if (::testing::Test::HasFailure()) return;
-    }
-    sim.finish();
+    if (!run_steps(sim)) return;
     hits += sim.hits();
     forks += sim.forks;
     dropped += sim.dropped;

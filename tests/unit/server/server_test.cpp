@@ -264,8 +264,9 @@ TEST_F(ServerTest, SlowReaderIsCutAtTheBufferBound) {
   start();
   RawConnection conn(port_);
   conn.send(raw_post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 200000}, {"stream", true}}.dump()));
-  // Never read: the socket fills, the buffer overflows, the request is cancelled.
-  ASSERT_TRUE(eventually([&] { return engine_.total_cancels() == 1; }, 10000)) << "slow reader never cut";
+  // Never read: the socket fills, the buffer overflows, the request is cancelled. (Filling the
+  // loopback socket's megabytes took over 10 s once under ThreadSanitizer on a 2-core machine.)
+  ASSERT_TRUE(eventually([&] { return engine_.total_cancels() == 1; }, 30000)) << "slow reader never cut";
   auto id = engine_.requests().at(0).request_id;
   auto buffer = std::dynamic_pointer_cast<OutputBuffer>(engine_.sink_of(id));
   ASSERT_TRUE(buffer);

@@ -86,7 +86,7 @@ TEST(ToolCalls, HermesParallelCallsWithContentBefore) {
 }
 
 TEST(ToolCalls, MalformedCallsStayContent) {
-  for (const std::string text : {std::string("<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call>"),
+  for (const std::string& text : {std::string("<tool_call>{\"name\": \"a\", \"arguments\": {\"x\": }</tool_call>"),
                                  std::string("<tool_call>{\"arguments\": {}}</tool_call>"),   // no name
                                  std::string("<tool_call>{\"name\": \"a\"}</tool_call> and more text"),
                                  std::string("<tool_call>{\"name\": \"a\", \"arguments\": [1]}</tool_call>")}) {

@@ -1,5 +1,8 @@
 #include "lemma/io/file_write.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -8,7 +11,10 @@
 namespace lemma {
 
 void write_file_atomically(const std::string& path, std::span<const uint8_t> bytes) {
-  const std::string tmp = path + ".tmp";
+  // A name of this process and call alone: concurrent writers of one path (tests running in
+  // parallel processes) each rename a whole file of their own; the last rename wins.
+  static std::atomic<uint64_t> calls{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) fail<IoError>("cannot create {}", tmp);
@@ -17,7 +23,11 @@ void write_file_atomically(const std::string& path, std::span<const uint8_t> byt
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) fail<IoError>("cannot rename {} to {}: {}", tmp, path, ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    fail<IoError>("cannot rename {} to {}: {}", tmp, path, ec.message());
+  }
 }
 
 }  // namespace lemma

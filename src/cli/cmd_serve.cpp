@@ -89,7 +89,7 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
   c.engine.scheduler.enable_chunked_prefill = !o.no_chunked_prefill;
   if (o.no_chunked_prefill) c.engine.scheduler.max_num_batched_tokens = std::max(o.max_num_batched_tokens, max_model_len);
   c.engine.scheduler.preemption_mode = o.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
-  c.engine.scheduler.speculative = o.speculative.to_config();
+  c.engine.speculative = o.speculative.to_options(o.block_size);
   c.engine.kv.block_size = o.block_size;
   c.engine.kv.num_device_blocks = static_cast<int32_t>((kv_tokens + o.block_size - 1) / o.block_size);
   c.engine.kv.num_host_blocks = static_cast<int32_t>((o.swap_space_tokens + o.block_size - 1) / o.block_size);

@@ -39,7 +39,7 @@ GenerationOptions SamplingFlags::to_options(int64_t vocab_size, DType weights) c
   options.num_threads = resolve_threads(threads);
   options.ignore_eos = ignore_eos;
   options.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, weights);
-  options.speculative = speculative.to_config();
+  options.speculative = speculative.to_options(kGenerationBlockSize);
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;
   options.sampling.top_p = top_p;

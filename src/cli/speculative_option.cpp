@@ -1,32 +1,55 @@
 #include "cli/speculative_option.h"
 
+#include "cli/runtime_flags.h"
 #include "lemma/base/error.h"
 
 namespace lemma::cli {
 
 void SpeculativeFlags::add_to(CLI::App* sub) {
-  sub->add_option("--speculative-method", method, "Speculative decoding: none or ngram (prompt lookup)")
+  sub->add_option("--speculative-method", method,
+                  "Speculative decoding: none, ngram (prompt lookup), draft (--speculative-model), layer-skip "
+                  "(the model's first --speculative-layers layers)")
       ->capture_default_str();
   sub->add_option("--num-speculative-tokens", num_tokens, "Drafts per decode step with a speculative method")
       ->capture_default_str();
   sub->add_option("--ngram-prompt-lookup-min", ngram_min, "Shortest suffix an n-gram draft matches")->capture_default_str();
   sub->add_option("--ngram-prompt-lookup-max", ngram_max, "Longest suffix an n-gram draft matches")->capture_default_str();
+  sub->add_option("--speculative-model", model, "Draft model (same vocabulary) for --speculative-method draft");
+  sub->add_option("--speculative-layers", layers,
+                  "Layers of the model that draft for --speculative-method layer-skip (default: half)");
+  sub->add_option("--speculative-kv-tokens", draft_kv_tokens,
+                  "KV cache of the draft in tokens (default: as large as the model's)");
 }
 
-SpeculativeConfig SpeculativeFlags::to_config() const {
-  SpeculativeConfig c;
-  if (method == "none") return c;
-  if (method == "draft" || method == "layer-skip") {
-    fail<InvalidArgument>("--speculative-method {} is not available yet; use ngram", method);
+spec::SpeculativeOptions SpeculativeFlags::to_options(int64_t block_size) const {
+  spec::SpeculativeOptions o;
+  try {
+    o.method = spec::parse_speculative_method(method);
+  } catch (const InvalidArgument& e) {
+    fail<InvalidArgument>("--speculative-method: {}", e.what());
   }
-  if (method != "ngram") fail<InvalidArgument>("--speculative-method {} is not one of none, ngram", method);
+  if (o.method == spec::SpeculativeMethod::kNone) return o;
   if (num_tokens < 1 || num_tokens > 16) fail<InvalidArgument>("--num-speculative-tokens must be in [1, 16], got {}", num_tokens);
   if (ngram_min < 1 || ngram_max < ngram_min)
     fail<InvalidArgument>("--ngram-prompt-lookup-min ({}) must be >= 1 and <= --ngram-prompt-lookup-max ({})", ngram_min,
                           ngram_max);
-  c.num_tokens = num_tokens;
-  c.ngram = {ngram_min, ngram_max};
-  return c;
+  if (draft_kv_tokens < 0) fail<InvalidArgument>("--speculative-kv-tokens must be >= 0, got {}", draft_kv_tokens);
+  if (layers < 0) fail<InvalidArgument>("--speculative-layers must be >= 0, got {}", layers);
+  o.num_tokens = num_tokens;
+  o.ngram = {ngram_min, ngram_max};
+  o.layers = layers;  // 0: half of the model's (make_draft_source)
+  o.draft_kv_blocks = draft_kv_tokens > 0 ? (draft_kv_tokens + block_size - 1) / block_size : 0;
+  if (o.method == spec::SpeculativeMethod::kDraftModel) {
+    if (model.empty()) fail<InvalidArgument>("--speculative-method draft needs --speculative-model");
+    try {
+      o.draft_model = std::make_shared<const Model>(Model::open(model, LoadMode::kLazyMmap, runtime_options()));
+    } catch (const std::exception& e) {
+      fail<InvalidArgument>("--speculative-model {}: {}", model, e.what());
+    }
+  } else if (!model.empty()) {
+    fail<InvalidArgument>("--speculative-model is for --speculative-method draft, not {}", method);
+  }
+  return o;
 }
 
 }  // namespace lemma::cli

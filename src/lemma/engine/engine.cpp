@@ -34,14 +34,32 @@ KvManagerConfig kv_config(const Model& model, const EngineConfig& c) {
   return kv;
 }
 
+SchedulerConfig scheduler_config(const EngineConfig& c) {
+  SchedulerConfig s = c.scheduler;
+  s.speculative.num_tokens = c.speculative.enabled() ? c.speculative.num_tokens : 0;
+  return s;
+}
+
+spec::DraftModelConfig draft_config(const EngineConfig& c) {
+  spec::DraftModelConfig d;
+  d.num_blocks = c.kv.num_device_blocks;
+  d.block_size = c.kv.block_size;
+  d.num_threads = c.num_threads;
+  d.default_seed = c.default_seed;
+  d.kv_dtype = c.kv_dtype;
+  return d;
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineConfig& config)
     : model_(model),
       config_(config),
-      scheduler_(config.scheduler, kv_config(model, config)),
-      runner_(model, runner_config(config)) {
+      scheduler_(scheduler_config(config), kv_config(model, config)),
+      runner_(model, runner_config(config)),
+      draft_source_(spec::make_draft_source(config.speculative, model, draft_config(config))) {
   runner_.set_keep_logits(config.keep_logits);
+  scheduler_.set_draft_source(draft_source_.get());
 }
 
 uint64_t choice_seed(uint64_t seed, uint64_t i) {
@@ -131,6 +149,7 @@ EngineOutput Engine::output_of(RequestOutput out, std::string error) {
     if (const auto it = choice_index_.find(out.id); it != choice_index_.end()) e.choice = it->second;
   if (out.finished()) {
     runner_.forget(out.id);
+    if (draft_source_) draft_source_->forget(out.id);
     request_trace_.finished(out.id);
     choice_index_.erase(out.id);
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 #include "lemma/model/model.h"
 #include "lemma/runtime/model_runner.h"
 #include "lemma/sched/scheduler.h"
+#include "lemma/spec/speculative_options.h"
 
 namespace lemma {
 
@@ -31,6 +33,9 @@ struct EngineConfig {
   // When every layer of the model has a sliding window, free the blocks wholly before the widest one
   // (their keys are never read again). Off: sequences keep every block (for comparisons).
   bool drop_blocks_outside_window = true;
+  // Speculative decoding (G4): where drafts come from and how many per step (sets
+  // scheduler.speculative.num_tokens); drafts are verified in the step's one forward.
+  spec::SpeculativeOptions speculative;
 };
 
 // New tokens (or the end) of one request after a step or an abort.
@@ -98,6 +103,7 @@ class Engine {
   EngineConfig config_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  std::unique_ptr<DraftSource> draft_source_;  // null unless speculating
   std::vector<PendingChoice> pending_choices_;
   std::unordered_map<RequestId, int> choice_index_;  // choices i > 0 while live: id -> i
   RequestTrace request_trace_;  // request phases for --trace

@@ -11,7 +11,7 @@ namespace lemma {
 
 namespace {
 
-constexpr int32_t kBlockSize = 16;
+constexpr int32_t kBlockSize = kGenerationBlockSize;
 constexpr RequestId kRequestId = 0;  // the engine seeds an unseeded request with default_seed ^ id
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
@@ -32,7 +32,7 @@ EngineConfig single_request_config(int64_t total, const GenerationOptions& optio
   c.kv_dtype = options.kv_dtype;
   c.num_threads = std::max(1, options.num_threads);
   c.default_seed = options.default_seed;
-  c.scheduler.speculative = options.speculative;
+  c.speculative = options.speculative;
   return c;
 }
 

@@ -12,8 +12,12 @@
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
 #include "lemma/sched/scheduler.h"
+#include "lemma/spec/speculative_options.h"
 
 namespace lemma {
+
+// The KV block size generate() uses (flags given in tokens convert with it).
+inline constexpr int32_t kGenerationBlockSize = 16;
 
 struct GenerationOptions {
   int64_t max_tokens = 128;
@@ -23,7 +27,7 @@ struct GenerationOptions {
   std::vector<int32_t> stop_token_ids;  // extra ids that end generation (included in the output)
   int num_threads = 1;                  // threads per forward (results do not depend on it)
   KvDtype kv_dtype = KvDtype::kF32;     // KV cache element type (G23)
-  SpeculativeConfig speculative;        // drafts verified in the forward (same tokens, fewer steps)
+  spec::SpeculativeOptions speculative;  // drafts verified in the forward (fewer steps, same outputs)
 };
 
 struct GenerationTimings {

@@ -16,6 +16,15 @@
 
 namespace lemma {
 
+namespace {
+
+uint64_t next_model_id() {
+  static std::atomic<uint64_t> next_id{1};
+  return next_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorLookup& lookup,
                           std::shared_ptr<const void> owner, bool owns_sources, const RuntimeOptions& runtime) {
   config.validate();
@@ -28,8 +37,26 @@ Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorL
   m.config_ = std::move(config);
   m.format_ = format;
   m.owner_ = std::move(owner);
-  static std::atomic<uint64_t> next_id{1};
-  m.id_ = next_id.fetch_add(1, std::memory_order_relaxed);
+  m.id_ = next_model_id();
+  return m;
+}
+
+Model Model::first_layers(int64_t num_layers) const {
+  if (num_layers < 1 || num_layers > config_.num_layers)
+    fail<InvalidArgument>("first_layers: {} layers asked of a model with {}", num_layers, config_.num_layers);
+  Model m;
+  m.config_ = config_;
+  m.config_.num_layers = num_layers;
+  if (m.config_.sliding_window.size() > static_cast<size_t>(num_layers))
+    m.config_.sliding_window.resize(static_cast<size_t>(num_layers));
+  m.format_ = format_;
+  m.runtime_ = runtime_;
+  m.weights_ = weights_;
+  m.weights_.layers.resize(static_cast<size_t>(num_layers));
+  m.rope_ = rope_;
+  m.owner_ = owner_;
+  m.interleaved_ = interleaved_;
+  m.id_ = next_model_id();  // its own captured decode plans
   return m;
 }
 

@@ -39,6 +39,12 @@ class Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
+  // A model made of this one's first `num_layers` layers, then its final norm and LM head, sharing
+  // every weight (layer-skip self-speculation drafts with it). Lives no longer than this model's
+  // files need to, which the shared owners see to. Throws InvalidArgument unless 1 <= num_layers <=
+  // config().num_layers.
+  Model first_layers(int64_t num_layers) const;
+
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   WeightFormat format() const { return format_; }

@@ -5,6 +5,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
+#include "lemma/sampling/speculative_sampling.h"
 
 namespace lemma {
 
@@ -86,6 +87,10 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
                      s.num_new_tokens != 1 + static_cast<int64_t>(s.draft_token_ids.size()))))
       fail<InvalidArgument>("model runner: request {} is granted tokens [{}, {}) but has {}", s.id,
                             s.num_computed_tokens, s.num_computed_tokens + s.num_new_tokens, st.tokens.size());
+    if (s.draft_probs != nullptr &&
+        s.draft_probs->size() < s.draft_token_ids.size() * static_cast<size_t>(model_.config().vocab_size))
+      fail<InvalidArgument>("model runner: request {} has {} drafts but {} draft probabilities", s.id,
+                            s.draft_token_ids.size(), s.draft_probs->size());
     SequenceInput in;
     in.token_ids = std::span<const int32_t>(st.tokens).subspan(static_cast<size_t>(s.num_computed_tokens),
                                                                static_cast<size_t>(s.num_new_tokens));
@@ -119,13 +124,14 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   size_t row = 0;
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;
-    sampled_.push_back({&state_.at(s.id), row, s.draft_token_ids});
+    sampled_.push_back({&state_.at(s.id), row, s.draft_token_ids, s.draft_probs.get()});
     row += 1 + s.draft_token_ids.size();
   }
   samples_.resize(sampled_.size());
   if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
   if (verified_outputs_.size() < sampled_.size()) verified_outputs_.resize(sampled_.size());
   if (masked_logits_.size() < sampled_.size()) masked_logits_.resize(sampled_.size());
+  if (target_probs_.size() < sampled_.size()) target_probs_.resize(sampled_.size());
   // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
   // milliseconds per step, which the team's other threads would otherwise spend waiting. Sequences
   // go one per tile whatever the vocabulary (a small one costs a team dispatch, about a microsecond).
@@ -170,6 +176,8 @@ std::span<const float> ModelRunner::constrained(State& st, std::span<const float
 
 // One sample per logits row of the sequence, in order, while each equals the next draft: draws are
 // keyed by output position, so the tokens are those plain decoding would sample one step at a time.
+// Drafts drawn at random (with their distribution) are kept by rejection sampling instead: the token
+// at each position is still distributed as plain decoding's, with draws of their own.
 void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   const SampledSequence& seq = sampled_[i];
   State& st = *seq.state;
@@ -184,7 +192,18 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
     st.sampler.seek(static_cast<uint64_t>(outputs.size()));
     auto logits = std::span<const float>(logits_).subspan((seq.first_row + k) * vocab, vocab);
     if (st.constraint) logits = constrained(st, logits, masked_logits_[i]);
-    results.push_back(st.sampler.sample(logits, prompt, outputs, sampler_scratch_[i]));
+    if (seq.draft_probs != nullptr && k < seq.drafts.size()) {
+      std::vector<float>& p = target_probs_[i];
+      p.resize(vocab);
+      st.sampler.distribution(logits, prompt, outputs, sampler_scratch_[i], p);
+      const auto q = std::span<const float>(*seq.draft_probs).subspan(k * vocab, vocab);
+      const double u_accept = st.sampler.next_uniform();
+      const double u_residual = st.sampler.next_uniform();
+      const DraftVerdict verdict = verify_draft(p, q, seq.drafts[k], u_accept, u_residual);
+      results.push_back(st.sampler.describe(logits, verdict.token, sampler_scratch_[i]));
+    } else {
+      results.push_back(st.sampler.sample(logits, prompt, outputs, sampler_scratch_[i]));
+    }
     if (st.constraint && results.back().token != kNoToken && !st.constraint->accept(results.back().token))
       results.back().token = kNoToken;  // cannot happen: the row allowed only what the grammar reads
     if (k == seq.drafts.size() || results.back().token != seq.drafts[k]) break;

@@ -89,12 +89,14 @@ class ModelRunner {
     State* state = nullptr;
     size_t first_row = 0;
     std::span<const int32_t> drafts;
+    const std::vector<float>* draft_probs = nullptr;  // [drafts, vocab] when drawn at random
   };
   std::vector<SampledSequence> sampled_;
   std::vector<std::vector<SampleResult>> samples_;  // their results: one, or 1 + accepted drafts
   std::vector<std::vector<int32_t>> verified_outputs_;  // per sequence: outputs + confirmed drafts (reused)
-  std::vector<int32_t> draft_inputs_;
-  std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf     // the forward's input for drafted sequences: last token, drafts
+  std::vector<int32_t> draft_inputs_;  // the forward's input for drafted sequences: last token, drafts
+  std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf
+  std::vector<std::vector<float>> target_probs_;   // per sequence: the target's distribution (rejection sampling)
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;

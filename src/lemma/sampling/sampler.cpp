@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "lemma/base/error.h"
 #include "lemma/kernels/vocab_ops.h"
 #include "lemma/sampling/vocab_passes.h"
 
@@ -36,14 +37,11 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   return sample(logits, prompt_tokens, output_tokens, *own_scratch_);
 }
 
-SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
-                             std::span<const int32_t> output_tokens, SamplerScratch& scratch) {
-  scratch.ensure(logits.size());
-  SamplerScratch& s = scratch;
-  SampleResult result;
+std::span<float> Sampler::processed(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                                    std::span<const int32_t> output_tokens, SamplerScratch& s, int64_t& nan_count) const {
+  s.ensure(logits.size());
   std::span<float> work = std::span<float>(s.work).first(logits.size());
-  result.nan_count = lemma::copy_masking_nan(logits, work, isa_);
-
+  nan_count = lemma::copy_masking_nan(logits, work, isa_);
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
     apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, s.flags);
@@ -51,21 +49,32 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
     apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, s.counts);
   }
+  if (!params_.is_greedy() && params_.temperature != 1.0f) apply_temperature(work, params_.temperature, isa_);  // x / 1 is x
+  return work;
+}
 
-  if (params_.is_greedy()) {
-    result.token = argmax(work, isa_);
-  } else {
-    if (params_.temperature != 1.0f) apply_temperature(work, params_.temperature, isa_);  // x / 1 is x
-    result.token = sample_tempered(work, s);
-  }
+SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                             std::span<const int32_t> output_tokens, SamplerScratch& scratch) {
+  int64_t nan_count = 0;
+  const std::span<float> work = processed(logits, prompt_tokens, output_tokens, scratch, nan_count);
+  const int32_t token = params_.is_greedy() ? argmax(work, isa_) : sample_tempered(work, scratch);
+  SampleResult result = describe(logits, token, scratch);
+  result.nan_count = nan_count;
+  return result;
+}
 
+SampleResult Sampler::describe(std::span<const float> logits, int32_t token, SamplerScratch& s) const {
+  s.ensure(logits.size());
+  SampleResult result;
+  result.token = token;
   // Raw logprobs: reuse `work` for log_softmax of the unprocessed logits.
   result.logprob = std::numeric_limits<float>::quiet_NaN();
   if (params_.logprobs) {
     result.logprob = -std::numeric_limits<float>::infinity();
-    if (result.token != kNoToken) {
+    if (token != kNoToken) {
+      std::span<float> work = std::span<float>(s.work).first(logits.size());
       log_softmax(logits, work);
-      result.logprob = work[static_cast<size_t>(result.token)];
+      result.logprob = work[static_cast<size_t>(token)];
     }
   }
   if (params_.logprobs && params_.top_logprobs > 0) {
@@ -73,6 +82,29 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
     top_logprobs(logits, result.top, s.ids);
   }
   return result;
+}
+
+void Sampler::distribution(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                           std::span<const int32_t> output_tokens, SamplerScratch& s, std::span<float> probs) {
+  if (probs.size() != logits.size())
+    fail<InvalidArgument>("Sampler::distribution: {} probabilities for {} logits", probs.size(), logits.size());
+  int64_t nan_count = 0;
+  const std::span<float> work = processed(logits, prompt_tokens, output_tokens, s, nan_count);
+  std::fill(probs.begin(), probs.end(), 0.0f);
+  if (params_.is_greedy()) {
+    const int32_t token = argmax(work, isa_);
+    if (token != kNoToken) probs[static_cast<size_t>(token)] = 1.0f;
+    return;
+  }
+  const float max = max_value(work, isa_);
+  if (max == -std::numeric_limits<float>::infinity()) return;
+  // The same candidates and weights the draw uses (sample_tempered), normalised.
+  const size_t count = select_candidates(work, max, s);
+  const double total = candidate_weights(work, max, count, s);
+  if (!(total > 0.0)) return;
+  const bool all = count == work.size();
+  for (size_t i = 0; i < count; ++i)
+    probs[all ? i : static_cast<size_t>(s.ids[i])] = static_cast<float>(s.weights[i] / total);
 }
 
 int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& s) {

@@ -55,6 +55,20 @@ class Sampler {
   SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                       std::span<const int32_t> output_tokens, SamplerScratch& scratch);
 
+  // The distribution sample() draws from, as a dense row over the vocabulary: the processed logits
+  // (bias, penalties, temperature, min_p, top_k, top_p) normalised over the candidates, 0 elsewhere;
+  // greedy puts all the mass on the argmax. All zeros when nothing is finite. Consumes no draw.
+  // Speculative decoding verifies stochastic drafts against it (speculative_sampling.h).
+  void distribution(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                    std::span<const int32_t> output_tokens, SamplerScratch& scratch, std::span<float> probs);
+
+  // The SampleResult sample() would report had it chosen `token` (its raw logprob and top
+  // logprobs when the params ask for them).
+  SampleResult describe(std::span<const float> logits, int32_t token, SamplerScratch& scratch) const;
+
+  // One uniform draw in [0, 1) from the request's stream (after seek: keyed by position).
+  double next_uniform() { return rng_.next_double(); }
+
   // Restarts the draw stream for output position `position` (0 = the first generated token), so a
   // draw depends only on (seed, position): a request that is preempted and recomputed, or resumed
   // by a fresh Sampler, samples exactly what it would have sampled without interruption.
@@ -72,6 +86,9 @@ class Sampler {
   // s.weights[i] = exp(logit of s.ids[i] - max) for i < count (and s.block_sums); returns their total.
   double candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
   int32_t draw(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
+  // The processed logits in s.work (NaN masked, bias, penalties; tempered unless greedy).
+  std::span<float> processed(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                             std::span<const int32_t> output_tokens, SamplerScratch& s, int64_t& nan_count) const;
 
   SamplingParams params_;
   kernels::Isa isa_;

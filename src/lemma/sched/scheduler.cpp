@@ -86,6 +86,7 @@ StepPlan Scheduler::schedule() {
   int64_t budget = config_.max_num_batched_tokens;
   bool preempted = false;
   drop_dead_blocks();
+  propose_drafts();
   schedule_running(plan, budget, preempted);
   // After a preemption the pool is tight: admitting now would only preempt again next step.
   if (!preempted) schedule_waiting(plan, budget);
@@ -106,6 +107,9 @@ void Scheduler::drop_dead_blocks() {
 
 void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempted) {
   size_t i = 0;
+  size_t next_query = 0;  // draft_queries_ follow running_'s order
+  std::vector<int32_t> drafts;
+  std::shared_ptr<const std::vector<float>> draft_probs;
   while (i < running_.size() && budget > 0) {
     Entry& e = entry(running_[i]);
     Request& r = e.request;
@@ -115,14 +119,24 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       ++i;
       continue;
     }
-    drafts_.clear();
+    drafts.clear();
+    draft_probs.reset();
     // (A constrained request's drafts are checked by the runner, which masks each position's row by the
     // grammar state after the samples before it: a draft the grammar refuses is simply not confirmed.)
-    if (n == 1 && c + 1 == r.num_tokens() && e.num_tokens_sent != 0) propose_drafts(e, budget - 1);
+    while (next_query < draft_queries_.size() && draft_queries_[next_query].id != r.id()) ++next_query;
+    if (next_query < draft_queries_.size() && n == 1 && budget > 1) {
+      const Drafts& d = proposals_[next_query];
+      const size_t count = std::min(d.tokens.size(), static_cast<size_t>(budget - 1));
+      drafts.assign(d.tokens.begin(), d.tokens.begin() + static_cast<std::ptrdiff_t>(count));
+      if (count > 0) draft_probs = d.probs;
+    }
     std::optional<SlotAllocation> alloc;
     // Drafts only where their slots fit without preempting anyone.
-    if (!drafts_.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts_.size())))) drafts_.clear();
-    if (!drafts_.empty()) n += static_cast<int64_t>(drafts_.size());
+    if (!drafts.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts.size())))) {
+      drafts.clear();
+      draft_probs.reset();
+    }
+    if (!drafts.empty()) n += static_cast<int64_t>(drafts.size());
     while (!alloc && !(alloc = kv_.allocate_slots(r.id(), c, n))) {
       const bool self = running_.back() == r.id();
       preempt_back(plan);
@@ -148,23 +162,34 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     e.dropped_unsent.clear();
     d.num_computed_tokens = c;
     plan.cached_requests.push_back(std::move(d));
-    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens() || !drafts_.empty(), drafts_});
-    num_draft_tokens_ += drafts_.size();
+    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens() || !drafts.empty(), drafts, draft_probs});
+    num_draft_tokens_ += drafts.size();
     budget -= n;
     ++i;
   }
 }
 
-void Scheduler::propose_drafts(const Entry& e, int64_t room) {
-  const SpeculativeConfig& spec = config_.speculative;
-  const Request& r = e.request;
-  const int64_t want = e.draft_len > 0 ? e.draft_len : spec.num_tokens;
-  // Never past max_model_len or the request's max_tokens (the last sample of a step is not a draft).
-  const int64_t limit = std::min({want, room,
-                                  config_.max_model_len - r.num_tokens(),
-                                  r.stop().max_tokens - r.num_output_tokens() - 1});
-  if (limit <= 0) return;
-  spec::propose_ngram(r.token_ids(), spec.ngram, static_cast<int>(limit), drafts_);
+void Scheduler::propose_drafts() {
+  draft_queries_.clear();
+  const int num_tokens = config_.speculative.num_tokens;
+  if (draft_source_ == nullptr || num_tokens <= 0) return;
+  for (RequestId id : running_) {
+    const Entry& e = entry(id);
+    const Request& r = e.request;
+    // Only a request whose next step is its one decode token (the runner has its state).
+    if (r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0) continue;
+    const int64_t want = e.draft_len > 0 ? e.draft_len : num_tokens;
+    // Never past max_model_len or the request's max_tokens (the last sample of a step is not a draft).
+    const int64_t limit = std::min({want, config_.max_num_batched_tokens - 1, config_.max_model_len - r.num_tokens(),
+                                    r.stop().max_tokens - r.num_output_tokens() - 1});
+    if (limit <= 0) continue;
+    draft_queries_.push_back({id, r.token_ids(), r.num_prompt_tokens(), static_cast<int32_t>(limit), &r.sampling()});
+  }
+  if (draft_queries_.empty()) return;
+  draft_source_->propose(draft_queries_, proposals_);
+  if (proposals_.size() != draft_queries_.size())
+    throw std::logic_error(fmt::format("Scheduler: the draft source answered {} of {} queries", proposals_.size(),
+                                       draft_queries_.size()));
 }
 
 void Scheduler::preempt_back(StepPlan& plan) {

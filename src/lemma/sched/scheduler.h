@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lemma/spec/ngram_proposer.h"
 #include "lemma/kv/kv_manager.h"
+#include "lemma/sched/draft_source.h"
 #include "lemma/sched/request.h"
 #include "lemma/sched/scheduler_stats.h"
 #include "lemma/sched/step_plan.h"
@@ -31,11 +31,11 @@ enum class SchedulingPolicy : uint8_t {
   kPriority,  // (priority, arrival) order; the lowest-priority running request is preempted first
 };
 
-// Speculative decoding (G4) with prompt-lookup drafts: each request in decode is granted its next
-// token plus up to `num_tokens` drafts, which the runner verifies in the same forward.
+// Speculative decoding (G4): each request in decode is granted its next token plus up to
+// `num_tokens` drafts from the DraftSource (set_draft_source), which the runner verifies in the same
+// forward.
 struct SpeculativeConfig {
   int num_tokens = 0;  // drafts per decoding request per step; 0: off
-  spec::NgramConfig ngram;
 };
 
 struct SchedulerConfig {
@@ -80,6 +80,10 @@ class Scheduler {
   // is returned. Throws InvalidArgument for a duplicate child id.
   bool fork_request(RequestId parent_id, RequestId child_id, RequestOptions options);
 
+  // Where drafts come from when config.speculative.num_tokens > 0 (null: none). Not owned; it must
+  // outlive the scheduler's use of it.
+  void set_draft_source(DraftSource* source) { draft_source_ = source; }
+
   // Finishes a live request with `status` (a finished state) and frees its blocks. nullopt when the
   // id is unknown or already finished (idempotent).
   std::optional<RequestOutput> abort(RequestId id, RequestStatus status = RequestStatus::kFinishedCancelled);
@@ -116,9 +120,9 @@ class Scheduler {
   void drop_dead_blocks();
   void preempt_back(StepPlan& plan);
   void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
-  // Drafts for a request whose next step is one decode token (speculative decoding), at most
-  // `room` of them; fills drafts_.
-  void propose_drafts(const Entry& e, int64_t room);
+  // Asks the draft source, once per step, for every running request whose next step is one decode
+  // token (speculative decoding); fills draft_queries_ / proposals_ in running_ order.
+  void propose_drafts();
   void schedule_waiting(StepPlan& plan, int64_t& budget);
   int64_t grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const;
   void add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens);
@@ -135,7 +139,9 @@ class Scheduler {
   uint64_t num_swap_outs_ = 0, num_swap_ins_ = 0, num_swap_fallbacks_ = 0, num_blocks_dropped_ = 0;
   uint64_t num_draft_tokens_ = 0, num_accepted_draft_tokens_ = 0;
   std::array<uint64_t, 17> num_verifications_by_accepted_{};
-  std::vector<int32_t> drafts_;  // schedule_running()'s proposal buffer, reused
+  DraftSource* draft_source_ = nullptr;
+  std::vector<DraftQuery> draft_queries_;  // this step's questions to the draft source, reused
+  std::vector<Drafts> proposals_;          // its answers
   uint64_t num_finished_ = 0;
   std::array<uint64_t, kNumFinishedStatuses> num_finished_by_status_{};
   struct {

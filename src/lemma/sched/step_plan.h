@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lemma/kv/kv_manager.h"
@@ -46,13 +47,17 @@ struct CachedRequestData {
 // With drafts (speculative decoding), the granted tokens are the request's last token followed by
 // draft_token_ids (num_new_tokens = 1 + drafts): the runner samples at each of those positions in
 // turn while the sampled token equals the next draft, so the request gains 1 + (accepted drafts)
-// tokens, exactly those plain decoding would have sampled.
+// tokens, exactly those plain decoding would have sampled. Drafts that come with their draft
+// distribution are kept by rejection sampling instead (same output distribution, other draws).
 struct ScheduledRequest {
   RequestId id = 0;
   int64_t num_computed_tokens = 0;
   int64_t num_new_tokens = 0;
   bool needs_sample = false;  // the granted tokens reach the end: sample the next token
   std::vector<int32_t> draft_token_ids;
+  // The draft's distribution per draft ([drafts, vocab]) when it drew them at random: the runner then
+  // keeps each by exact rejection sampling (sampling/speculative_sampling.h). Null: point masses.
+  std::shared_ptr<const std::vector<float>> draft_probs;
 };
 
 struct StepPlan {

@@ -22,3 +22,15 @@ void propose_ngram(std::span<const int32_t> tokens, const NgramConfig& config, i
 }
 
 }  // namespace lemma::spec
+
+namespace lemma::spec {
+
+void NgramProposer::propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) {
+  out.resize(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    out[i].probs.reset();
+    propose_ngram(queries[i].tokens, config_, queries[i].max_drafts, out[i].tokens);
+  }
+}
+
+}  // namespace lemma::spec

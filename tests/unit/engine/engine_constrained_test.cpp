@@ -106,8 +106,7 @@ TEST_F(EngineConstrainedTest, SpeculationKeepsConstrainedOutputs) {
   for (int spec = 0; spec < 2; ++spec) {
     EngineConfig config = engine_config(64);
     config.keep_logits = false;
-    config.scheduler.speculative.num_tokens = spec ? 4 : 0;
-    config.scheduler.speculative.ngram = {1, 3};
+    config.speculative = {spec ? spec::SpeculativeMethod::kNgram : spec::SpeculativeMethod::kNone, 4, {1, 3}};
     Engine engine(stories_model(), config);
     for (RequestId id = 1; id <= 4; ++id) {
       RequestOptions o = greedy(24);

@@ -47,7 +47,7 @@ SpecRun run_workload(EngineConfig config, int num_requests = 6) {
 SpecRun expect_speculation_changes_no_token(EngineConfig config, const char* label, int num_requests = 6) {
   SCOPED_TRACE(label);
   const SpecRun plain = run_workload(config, num_requests);
-  config.scheduler.speculative.num_tokens = 4;
+  config.speculative = {spec::SpeculativeMethod::kNgram, 4, {}};
   const SpecRun spec = run_workload(config, num_requests);
   EXPECT_EQ(plain.done.size(), spec.done.size());
   for (const auto& [id, f] : plain.done) {

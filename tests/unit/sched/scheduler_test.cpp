@@ -11,6 +11,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
+#include "lemma/spec/ngram_proposer.h"
 
 namespace lemma {
 namespace {
@@ -513,21 +514,28 @@ StepResult confirm(const ScheduledRequest& s, size_t accept, int32_t next) {
 }
 
 // A scheduler with n-gram drafts and one request of `prompt` (40 tokens at most, EOS ignored).
-std::unique_ptr<Scheduler> speculative_scheduler(int num_tokens, spec::NgramConfig ngram, std::vector<int32_t> prompt) {
+struct SpeculativeScheduler {
+  spec::NgramProposer proposer;
+  Scheduler scheduler;
+  Scheduler& operator*() { return scheduler; }
+};
+
+std::unique_ptr<SpeculativeScheduler> speculative_scheduler(int num_tokens, spec::NgramConfig ngram,
+                                                            std::vector<int32_t> prompt) {
   SchedulerConfig c;
   c.speculative.num_tokens = num_tokens;
-  c.speculative.ngram = ngram;
-  auto sched = std::make_unique<Scheduler>(c, kv_config(64));
+  auto owned = std::unique_ptr<SpeculativeScheduler>(new SpeculativeScheduler{spec::NgramProposer(ngram), Scheduler(c, kv_config(64))});
+  owned->scheduler.set_draft_source(&owned->proposer);
   RequestOptions o;
   o.stop.max_tokens = 40;
   o.stop.ignore_eos = true;
-  sched->add_request(Request(1, std::move(prompt), o));
-  return sched;
+  owned->scheduler.add_request(Request(1, std::move(prompt), o));
+  return owned;
 }
 
 TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
   auto owned = speculative_scheduler(4, {1, 3}, {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6});
-  Scheduler& sched = *owned;
+  Scheduler& sched = **owned;
   StepPlan p = sched.schedule();  // the prompt: no drafts
   ASSERT_TRUE(p.scheduled.at(0).draft_token_ids.empty());
   sched.update(p, ones(p));  // ... 5, 6, 1
@@ -557,7 +565,7 @@ TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
 
 TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
   auto owned = speculative_scheduler(3, {2, 2}, {1, 2, 3, 4, 1, 2});
-  Scheduler& sched = *owned;
+  Scheduler& sched = **owned;
   StepPlan p = sched.schedule();
   StepResult first;
   first.sampled.push_back({1, {SampleResult{3}}});

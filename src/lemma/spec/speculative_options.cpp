@@ -1,0 +1,73 @@
+#include "lemma/spec/speculative_options.h"
+
+#include "lemma/base/error.h"
+
+namespace lemma::spec {
+
+namespace {
+
+// Layer-skip self-speculation: the draft is a view of the target's first layers, owned here so it
+// lives as long as the proposer that runs it.
+class LayerSkipProposer final : public DraftSource {
+ public:
+  LayerSkipProposer(Model draft, int64_t vocab, const DraftModelConfig& config)
+      : draft_(std::move(draft)), proposer_(draft_, vocab, config) {}
+  void propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) override { proposer_.propose(queries, out); }
+  void forget(uint64_t id) override { proposer_.forget(id); }
+
+ private:
+  Model draft_;
+  DraftModelProposer proposer_;
+};
+
+}  // namespace
+
+SpeculativeMethod parse_speculative_method(std::string_view name) {
+  if (name == "none") return SpeculativeMethod::kNone;
+  if (name == "ngram") return SpeculativeMethod::kNgram;
+  if (name == "draft") return SpeculativeMethod::kDraftModel;
+  if (name == "layer-skip") return SpeculativeMethod::kLayerSkip;
+  fail<InvalidArgument>("speculative method '{}' is not one of none, ngram, draft, layer-skip", name);
+}
+
+std::string_view speculative_method_name(SpeculativeMethod method) {
+  switch (method) {
+    case SpeculativeMethod::kNone: return "none";
+    case SpeculativeMethod::kNgram: return "ngram";
+    case SpeculativeMethod::kDraftModel: return "draft";
+    case SpeculativeMethod::kLayerSkip: return "layer-skip";
+  }
+  return "none";
+}
+
+std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options, const Model& target,
+                                               DraftModelConfig draft) {
+  if (options.method == SpeculativeMethod::kNone) return nullptr;
+  if (options.num_tokens < 1 || options.num_tokens > 16)
+    fail<InvalidArgument>("speculative decoding: {} speculative tokens; use 1 to 16", options.num_tokens);
+  if (options.draft_kv_blocks < 0) fail<InvalidArgument>("speculative decoding: negative draft KV blocks");
+  if (options.draft_kv_blocks > 0) draft.num_blocks = options.draft_kv_blocks;
+  const int64_t vocab = target.config().vocab_size;
+  switch (options.method) {
+    case SpeculativeMethod::kNgram:
+      if (options.ngram.min_n < 1 || options.ngram.max_n < options.ngram.min_n)
+        fail<InvalidArgument>("n-gram speculation: min_n ({}) must be >= 1 and <= max_n ({})", options.ngram.min_n,
+                              options.ngram.max_n);
+      return std::make_unique<NgramProposer>(options.ngram);
+    case SpeculativeMethod::kDraftModel:
+      if (options.draft_model == nullptr) fail<InvalidArgument>("draft-model speculation needs a draft model");
+      return std::make_unique<DraftModelProposer>(*options.draft_model, vocab, draft);
+    case SpeculativeMethod::kLayerSkip: {
+      const int64_t total = target.config().num_layers;
+      const int64_t layers = options.layers > 0 ? options.layers : total / 2;
+      if (layers < 1 || layers >= total)
+        fail<InvalidArgument>("layer-skip speculation: {} layers; the model has {}, so use 1 to {}", layers, total,
+                              total - 1);
+      return std::make_unique<LayerSkipProposer>(target.first_layers(layers), vocab, draft);
+    }
+    case SpeculativeMethod::kNone: break;
+  }
+  return nullptr;
+}
+
+}  // namespace lemma::spec

@@ -192,7 +192,7 @@ namespace lemma::testing {
 namespace {
 
 // Prompt-lookup speculation changes the steps, never the tokens (greedy and seeded sampling).
-TEST(CliGenerate, SpeculativeNgramGivesTheSameTokens) {
+TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
   LEMMA_REQUIRE_SHARED(stories());
   for (const char* sampling : {"--temperature 0", "--temperature 0.8 --seed 11"}) {
     const std::string args = std::string("generate --json --ignore-eos --max-tokens 120 --prompt 'Once upon a time' ") +
@@ -203,6 +203,26 @@ TEST(CliGenerate, SpeculativeNgramGivesTheSameTokens) {
     ASSERT_EQ(spec.exit_code, 0) << spec.err;
     EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << sampling;
   }
+  // A draft model (the model itself) and layer-skip: greedy gives the plain tokens.
+  const std::string greedy = "generate --json --ignore-eos --max-tokens 60 --prompt 'Once upon a time' --temperature 0 --model " +
+                             shell_quote(stories());
+  const auto plain = lemma(greedy);
+  for (const std::string& flags : {"--speculative-method draft --speculative-model " + shell_quote(stories()),
+                                   std::string("--speculative-method layer-skip --speculative-layers 3")}) {
+    const auto spec = lemma(greedy + " " + flags);
+    ASSERT_EQ(spec.exit_code, 0) << flags << "\n" << spec.err;
+    EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << flags;
+  }
+  const auto no_draft = lemma(greedy + " --speculative-method draft");
+  EXPECT_EQ(no_draft.exit_code, 1);
+  EXPECT_NE(no_draft.err.find("--speculative-method draft needs --speculative-model"), std::string::npos) << no_draft.err;
+  const auto missing = lemma(greedy + " --speculative-method draft --speculative-model /nonexistent/draft.gguf");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("--speculative-model /nonexistent/draft.gguf"), std::string::npos) << missing.err;
+  const auto all_layers = lemma(greedy + " --speculative-method layer-skip --speculative-layers 5");
+  EXPECT_EQ(all_layers.exit_code, 1);
+  EXPECT_NE(all_layers.err.find("layer-skip speculation: 5 layers; the model has 5, so use 1 to 4"), std::string::npos)
+      << all_layers.err;
   const auto bad = lemma("generate --model " + shell_quote(stories()) + " --prompt x --speculative-method eagle");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("--speculative-method: speculative method 'eagle' is not one of none, ngram, draft, layer-skip"), std::string::npos) << bad.err;

@@ -169,15 +169,22 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
   }
 }
 
+// How many decode steps a request whose single draft was refused goes without drafts.
+constexpr int32_t kDraftPauseSteps = 4;
+
 void Scheduler::propose_drafts() {
   draft_queries_.clear();
   const int num_tokens = config_.speculative.num_tokens;
   if (draft_source_ == nullptr || num_tokens <= 0) return;
   for (RequestId id : running_) {
-    const Entry& e = entry(id);
+    Entry& e = entry(id);
     const Request& r = e.request;
     // Only a request whose next step is its one decode token (the runner has its state).
     if (r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0) continue;
+    if (e.draft_pause > 0) {
+      --e.draft_pause;
+      continue;
+    }
     const int64_t want = e.draft_len > 0 ? e.draft_len : num_tokens;
     // Never past max_model_len or the request's max_tokens (the last sample of a step is not a draft).
     const int64_t limit = std::min({want, config_.max_num_batched_tokens - 1, config_.max_model_len - r.num_tokens(),
@@ -331,6 +338,7 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
         e.draft_len = std::min(config_.speculative.num_tokens, std::max(current, drafted_now) + 1);
       } else if (accepted == 0) {
         e.draft_len = std::max(1, current / 2);
+        if (current == 1) e.draft_pause = kDraftPauseSteps;  // then one draft again, as a probe
       }
     }
     std::vector<int32_t> new_tokens;

@@ -112,6 +112,10 @@ class Scheduler {
     // Speculative decoding: drafts to propose next (adapted to this request's acceptance; 0 = the
     // configured number until the first verification).
     int32_t draft_len = 0;
+    // Decode steps left without drafts after a single draft was refused: a request whose drafts keep
+    // failing costs one draft every kDraftPauseSteps + 1 steps, not one per step (a draft model's
+    // forward is not free).
+    int32_t draft_pause = 0;
   };
   Entry& entry(RequestId id) { return requests_.at(id); }
   void validate(const Request& request) const;  // add_request's checks

@@ -533,7 +533,7 @@ std::unique_ptr<SpeculativeScheduler> speculative_scheduler(int num_tokens, spec
   return owned;
 }
 
-TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
+TEST(SchedulerSpeculative, DraftLengthHalvesOnRejectionThenPauses) {
   auto owned = speculative_scheduler(4, {1, 3}, {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6});
   Scheduler& sched = **owned;
   StepPlan p = sched.schedule();  // the prompt: no drafts
@@ -551,10 +551,13 @@ TEST(SchedulerSpeculative, DraftLengthHalvesOnRejection) {
     return s.draft_token_ids.size();
   };
   EXPECT_EQ(step(0, 7), 1u);   // only one token followed the match
-  step(0, 5);                  // ... 1, 7, 5: continue the 5, 6, 7 cycle
-  step(0, 6);
-  step(0, 7);
-  EXPECT_EQ(step(0, 9), 1u);   // repeated rejections: one draft at a time
+  EXPECT_EQ(step(0, 5), 2u);   // ... 1, 7, 5: continue the 5, 6, 7 cycle; 4 halved to 2
+  EXPECT_EQ(step(0, 6), 1u);   // halved again
+  // A single refused draft pauses drafting for four decode steps, then one draft probes again.
+  const int32_t cycle[] = {7, 5, 6, 7, 5, 6};
+  std::vector<size_t> sizes;
+  for (int32_t next : cycle) sizes.push_back(step(0, next));
+  EXPECT_EQ(sizes, (std::vector<size_t>{0, 0, 0, 0, 1, 0}));
   const Request* r = sched.find(1);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->num_tokens() - r->num_computed_tokens(), 1);  // rejected drafts' slots are not computed

@@ -1,0 +1,214 @@
+// Speculative decoding with a draft model and with layer-skip self-speculation in the engine loop:
+// greedy outputs are plain decoding's tokens; seeded sampling with stochastic drafts is reproducible
+// and, by exact rejection sampling, distributed as plain decoding (a chi-square test against the
+// exact joint law of three tokens, computed in float64 from a tiny random target, with a different
+// random model as the draft).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lemma/base/error.h"
+#include "unit/engine/engine_fixture.h"
+#include "unit/model/random_model.h"
+
+namespace lemma::testing {
+namespace {
+
+class EngineDraftModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override { LEMMA_REQUIRE_SHARED(stories_path()); }
+};
+
+const std::vector<int32_t> kStory = {1, 403, 407, 261, 378, 281, 403, 407, 261, 378, 281, 403, 407};
+
+// stories260K as a draft of itself, owned elsewhere (the fixture's static model).
+std::shared_ptr<const Model> stories_as_draft() { return {std::shared_ptr<const Model>{}, &stories_model()}; }
+
+struct DraftRun {
+  std::map<RequestId, Finished> done;
+  SchedulerStats stats;
+};
+
+DraftRun run(const EngineConfig& config, float temperature, int num_requests = 6) {
+  Engine engine(stories_model(), config);
+  for (RequestId id = 1; id <= static_cast<RequestId>(num_requests); ++id) {
+    RequestOptions o = greedy(40);
+    o.sampling.temperature = temperature;
+    if (temperature > 0.0f) o.sampling.seed = 100 + id;
+    engine.add_request(id, id == 1 ? kStory : prompt_of(4 + 7 * static_cast<int64_t>(id), static_cast<uint32_t>(id)), o);
+  }
+  DraftRun r;
+  r.done = run_to_completion(engine);
+  r.stats = engine.scheduler().stats();
+  EXPECT_EQ(r.stats.kv_blocks_used, 0);
+  EXPECT_EQ(engine.runner().num_tracked(), 0u);
+  engine.scheduler().check_invariants();
+  return r;
+}
+
+spec::SpeculativeOptions draft_options(spec::SpeculativeMethod method, int k, int layers = 0) {
+  spec::SpeculativeOptions o;
+  o.method = method;
+  o.num_tokens = k;
+  o.layers = layers;
+  if (method == spec::SpeculativeMethod::kDraftModel) o.draft_model = stories_as_draft();
+  return o;
+}
+
+double acceptance(const SchedulerStats& s) {
+  return s.num_draft_tokens ? static_cast<double>(s.num_accepted_draft_tokens) / static_cast<double>(s.num_draft_tokens) : 0.0;
+}
+
+void expect_same_tokens(const DraftRun& plain, const DraftRun& spec) {
+  ASSERT_EQ(plain.done.size(), spec.done.size());
+  for (const auto& [id, f] : plain.done) {
+    ASSERT_EQ(spec.done.count(id), 1u);
+    EXPECT_EQ(spec.done.at(id).tokens, f.tokens) << "request " << id;
+    EXPECT_EQ(spec.done.at(id).finish_count, 1) << "request " << id;
+  }
+}
+
+TEST_F(EngineDraftModelTest, GreedyDraftModelGivesThePlainTokens) {
+  for (const auto& [label, config] : {std::pair{"batched", engine_config(64)}, std::pair{"chunked", engine_config(64, 24)},
+                                      std::pair{"preemption", engine_config(14, 64)}}) {
+    SCOPED_TRACE(label);
+    const DraftRun plain = run(config, 0.0f);
+    EngineConfig c = config;
+    c.speculative = draft_options(spec::SpeculativeMethod::kDraftModel, 4);
+    const DraftRun spec = run(c, 0.0f);
+    expect_same_tokens(plain, spec);
+    EXPECT_GT(spec.stats.num_draft_tokens, 0u);
+    // The target drafting for itself: every greedy draft is the target's own argmax.
+    EXPECT_GT(acceptance(spec.stats), 0.95) << label;
+    EXPECT_LT(spec.stats.num_steps, plain.stats.num_steps);
+    std::printf("[figure] draft = target, greedy, %s: %.0f%% of %llu drafts accepted, %llu steps vs %llu plain\n", label,
+                100.0 * acceptance(spec.stats), static_cast<unsigned long long>(spec.stats.num_draft_tokens),
+                static_cast<unsigned long long>(spec.stats.num_steps), static_cast<unsigned long long>(plain.stats.num_steps));
+  }
+}
+
+TEST_F(EngineDraftModelTest, GreedyLayerSkipGivesThePlainTokens) {
+  const DraftRun plain = run(engine_config(64), 0.0f);
+  for (int layers : {1, 2, 4}) {
+    EngineConfig c = engine_config(64);
+    c.speculative = draft_options(spec::SpeculativeMethod::kLayerSkip, 3, layers);
+    const DraftRun spec = run(c, 0.0f);
+    expect_same_tokens(plain, spec);
+    EXPECT_GT(spec.stats.num_draft_tokens, 0u);
+    std::printf("[figure] layer-skip %d of 5 layers, greedy: %.0f%% of %llu drafts accepted, %llu steps vs %llu plain\n",
+                layers, 100.0 * acceptance(spec.stats), static_cast<unsigned long long>(spec.stats.num_draft_tokens),
+                static_cast<unsigned long long>(spec.stats.num_steps), static_cast<unsigned long long>(plain.stats.num_steps));
+  }
+}
+
+TEST_F(EngineDraftModelTest, SeededStochasticDraftsAreReproducible) {
+  for (const auto method : {spec::SpeculativeMethod::kDraftModel, spec::SpeculativeMethod::kLayerSkip}) {
+    EngineConfig c = engine_config(14, 64);  // with preemption: recomputed requests draw the same
+    c.speculative = draft_options(method, 4, 3);
+    const DraftRun a = run(c, 0.8f), b = run(c, 0.8f);
+    expect_same_tokens(a, b);
+    EXPECT_GT(a.stats.num_accepted_draft_tokens, 0u);
+    if (method == spec::SpeculativeMethod::kDraftModel) EXPECT_GT(acceptance(a.stats), 0.9);  // q is p
+  }
+}
+
+TEST_F(EngineDraftModelTest, DraftsOfUnequalVocabularyAreRefused) {
+  EngineConfig c = engine_config(64);
+  c.speculative = draft_options(spec::SpeculativeMethod::kDraftModel, 4);
+  ModelConfig small = small_config();
+  auto other = std::make_shared<const Model>(make_random_model(small, 1).build());
+  c.speculative.draft_model = other;
+  EXPECT_THROW(Engine(stories_model(), c), lemma::InvalidArgument);
+  c.speculative = draft_options(spec::SpeculativeMethod::kLayerSkip, 4, 5);  // all 5 layers: nothing skipped
+  EXPECT_THROW(Engine(stories_model(), c), lemma::InvalidArgument);
+}
+
+// The output law with stochastic drafts from a different model equals the target's: three tokens
+// after a fixed prompt, over a 4-token vocabulary (64 cells), against the exact joint law.
+TEST(EngineSpeculativeDistribution, DraftModelOutputsFollowTheTargetsLaw) {
+  ModelConfig config = small_config();
+  config.vocab_size = 4;
+  const RandomModel target_weights = make_random_model(config, 11);
+  const RandomModel draft_weights = make_random_model(config, 12);
+  const Model target = target_weights.build();
+  const std::vector<int32_t> prompt = {1, 2, 3, 0};
+  constexpr size_t kVocab = 4;
+  // Exact p(a) p(b | a) p(c | a, b), softmax of the float64 reference forward at temperature 1.
+  const auto probs_after = [&](std::vector<int32_t> tokens) {
+    const std::vector<double> logits = reference_forward(target_weights, tokens);
+    const double* last = logits.data() + (tokens.size() - 1) * kVocab;
+    std::vector<double> p(kVocab);
+    double max = last[0], total = 0.0;
+    for (size_t i = 1; i < kVocab; ++i) max = std::max(max, last[i]);
+    for (size_t i = 0; i < kVocab; ++i) total += (p[i] = std::exp(last[i] - max));
+    for (double& v : p) v /= total;
+    return p;
+  };
+  std::vector<double> expected(kVocab * kVocab * kVocab);
+  const auto p0 = probs_after(prompt);
+  for (size_t a = 0; a < kVocab; ++a) {
+    auto pa = prompt;
+    pa.push_back(static_cast<int32_t>(a));
+    const auto p1 = probs_after(pa);
+    for (size_t b = 0; b < kVocab; ++b) {
+      auto pb = pa;
+      pb.push_back(static_cast<int32_t>(b));
+      const auto p2 = probs_after(pb);
+      for (size_t c = 0; c < kVocab; ++c) expected[(a * kVocab + b) * kVocab + c] = p0[a] * p1[b] * p2[c];
+    }
+  }
+  EngineConfig c;
+  c.scheduler.max_num_batched_tokens = 512;
+  c.scheduler.max_num_seqs = 64;
+  c.scheduler.max_model_len = 16;
+  c.kv.num_device_blocks = 64;
+  c.kv.block_size = 16;
+  c.kv.watermark = 0.0;
+  c.kv.enable_prefix_caching = false;
+  c.speculative.method = spec::SpeculativeMethod::kDraftModel;
+  c.speculative.num_tokens = 2;
+  c.speculative.draft_model = std::make_shared<const Model>(draft_weights.build());
+  Engine engine(target, c);
+  constexpr int64_t kSamples = 12000;
+  std::vector<int64_t> counts(expected.size(), 0);
+  RequestId next = 1;
+  int64_t done = 0;
+  std::map<RequestId, std::vector<int32_t>> tokens;
+  while (done < kSamples) {
+    while (next <= static_cast<RequestId>(kSamples) && engine.scheduler().num_running() + engine.scheduler().num_waiting() < 64) {
+      RequestOptions o;
+      o.sampling.temperature = 1.0f;
+      o.sampling.seed = next * 7919;
+      o.stop.max_tokens = 3;
+      o.stop.ignore_eos = true;
+      engine.add_request(next++, prompt, o);
+    }
+    for (const auto& out : engine.step().outputs) {
+      auto& t = tokens[out.output.id];
+      t.insert(t.end(), out.output.new_token_ids.begin(), out.output.new_token_ids.end());
+      if (!out.output.finished()) continue;
+      ASSERT_EQ(t.size(), 3u);
+      ++counts[(static_cast<size_t>(t[0]) * kVocab + static_cast<size_t>(t[1])) * kVocab + static_cast<size_t>(t[2])];
+      tokens.erase(out.output.id);
+      ++done;
+    }
+  }
+  const SchedulerStats stats = engine.scheduler().stats();
+  EXPECT_GT(stats.num_accepted_draft_tokens, 0u);
+  EXPECT_LT(stats.num_accepted_draft_tokens, stats.num_draft_tokens);  // rejections and residual draws ran
+  double chi = 0.0;
+  int dof = -1;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double e = expected[i] * static_cast<double>(kSamples);
+    chi += (static_cast<double>(counts[i]) - e) * (static_cast<double>(counts[i]) - e) / e;
+    ++dof;
+  }
+  // Upper 0.1% point of chi-square(dof) (Wilson-Hilferty): 63 dof -> ~103.
+  const double t = 1.0 - 2.0 / (9.0 * dof) + 3.0902 * std::sqrt(2.0 / (9.0 * dof));
+  EXPECT_LT(chi, dof * t * t * t);
+  std::printf("[figure] draft model (other random weights): chi-square %.1f on %d dof; %.0f%% of drafts accepted\n", chi,
+              dof, 100.0 * acceptance(stats));
+}
+
+}  // namespace
+}  // namespace lemma::testing

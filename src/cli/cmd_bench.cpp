@@ -45,7 +45,7 @@ struct MachineFlags {
 struct ModelFlags {
   std::string model, load = "lazy", kv_cache_dtype = "auto";
   int threads = 0;
-  int64_t pp = 512, tg = 128, batch = 1, depth = 0;
+  int64_t pp = 512, tg = 128, batch = 1, depth = 0, step_tokens = 1;
   int reps = 3;
   double bandwidth_gbps = 0.0, peak_gflops = 0.0;  // 0 = measure
   int64_t buffer_mib = 1024;
@@ -204,6 +204,7 @@ int run_model(const ModelFlags& flags) {
   bench::ModelBenchOptions options{flags.pp, flags.tg, flags.reps, threads, flags.batch, 42};
   options.kv_dtype = kv_dtype;
   options.depth = flags.depth;
+  options.step_tokens = flags.step_tokens;
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
   // Decode is held against bandwidth read around each of its repetitions (decode_roofline.h).
   if (measured) options.read_bandwidth = [&] { return measure_bandwidth(threads, flags.buffer_mib).best_gbps; };
@@ -214,8 +215,10 @@ int run_model(const ModelFlags& flags) {
     double roofline_tps = 0.0, bytes_per_token = 0.0, gflops = 0.0, fraction = 0.0;
     bench::DecodeRoofline roofline;
     if (decode) {
+      // Weights are read once per step for every token of it (step_tokens per sequence).
       bytes_per_token = bench::decode_bytes_per_token(weight_bytes.read_per_token, kv_per_token,
-                                                      bench::mean_decode_context(flags.tg, flags.depth), r.batch);
+                                                      bench::mean_decode_context(flags.tg * flags.step_tokens, flags.depth),
+                                                      r.batch * flags.step_tokens);
       std::vector<double> rates;
       for (double s : r.seconds) rates.push_back(static_cast<double>(r.tokens_per_rep) / s);
       const std::vector<double> given = {bandwidth_before};
@@ -254,7 +257,7 @@ int run_model(const ModelFlags& flags) {
                   r.tokens_per_s.mean, r.tokens_per_s.stddev, roofline_tps, 100.0 * fraction);
       if (decode) {
         std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
-                    r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg, flags.depth),
+                    r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg * flags.step_tokens, flags.depth),
                     bytes_per_token * r.tokens_per_s.mean / 1e9);
         print_rep_fractions(r, roofline, measured);
         std::printf("  %s: framework overhead %.2f%% of step time (step %.3f ms, %.3f ms outside kernel ranges; "
@@ -327,6 +330,9 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
   app->add_option("--tg,-n", flags.tg, "Decode steps of the generation test (0 = skip)")->capture_default_str();
   app->add_option("--reps,-r", flags.reps, "Timed repetitions")->capture_default_str();
   app->add_option("--batch,-b", flags.batch, "Sequences decoded together in tg")->capture_default_str();
+  app->add_option("--step-tokens", flags.step_tokens,
+                  "Tokens per sequence per tg step, logits for each (1 + speculative drafts: the verification cost)")
+      ->capture_default_str();
   app->add_option("--depth,-d", flags.depth, "Tokens already cached in each sequence before pp and tg (llama-bench -d)")
       ->capture_default_str();
   app->add_option("--bandwidth", flags.bandwidth_gbps, "Read bandwidth in GB/s (default: measure it)");

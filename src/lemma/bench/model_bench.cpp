@@ -46,17 +46,18 @@ class Runner {
     const ModelConfig& c = model.config();
     const int64_t depth = options.depth;
     const int64_t blocks_per_seq =
-        std::max(blocks_for(depth + options.prompt_tokens), blocks_for(depth + options.gen_tokens));
+        std::max(blocks_for(depth + options.prompt_tokens), blocks_for(depth + options.gen_tokens * options.step_tokens));
     cache_ = KvCache::for_model(c, std::max<int64_t>(1, blocks_per_seq * options.batch), kBlockSize, options.kv_dtype);
     for (int64_t b = 0; b < options.batch; ++b) {
       std::vector<int32_t> table(static_cast<size_t>(blocks_per_seq));
       for (int64_t i = 0; i < blocks_per_seq; ++i) table[static_cast<size_t>(i)] = static_cast<int32_t>(b * blocks_per_seq + i);
       tables_.push_back(std::move(table));
     }
-    const int64_t max_tokens = std::max({options.prompt_tokens, options.batch, std::min(depth, kDepthChunk)});
-    const int64_t max_context = depth + std::max(options.prompt_tokens, options.gen_tokens);
+    const int64_t step_rows = options.batch * options.step_tokens;
+    const int64_t max_tokens = std::max({options.prompt_tokens, step_rows, std::min(depth, kDepthChunk)});
+    const int64_t max_context = depth + std::max(options.prompt_tokens, options.gen_tokens * options.step_tokens);
     workspace_.reserve(c, max_tokens, options.batch, max_context);  // nothing grows while timed
-    logits_.resize(static_cast<size_t>(options.batch * c.vocab_size));
+    logits_.resize(static_cast<size_t>(step_rows * c.vocab_size));
   }
 
   // Caches positions [0, depth) of every sequence (once: the tests only write after them).
@@ -88,22 +89,27 @@ class Runner {
   // `steps` decode steps of every sequence, after its depth.
   double decode(int64_t steps, bool check) {
     const int64_t vocab = model_.config().vocab_size;
-    const auto ids = random_tokens(steps * options_.batch, vocab, rng_);
+    const int64_t per_step = options_.step_tokens;
+    const auto ids = random_tokens(steps * options_.batch * per_step, vocab, rng_);
     ForwardBatch batch;
     batch.sequences.resize(static_cast<size_t>(options_.batch));
-    for (int64_t b = 0; b < options_.batch; ++b) batch.sequences[static_cast<size_t>(b)].block_table = tables_[static_cast<size_t>(b)];
+    for (int64_t b = 0; b < options_.batch; ++b) {
+      batch.sequences[static_cast<size_t>(b)].block_table = tables_[static_cast<size_t>(b)];
+      batch.sequences[static_cast<size_t>(b)].logits = per_step > 1 ? LogitsRequest::kAll : LogitsRequest::kLast;
+    }
     const auto start = Clock::now();
     for (int64_t step = 0; step < steps; ++step) {
       for (int64_t b = 0; b < options_.batch; ++b) {
         auto& seq = batch.sequences[static_cast<size_t>(b)];
-        seq.token_ids = std::span(ids).subspan(static_cast<size_t>(step * options_.batch + b), 1);
-        seq.num_cached = options_.depth + step;
+        seq.token_ids = std::span(ids).subspan(static_cast<size_t>((step * options_.batch + b) * per_step),
+                                               static_cast<size_t>(per_step));
+        seq.num_cached = options_.depth + step * per_step;
       }
       trace::Scope t_step("decode_step", "step", "step", step);
       model_.forward(batch, cache_, workspace_, logits_);
     }
     const double s = seconds_since(start);
-    if (check) check_logits(std::span(logits_).first(static_cast<size_t>(options_.batch * vocab)), "decode");
+    if (check) check_logits(std::span(logits_).first(static_cast<size_t>(options_.batch * per_step * vocab)), "decode");
     return s;
   }
 
@@ -129,8 +135,8 @@ PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<
 std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
                                          const BenchProgress& progress) {
   if (options.prompt_tokens < 0 || options.gen_tokens < 0 || options.reps < 1 || options.num_threads < 1 ||
-      options.batch < 1 || options.depth < 0) {
-    throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1, batch >= 1 and depth >= 0");
+      options.batch < 1 || options.depth < 0 || options.step_tokens < 1) {
+    throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1, batch >= 1, depth >= 0 and step tokens >= 1");
   }
   const int64_t longest = options.depth + std::max(options.prompt_tokens, options.gen_tokens);
   if (model.config().max_position_embeddings > 0 && longest > model.config().max_position_embeddings) {
@@ -155,7 +161,8 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
     results.push_back(finish(test, 1, options.prompt_tokens, std::move(seconds)));
   }
   if (options.gen_tokens > 0) {
-    const std::string test = "tg" + std::to_string(options.gen_tokens) + at_depth;
+    const std::string test = "tg" + std::to_string(options.gen_tokens) +
+                             (options.step_tokens > 1 ? "x" + std::to_string(options.step_tokens) : "") + at_depth;
     note(test + " warm-up");
     runner.decode(std::min<int64_t>(options.gen_tokens, 4), /*check=*/true);
     std::vector<double> seconds, bandwidth;
@@ -165,7 +172,7 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
       seconds.push_back(runner.decode(options.gen_tokens, /*check=*/r + 1 == options.reps));
       if (options.read_bandwidth) bandwidth.push_back(options.read_bandwidth());
     }
-    results.push_back(finish(test, options.batch, options.gen_tokens * options.batch, std::move(seconds)));
+    results.push_back(finish(test, options.batch, options.gen_tokens * options.batch * options.step_tokens, std::move(seconds)));
     results.back().bandwidth_gbps = std::move(bandwidth);
     // The overhead figure: one more run with tracing on (left on if --trace already had it on).
     note(test + " traced run (framework overhead)");

@@ -29,6 +29,9 @@ struct ModelBenchOptions {
   uint64_t seed = 42;
   KvDtype kv_dtype = KvDtype::kF32;  // KV cache element type (G23)
   int64_t depth = 0;            // context tokens already cached before each test
+  // Tokens each sequence feeds per tg step, with logits for every one (> 1: a speculative
+  // verification step of 1 + drafts; the test is named "tg<N>x<S>"). tokens_per_rep counts them all.
+  int64_t step_tokens = 1;
   // When set, read before the first timed tg repetition and after each one (see decode_roofline.h);
   // returns GB/s. Not timed.
   std::function<double()> read_bandwidth = nullptr;

@@ -403,6 +403,12 @@ void register_bench(CLI::App& app) {
   serve->add_option("--slo-tpot-ms", so.slo.tpot_ms, "Goodput SLO: max TPOT in ms");
   serve->add_option("--timeout-s", so.request_timeout_s, "Per-request timeout in seconds")->capture_default_str();
   serve->add_flag("--ignore-eos", so.ignore_eos, "Send ignore_eos: true (vLLM extension) so outputs reach max_tokens");
+  serve->add_option("--extra-body", so.extra_body,
+                    "JSON object merged into every request body, e.g. '{\"response_format\": {...}}'")
+      ->check([](const std::string& text) -> std::string {
+        const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+        return j.is_object() ? "" : "--extra-body must be a JSON object";
+      });
   serve->add_flag("--json", sf->json, "One JSON object");
   bind(serve, [sf] { return run_serve(*sf); });
 

@@ -138,10 +138,11 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
       options.batch < 1 || options.depth < 0 || options.step_tokens < 1) {
     throw InvalidArgument("bench: need pp >= 0, tg >= 0, reps >= 1, threads >= 1, batch >= 1, depth >= 0 and step tokens >= 1");
   }
-  const int64_t longest = options.depth + std::max(options.prompt_tokens, options.gen_tokens);
+  const int64_t test_tokens = std::max(options.prompt_tokens, options.gen_tokens * options.step_tokens);
+  const int64_t longest = options.depth + test_tokens;
   if (model.config().max_position_embeddings > 0 && longest > model.config().max_position_embeddings) {
     throw InvalidArgument("bench: depth " + std::to_string(options.depth) + " + " +
-                          std::to_string(std::max(options.prompt_tokens, options.gen_tokens)) + " tokens exceed the model's context of " +
+                          std::to_string(test_tokens) + " tokens exceed the model's context of " +
                           std::to_string(model.config().max_position_embeddings));
   }
   const auto note = [&](const std::string& what) { if (progress) progress(what); };

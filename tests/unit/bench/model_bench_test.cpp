@@ -70,6 +70,22 @@ TEST(ModelBench, TestsAtADepthRunAfterThatManyCachedTokens) {
   EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
 }
 
+// A verification step: each sequence feeds 1 + drafts tokens with logits for all of them.
+TEST(ModelBench, StepTokensFeedSeveralTokensPerSequence) {
+  const Model model = testing::make_random_model(testing::small_config(), 1).build();  // 64 positions
+  ModelBenchOptions options{0, 3, 1, 1, 2, 42};
+  options.step_tokens = 5;
+  const auto results = run_model_bench(model, options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].test, "tg3x5");
+  EXPECT_EQ(results[0].tokens_per_rep, 3 * 2 * 5);
+  options.gen_tokens = 13;  // 65 positions: beyond the model's 64
+  EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
+  options.gen_tokens = 3;
+  options.step_tokens = 0;
+  EXPECT_THROW(run_model_bench(model, options), InvalidArgument);
+}
+
 // The bandwidth probe runs before the first timed decode rep and after each, never inside a rep.
 TEST(ModelBench, ReadsBandwidthAroundEachDecodeRep) {
   const Model model = testing::make_random_model(testing::small_config(), 1).build();

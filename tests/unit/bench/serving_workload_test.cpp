@@ -2,12 +2,15 @@
 // mean rate, bursts) and the parsing of rates and URLs.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <set>
 #include <sstream>
 
 #include "lemma/base/error.h"
 #include "lemma/bench/serving/arrival.h"
+#include "lemma/bench/serving/request_body.h"
 #include "lemma/bench/serving/target_url.h"
 #include "lemma/bench/serving/workload.h"
 
@@ -158,6 +161,24 @@ TEST(ServingTargetUrl, ParsesHostPortAndPath) {
   EXPECT_THROW(parse_target_url("https://x"), InvalidArgument);
   EXPECT_THROW(parse_target_url("http://x:99999"), InvalidArgument);
   EXPECT_THROW(parse_target_url("http://:80"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace lemma::bench::serving
+
+namespace lemma::bench::serving {
+namespace {
+
+TEST(ServingRequestBody, ExtraBodyFieldsAreMergedIn) {
+  RequestShape shape{Endpoint::kChat, "m", true, true, R"({"response_format": {"type": "json_object"}, "temperature": 0.5})"};
+  const auto body = nlohmann::json::parse(request_body(shape, "hi", 8));
+  EXPECT_EQ(body["response_format"]["type"], "json_object");
+  EXPECT_EQ(body["temperature"], 0.5);  // replaced
+  EXPECT_EQ(body["messages"][0]["content"], "hi");
+  EXPECT_EQ(body["max_tokens"], 8);
+  EXPECT_TRUE(body["ignore_eos"].get<bool>());
+  shape.extra_body.clear();
+  EXPECT_FALSE(nlohmann::json::parse(request_body(shape, "hi", 8)).contains("response_format"));
 }
 
 }  // namespace

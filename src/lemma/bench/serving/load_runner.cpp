@@ -61,7 +61,7 @@ ServingRun run_serving_benchmark(const ServingBenchOptions& options, const Progr
   if (ec) throw InvalidArgument("cannot resolve " + url.host + ": " + ec.message());
   context.api_key = options.api_key;
   context.timeout = std::chrono::duration<double>(options.request_timeout_s);
-  context.shape = {options.endpoint, options.model, options.include_usage, options.ignore_eos};
+  context.shape = {options.endpoint, options.model, options.include_usage, options.ignore_eos, options.extra_body};
   if (context.shape.model.empty()) context.shape.model = discover_model(ioc, context);
 
   WorkloadSpec workload = options.workload;

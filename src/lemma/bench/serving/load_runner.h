@@ -26,6 +26,7 @@ struct ServingBenchOptions {
   int64_t concurrency = 0;                                        // max requests in flight; 0 = no limit
   std::string api_key;
   bool ignore_eos = false;
+  std::string extra_body;     // JSON object merged into every request body (RequestShape::extra_body)
   bool include_usage = true;  // send stream_options.include_usage and require usage back
   Slo slo;
   double request_timeout_s = 600.0;

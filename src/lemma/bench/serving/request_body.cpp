@@ -13,6 +13,7 @@ std::string request_body(const RequestShape& shape, const std::string& prompt, i
   }
   if (shape.include_usage) body["stream_options"] = {{"include_usage", true}};
   if (shape.ignore_eos) body["ignore_eos"] = true;
+  if (!shape.extra_body.empty()) body.update(nlohmann::json::parse(shape.extra_body));
   return body.dump();
 }
 

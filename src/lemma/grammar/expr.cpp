@@ -84,4 +84,18 @@ ExprPtr rule_ref(int rule) {
   return e;
 }
 
+ExprPtr rule_ref_once(int rule, int slot) {
+  auto e = make(Expr::Kind::kRule);
+  e->rule = rule;
+  e->slot = slot;
+  return e;
+}
+
+ExprPtr require_slots(uint64_t slots) {
+  if (slots == 0) return empty();
+  auto e = make(Expr::Kind::kRequire);
+  e->slots = slots;
+  return e;
+}
+
 }  // namespace lemma::grammar

@@ -2,6 +2,9 @@
 // expressions are compiled into the byte-level graph a recognizer walks. Terminals are sets of
 // bytes; everything else is sequence, alternation, bounded or unbounded repetition and calls of
 // named rules (which is what makes the language context-free: recursion goes through rules).
+// Slots (at most 64 per rule invocation) let a rule say "each of these calls at most once, and
+// these ones at least once" without spelling every order: what JSON objects whose properties may
+// come in any order need (an exact grammar for that would be exponential in the property count).
 #pragma once
 
 #include <bitset>
@@ -19,14 +22,19 @@ using ExprPtr = std::shared_ptr<const Expr>;
 inline constexpr int kUnbounded = -1;
 
 struct Expr {
-  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule };
+  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule, kRequire };
   Kind kind = Kind::kSeq;
   std::bitset<256> bytes;      // kBytes
   std::vector<ExprPtr> items;  // kSeq, kAlt; kRepeat: one item
   int min = 0;                 // kRepeat
   int max = kUnbounded;        // kRepeat
   int rule = -1;               // kRule
+  int slot = -1;               // kRule: the call marks this slot of the caller's invocation, and is
+                               // refused when the slot is already marked (-1: no slot)
+  uint64_t slots = 0;          // kRequire: matches "" when all these slots are marked, else nothing
 };
+
+inline constexpr int kMaxSlots = 64;
 
 ExprPtr empty();                                  // matches ""
 ExprPtr nothing();                                // matches no string at all
@@ -40,6 +48,10 @@ ExprPtr optional(ExprPtr item);
 ExprPtr star(ExprPtr item);
 ExprPtr plus(ExprPtr item);
 ExprPtr rule_ref(int rule);
+// A call of `rule` taken at most once per invocation of the rule this expression is part of.
+ExprPtr rule_ref_once(int rule, int slot);
+// "" when every slot in `slots` was marked in this invocation (by rule_ref_once), else no match.
+ExprPtr require_slots(uint64_t slots);
 
 bool is_nothing(const ExprPtr& e);
 

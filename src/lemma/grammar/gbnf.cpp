@@ -119,6 +119,7 @@ class GbnfParser {
   bool nullable(const Expr& e, const std::vector<bool>& rule_nullable) const {
     switch (e.kind) {
       case Expr::Kind::kBytes: return false;
+      case Expr::Kind::kRequire: return true;
       case Expr::Kind::kRule: return rule_nullable[static_cast<size_t>(e.rule)];
       case Expr::Kind::kRepeat: return e.min == 0 || nullable(*e.items[0], rule_nullable);
       case Expr::Kind::kAlt:

@@ -84,7 +84,13 @@ class Compiler {
       }
       case Expr::Kind::kRule: {
         const uint32_t to = fresh();
-        nodes_[from].calls.push_back({static_cast<uint32_t>(e.rule), to});
+        nodes_[from].calls.push_back({static_cast<uint32_t>(e.rule), to, e.slot});
+        return to;
+      }
+      case Expr::Kind::kRequire: {
+        const uint32_t to = fresh();
+        nodes_[to].required_slots = e.slots;
+        link(from, to);
         return to;
       }
     }

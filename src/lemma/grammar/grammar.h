@@ -1,6 +1,8 @@
 // A compiled grammar: every rule is a small graph of nodes joined by byte-range edges, empty
 // (epsilon) edges and call edges (enter another rule, continue at the edge's target when it ends).
-// This is a recursive transition network: a recognizer over it keeps a set of call stacks.
+// This is a recursive transition network: a recognizer over it keeps a set of call stacks. Each
+// rule invocation also carries up to 64 slot marks (expr.h): a call edge with a slot is taken once
+// per invocation, and a node with required slots is only alive once they are all marked.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,7 @@ struct ByteEdge {
 struct CallEdge {
   uint32_t rule;
   uint32_t target;
+  int32_t slot = -1;  // >= 0: refused when marked in the caller's invocation, marks it otherwise
 };
 
 struct Node {
@@ -26,6 +29,7 @@ struct Node {
   std::vector<uint32_t> empty_edges;
   std::vector<CallEdge> calls;
   bool is_rule_end = false;  // reaching it returns from the node's rule
+  uint64_t required_slots = 0;  // the node is dead unless its invocation has marked all of these
 };
 
 struct Rule {

@@ -67,9 +67,11 @@ std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
 class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
-      : root_(root), prefix_(options.prefix), suffix_(options.suffix) {
+      : root_(root), prefix_(options.prefix), suffix_(options.suffix), order_(options.property_order) {
     if (options.compact) {
       ws_ = empty();
+      comma_ = literal(options.item_separator);
+      colon_ = literal(options.key_separator);
     } else if (options.max_whitespace == kUnbounded) {
       ws_ = star(bytes(whitespace_set()));
     } else {
@@ -77,6 +79,10 @@ class SchemaCompiler {
       indent.set(' ');
       indent.set('\t');
       ws_ = optional(alt({literal(" "), seq({literal("\n"), repeat(bytes(indent), 0, options.max_whitespace)})}));
+    }
+    if (!options.compact) {
+      comma_ = seq({ws_, literal(","), ws_});
+      colon_ = seq({ws_, literal(":"), ws_});
     }
   }
 
@@ -120,9 +126,9 @@ class SchemaCompiler {
     const int r = b_.declare("any_value");
     named_["any_value"] = r;
     const ExprPtr value = rule_ref(r);
-    const ExprPtr member = seq({any_string(), ws_, literal(":"), ws_, value});
-    const ExprPtr object = seq({literal("{"), ws_, optional(seq({member, star(seq({ws_, literal(","), ws_, member}))})), ws_, literal("}")});
-    const ExprPtr array = seq({literal("["), ws_, optional(seq({value, star(seq({ws_, literal(","), ws_, value}))})), ws_, literal("]")});
+    const ExprPtr member = seq({any_string(), colon_, value});
+    const ExprPtr object = seq({literal("{"), ws_, optional(seq({member, star(seq({comma_, member}))})), ws_, literal("}")});
+    const ExprPtr array = seq({literal("["), ws_, optional(seq({value, star(seq({comma_, value}))})), ws_, literal("]")});
     b_.define(r, alt({object, array, any_string(), number_expr(false), literal("true"), literal("false"), literal("null")}));
     return value;
   }
@@ -407,7 +413,7 @@ class SchemaCompiler {
       const bool fits = types.count(t) || (t == "integer" && types.count("number")) ||
                         (t == "number" && types.count("integer") && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
       if (schema.contains("type") && !fits) continue;
-      branches.push_back(json_value_literal(v, ws_));
+      branches.push_back(json_value_literal(v, {ws_, comma_, colon_}));
     }
     if (schema.contains("const") && schema.contains("enum")) unsupported("const together with enum");
     return alt(std::move(branches));
@@ -475,7 +481,7 @@ class SchemaCompiler {
     return seq({literal("\""), repeat(json_char(), min, max), literal("\"")});
   }
 
-  ExprPtr comma() { return seq({ws_, literal(","), ws_}); }
+  ExprPtr comma() { return comma_; }
 
   ExprPtr compile_array(const json& s) {
     const int min = s.contains("minItems") ? s["minItems"].get<int>() : 0;
@@ -545,10 +551,13 @@ class SchemaCompiler {
       props.push_back({r, compile(extra)});
     }
     auto member = [&](const std::string& name, const ExprPtr& value) {
-      return seq({literal(json_quote(name)), ws_, literal(":"), ws_, value});
+      return seq({literal(json_quote(name)), colon_, value});
     };
     ExprPtr extra_member = nothing();
-    if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), ws_, literal(":"), ws_, compile(extra)}));
+    if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), colon_, compile(extra)}));
+    if (order_ == PropertyOrder::kAny && props.size() <= static_cast<size_t>(kMaxSlots)) {
+      return any_order_object(props, required, extra_member);
+    }
     // after[i]: the rest from property i on once something was written (so a comma comes first);
     // first[i]: the rest when nothing was written yet.
     const size_t n = props.size();
@@ -566,6 +575,27 @@ class SchemaCompiler {
       first[i] = rule_ref(first_rule);
     }
     return seq({literal("{"), ws_, first[0], ws_, literal("}")});
+  }
+
+  // Members in any order: one rule whose loop picks any member each time; member i is a call with
+  // slot i (taken once per object), and the closing brace is guarded by the required members'
+  // slots. Its own rule, so that each object (a nested one too) has its own marks.
+  ExprPtr any_order_object(const std::vector<std::pair<std::string, ExprPtr>>& props, const std::set<std::string>& required,
+                           const ExprPtr& extra_member) {
+    std::vector<ExprPtr> choices;
+    uint64_t required_slots = 0;
+    for (size_t i = 0; i < props.size(); ++i) {
+      const int r = b_.declare("member");
+      b_.define(r, seq({literal(json_quote(props[i].first)), colon_, props[i].second}));
+      choices.push_back(rule_ref_once(r, static_cast<int>(i)));
+      if (required.count(props[i].first)) required_slots |= uint64_t{1} << i;
+    }
+    choices.push_back(extra_member);  // nothing() when extra keys are not allowed
+    const ExprPtr one = alt(std::move(choices));
+    const int object = b_.declare("object_any_order");
+    b_.define(object, seq({literal("{"), ws_, optional(seq({one, star(seq({comma_, one}))})), require_slots(required_slots), ws_,
+                           literal("}")}));
+    return rule_ref(object);
   }
 
   // A quoted key whose (escape-free) text is none of `names`: a trie over their code points where
@@ -614,8 +644,9 @@ class SchemaCompiler {
   }
 
   json root_;
-  ExprPtr ws_;
+  ExprPtr ws_, comma_, colon_;
   std::string prefix_, suffix_;
+  PropertyOrder order_;
   GrammarBuilder b_;
   std::map<std::string, int> named_;
   int depth_ = 0;

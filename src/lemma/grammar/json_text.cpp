@@ -230,26 +230,26 @@ std::string json_quote(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
 }
 
-ExprPtr json_value_literal(const nlohmann::ordered_json& value, const ExprPtr& ws) {
+ExprPtr json_value_literal(const nlohmann::ordered_json& value, const JsonPunctuation& p) {
   if (value.is_string()) return literal(json_quote(value.get<std::string>()));
   if (value.is_array()) {
-    std::vector<ExprPtr> items{literal("["), ws};
+    std::vector<ExprPtr> items{literal("["), p.ws};
     for (size_t i = 0; i < value.size(); ++i) {
-      if (i) items.insert(items.end(), {ws, literal(","), ws});
-      items.push_back(json_value_literal(value[i], ws));
+      if (i) items.push_back(p.comma);
+      items.push_back(json_value_literal(value[i], p));
     }
-    items.insert(items.end(), {ws, literal("]")});
+    items.insert(items.end(), {p.ws, literal("]")});
     return seq(std::move(items));
   }
   if (value.is_object()) {
-    std::vector<ExprPtr> items{literal("{"), ws};
+    std::vector<ExprPtr> items{literal("{"), p.ws};
     bool first = true;
     for (const auto& [k, v] : value.items()) {
-      if (!first) items.insert(items.end(), {ws, literal(","), ws});
+      if (!first) items.push_back(p.comma);
       first = false;
-      items.insert(items.end(), {literal(json_quote(k)), ws, literal(":"), ws, json_value_literal(v, ws)});
+      items.insert(items.end(), {literal(json_quote(k)), p.colon, json_value_literal(v, p)});
     }
-    items.insert(items.end(), {ws, literal("}")});
+    items.insert(items.end(), {p.ws, literal("}")});
     return seq(std::move(items));
   }
   return literal(value.dump());

@@ -31,9 +31,14 @@ struct NumberBound {
 ExprPtr bounded_number_expr(std::optional<NumberBound> lo, std::optional<NumberBound> hi);
 // The inside of a string (without quotes) in the named format; throws Unsupported for others.
 ExprPtr string_format_expr(const std::string& format);
+// How a JSON text joins its pieces: whitespace inside brackets, and the item and key separators
+// (with any whitespace they allow around them).
+struct JsonPunctuation {
+  ExprPtr ws, comma, colon;
+};
 // `value` serialised as Python's json.dumps(ensure_ascii=False) does for strings and numbers, with
-// `ws` allowed where JSON allows whitespace in arrays and objects.
-ExprPtr json_value_literal(const nlohmann::ordered_json& value, const ExprPtr& ws);
+// `p` where arrays and objects put whitespace and separators.
+ExprPtr json_value_literal(const nlohmann::ordered_json& value, const JsonPunctuation& p);
 // Python json.dumps(ensure_ascii=False)'s string form, quotes included.
 std::string json_quote(const std::string& s);
 

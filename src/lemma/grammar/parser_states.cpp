@@ -19,20 +19,32 @@ size_t ParserStates::VectorHash::operator()(const std::vector<uint32_t>& v) cons
 }
 
 ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
-  std::vector<uint32_t> seeds{frame(grammar_->rule(grammar_->root()).start, kNoFrame)};
+  std::vector<uint32_t> seeds{frame(grammar_->rule(grammar_->root()).start, kNoFrame, 0)};
   initial_ = close(seeds);
 }
 
-uint32_t ParserStates::frame(uint32_t node, uint32_t parent) {
+uint32_t ParserStates::frame(uint32_t node, uint32_t parent, uint64_t slots) {
   const uint64_t key = (static_cast<uint64_t>(node) << 32) | parent;
-  auto [it, inserted] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
+  const auto id = static_cast<uint32_t>(frames_.size());
+  // Most frames carry no marks: they keep the cheaper single-word key.
+  uint32_t found;
+  bool inserted;
+  if (slots == 0) {
+    const auto r = frame_ids_.try_emplace(key, id);
+    found = r.first->second;
+    inserted = r.second;
+  } else {
+    const auto r = slot_frame_ids_.try_emplace(SlotFrameKey{key, slots}, id);
+    found = r.first->second;
+    inserted = r.second;
+  }
   if (inserted) {
     const uint32_t depth = parent == kNoFrame ? 0 : frames_[parent].depth + 1;
     if (depth > kMaxDepth) fail<InvalidArgument>("grammar: call stack deeper than {} (left recursion?)", kMaxDepth);
-    frames_.push_back({node, parent, depth});
+    frames_.push_back({node, parent, depth, slots});
     frame_mark_.push_back(0);
   }
-  return it->second;
+  return found;
 }
 
 int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
@@ -57,11 +69,18 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
     work_.pop_back();
     const Frame fr = frames_[f];
     const Node& n = grammar_->node(fr.node);
+    if ((n.required_slots & ~fr.slots) != 0) continue;  // a guard whose slots are not all marked
     if (!n.byte_edges.empty()) tops_.push_back(f);
-    for (uint32_t to : n.empty_edges) visit(frame(to, fr.parent));
+    for (uint32_t to : n.empty_edges) visit(frame(to, fr.parent, fr.slots));
     for (const CallEdge& c : n.calls) {
-      const uint32_t ret = frame(c.target, fr.parent);
-      visit(frame(grammar_->rule(c.rule).start, ret));
+      uint64_t marks = fr.slots;
+      if (c.slot >= 0) {
+        const uint64_t bit = uint64_t{1} << c.slot;
+        if (marks & bit) continue;  // taken once in this invocation already
+        marks |= bit;               // set on the return frame: it is resumed only after the call
+      }
+      const uint32_t ret = frame(c.target, fr.parent, marks);
+      visit(frame(grammar_->rule(c.rule).start, ret, 0));
     }
     if (n.is_rule_end) {
       if (fr.parent == kNoFrame) {
@@ -86,12 +105,22 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
   return id;
 }
 
+std::bitset<256> ParserStates::edge_bytes(int32_t state) const {
+  std::bitset<256> out;
+  for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
+    for (const ByteEdge& e : grammar_->node(frames_[f].node).byte_edges) {
+      for (unsigned b = e.lo; b <= e.hi; ++b) out.set(b);
+    }
+  }
+  return out;
+}
+
 int32_t ParserStates::compute_step(int32_t state, unsigned char byte) {
   seeds_.clear();
   for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
     const Frame fr = frames_[f];
     for (const ByteEdge& e : grammar_->node(fr.node).byte_edges) {
-      if (e.lo <= byte && byte <= e.hi) seeds_.push_back(frame(e.target, fr.parent));
+      if (e.lo <= byte && byte <= e.hi) seeds_.push_back(frame(e.target, fr.parent, fr.slots));
     }
   }
   if (seeds_.empty()) return kDeadState;

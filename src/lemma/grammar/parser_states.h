@@ -1,12 +1,13 @@
 // The recognizer's states, built lazily as a DFA over a Grammar. A parser configuration is a set
-// of call stacks; each stack is a Frame (node, parent frame), hash-consed so that equal stacks are
-// one id. A State is the sorted set of stack tops that can read a byte (after following empty
+// of call stacks; each stack is a Frame (node, parent frame, the invocation's slot marks),
+// hash-consed so that equal stacks are one id. A State is the sorted set of stack tops that can read a byte (after following empty
 // edges, calls and returns), plus whether the input so far is a complete sentence. States are
 // interned too, and each state's 256 successors are cached, so a byte step that was seen before
 // costs one array read (what makes walking a token trie affordable).
 // Not thread-safe: one ParserStates per thread (or per request).
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -37,6 +38,8 @@ class ParserStates {
     const auto& s = states_[static_cast<size_t>(state)];
     return s.accepting && s.frames.empty();
   }
+  // The bytes some stack top of `state` has an edge for: a superset of those step() takes.
+  std::bitset<256> edge_bytes(int32_t state) const;
   size_t state_count() const { return states_.size(); }
   const Grammar& grammar() const { return *grammar_; }
 
@@ -48,6 +51,7 @@ class ParserStates {
     uint32_t node;
     uint32_t parent;
     uint32_t depth;
+    uint64_t slots;  // marks of this rule invocation (grammar.h); 0 for grammars without slots
   };
   struct State {
     std::vector<uint32_t> frames;  // sorted frame ids whose node has byte edges
@@ -55,14 +59,22 @@ class ParserStates {
     int32_t next[256];
   };
 
-  uint32_t frame(uint32_t node, uint32_t parent);
+  uint32_t frame(uint32_t node, uint32_t parent, uint64_t slots);
   // Follows empty edges, calls and returns from `seeds`; interns the resulting state.
   int32_t close(std::vector<uint32_t>& seeds);
   int32_t compute_step(int32_t state, unsigned char byte);
 
   std::shared_ptr<const Grammar> grammar_;
   std::vector<Frame> frames_;
-  std::unordered_map<uint64_t, uint32_t> frame_ids_;
+  std::unordered_map<uint64_t, uint32_t> frame_ids_;  // frames without slot marks, by (node, parent)
+  struct SlotFrameKey {
+    uint64_t node_parent, slots;
+    bool operator==(const SlotFrameKey&) const = default;
+  };
+  struct SlotFrameHash {
+    size_t operator()(const SlotFrameKey& k) const { return k.node_parent * 0x9E3779B97F4A7C15ull ^ (k.slots * 0xC2B2AE3D27D4EB4Full); }
+  };
+  std::unordered_map<SlotFrameKey, uint32_t, SlotFrameHash> slot_frame_ids_;  // the others
   std::vector<uint32_t> frame_mark_;  // closure's visited stamps, one per frame
   uint32_t stamp_ = 0;
   std::vector<State> states_;

@@ -26,6 +26,41 @@ bool Recognizer::feed(std::string_view bytes) {
   return true;
 }
 
+std::string Recognizer::forced_bytes(size_t max_bytes) const {
+  std::string out;
+  int32_t s = history_.back();
+  while (out.size() < max_bytes && !states_->accepting(s)) {
+    // Candidates from the stack tops' edges, confirmed by stepping (a step may still die, e.g. at
+    // a slot guard); two live bytes make a choice point.
+    const std::bitset<256> candidates = states_->edge_bytes(s);
+    int only = -1;
+    int32_t next = kDeadState;
+    for (unsigned b = 0; b < 256; ++b) {
+      if (!candidates.test(b)) continue;
+      const int32_t t = states_->step(s, static_cast<unsigned char>(b));
+      if (t == kDeadState) continue;
+      if (only >= 0) {
+        only = -2;
+        break;
+      }
+      only = static_cast<int>(b);
+      next = t;
+    }
+    if (only < 0) break;
+    out += static_cast<char>(only);
+    s = next;
+  }
+  // Leave out a trailing character whose bytes are not all forced.
+  size_t lead = out.size();
+  while (lead > 0 && (static_cast<unsigned char>(out[lead - 1]) & 0xC0) == 0x80 && out.size() - lead < 3) --lead;
+  if (lead > 0) {
+    const auto b = static_cast<unsigned char>(out[lead - 1]);
+    const size_t length = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    if (out.size() - (lead - 1) < length) out.resize(lead - 1);
+  }
+  return out;
+}
+
 void Recognizer::rollback_to(size_t position) {
   if (position > this->position()) fail<InvalidArgument>("grammar: cannot roll back to byte {} of {}", position, this->position());
   history_.resize(position + 1);

@@ -2,6 +2,7 @@
 // earlier position (the history of states is kept), and ask whether the input is complete.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,11 @@ class Recognizer {
   bool accepting() const { return states_->accepting(history_.back()); }
   bool finished() const { return states_->finished(history_.back()); }
   int32_t state() const { return history_.back(); }
+  // Jump-forward: the longest byte string (at most `max_bytes`) that is the grammar's only
+  // continuation from here. It stops where two or more bytes may follow, and where the input is
+  // complete (ending is a choice too); a multi-byte character cut by either is left out whole,
+  // so the result is whole UTF-8 characters when the grammar's text is. Nothing is fed.
+  std::string forced_bytes(size_t max_bytes) const;
   ParserStates& states() const { return *states_; }
 
  private:

@@ -39,6 +39,15 @@ class ConstraintState {
   // Feeds a sampled token; false (nothing changes) when the grammar refuses it.
   bool accept(int32_t token) { return matcher_.accept(token); }
   bool is_complete() const { return matcher_.is_complete(); }
+  // Jump-forward decoding: the bytes the grammar forces next, up to `max_bytes`: the longest string
+  // that is the ONLY continuation from here, stopping where a choice is open (two or more bytes may
+  // follow, or the text may end) and never cutting a UTF-8 character. E.g. after `{"name"` in a
+  // compact schema with ", " / ": " separators whose required `name` is a string, it is `: "`;
+  // inside a free string it is empty. The engine tokenises it as a draft and feeds the tokens
+  // through accept() (and rollback() when the model disagrees).
+  std::string forced_bytes(size_t max_bytes = 256) const { return matcher_.forced_bytes(max_bytes); }
+  // Undoes the last `n` accepted tokens (speculation, drafts).
+  void rollback(size_t n) { matcher_.rollback(n); }
 
  private:
   std::shared_ptr<const Grammar> grammar_;

@@ -49,6 +49,8 @@ class TokenMatcher {
   // Undoes the last `n` accepted tokens.
   void rollback(size_t n);
   bool is_complete() const { return recognizer_.accepting(); }
+  // Recognizer::forced_bytes from the current position ("" once an end id was accepted).
+  std::string forced_bytes(size_t max_bytes) const { return ended_ ? std::string() : recognizer_.forced_bytes(max_bytes); }
   bool is_finished() const { return ended_ || recognizer_.finished(); }
   size_t tokens_accepted() const { return token_starts_.size(); }
 

@@ -19,7 +19,9 @@ inline bool grammar_accepts(Grammar g, const std::string& text) {
 }
 
 inline bool schema_accepts(const std::string& schema, const std::string& text, bool compact = false) {
-  return grammar_accepts(json_schema_grammar(nlohmann::ordered_json::parse(schema), {compact}), text);
+  JsonSchemaOptions options;
+  options.compact = compact;
+  return grammar_accepts(json_schema_grammar(nlohmann::ordered_json::parse(schema), options), text);
 }
 
 inline Grammar regex_grammar(const std::string& pattern, bool search = false) {

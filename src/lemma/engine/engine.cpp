@@ -5,6 +5,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
+#include "lemma/spec/jump_forward.h"
 
 namespace lemma {
 
@@ -36,7 +37,7 @@ KvManagerConfig kv_config(const Model& model, const EngineConfig& c) {
 
 SchedulerConfig scheduler_config(const EngineConfig& c) {
   SchedulerConfig s = c.scheduler;
-  s.speculative.num_tokens = c.speculative.enabled() ? c.speculative.num_tokens : 0;
+  s.speculative.num_tokens = std::max(c.speculative.enabled() ? c.speculative.num_tokens : 0, c.jump_forward_tokens);
   return s;
 }
 
@@ -50,6 +51,15 @@ spec::DraftModelConfig draft_config(const EngineConfig& c) {
   return d;
 }
 
+// The proposer of the speculative options, behind jump-forward decoding when that is on.
+std::unique_ptr<DraftSource> draft_source(const Model& model, const EngineConfig& c) {
+  if (c.jump_forward_tokens < 0 || c.jump_forward_tokens > 64)
+    fail<InvalidArgument>("jump-forward decoding: {} tokens per step; use 0 (off) to 64", c.jump_forward_tokens);
+  auto source = spec::make_draft_source(c.speculative, model, draft_config(c));
+  if (c.jump_forward_tokens == 0) return source;
+  return std::make_unique<spec::JumpForwardSource>(std::move(source), c.speculative.enabled() ? c.speculative.num_tokens : 0);
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineConfig& config)
@@ -57,7 +67,7 @@ Engine::Engine(const Model& model, const EngineConfig& config)
       config_(config),
       scheduler_(scheduler_config(config), kv_config(model, config)),
       runner_(model, runner_config(config)),
-      draft_source_(spec::make_draft_source(config.speculative, model, draft_config(config))) {
+      draft_source_(draft_source(model, config)) {
   runner_.set_keep_logits(config.keep_logits);
   scheduler_.set_draft_source(draft_source_.get());
 }

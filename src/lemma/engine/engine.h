@@ -36,6 +36,9 @@ struct EngineConfig {
   // Speculative decoding (G4): where drafts come from and how many per step (sets
   // scheduler.speculative.num_tokens); drafts are verified in the step's one forward.
   spec::SpeculativeOptions speculative;
+  // Jump-forward decoding: a constrained request's forced text (the grammar's only continuation) is
+  // proposed as up to this many drafts per step, verified like any draft; 0: off.
+  int jump_forward_tokens = 8;
 };
 
 // New tokens (or the end) of one request after a step or an abort.

@@ -38,19 +38,10 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
 
 SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                              std::span<const int32_t> output_tokens, SamplerScratch& scratch) {
-  scratch.ensure(logits.size());
   SamplerScratch& s = scratch;
   SampleResult result;
+  result.nan_count = process(logits, prompt_tokens, output_tokens, s);  // sizes the scratch first
   std::span<float> work = std::span<float>(s.work).first(logits.size());
-  result.nan_count = lemma::copy_masking_nan(logits, work, isa_);
-
-  apply_logit_bias(work, params_.logit_bias);
-  if (params_.repetition_penalty != 1.0f) {
-    apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, s.flags);
-  }
-  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
-    apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, s.counts);
-  }
 
   if (params_.is_greedy()) {
     result.token = argmax(work, isa_);
@@ -73,6 +64,33 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
     top_logprobs(logits, result.top, s.ids);
   }
   return result;
+}
+
+int64_t Sampler::process(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                         std::span<const int32_t> output_tokens, SamplerScratch& s) const {
+  s.ensure(logits.size());
+  std::span<float> work = std::span<float>(s.work).first(logits.size());
+  const int64_t nan_count = lemma::copy_masking_nan(logits, work, isa_);
+  apply_logit_bias(work, params_.logit_bias);
+  if (params_.repetition_penalty != 1.0f) {
+    apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, s.flags);
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, s.counts);
+  }
+  return nan_count;
+}
+
+size_t Sampler::top_candidates(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                               std::span<const int32_t> output_tokens, SamplerScratch& s,
+                               std::span<TokenLogprob> out) const {
+  process(logits, prompt_tokens, output_tokens, s);
+  const auto work = std::span<const float>(s.work).first(logits.size());
+  // Ranked by the processed logit (ties: lower id), so the order within a row is the greedy one.
+  const auto n = static_cast<size_t>(top_logprobs(work, out, s.ids));
+  size_t finite = 0;  // the ranking puts -inf (masked, refused by the grammar) last: cut there
+  while (finite < n && out[finite].logprob != -std::numeric_limits<float>::infinity()) ++finite;
+  return finite;
 }
 
 int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& s) {

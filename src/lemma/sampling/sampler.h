@@ -55,6 +55,13 @@ class Sampler {
   SampleResult sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                       std::span<const int32_t> output_tokens, SamplerScratch& scratch);
 
+  // Beam search: the out.size() most likely next tokens under log_softmax of the logits after
+  // logit_bias and the penalties (no temperature, no filters, no draw), most likely first, lower id
+  // on ties; tokens at -inf are left out. Returns how many were written. Consumes no Rng draw.
+  size_t top_candidates(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                        std::span<const int32_t> output_tokens, SamplerScratch& scratch,
+                        std::span<TokenLogprob> out) const;
+
   // Restarts the draw stream for output position `position` (0 = the first generated token), so a
   // draw depends only on (seed, position): a request that is preempted and recomputed, or resumed
   // by a fresh Sampler, samples exactly what it would have sampled without interruption.
@@ -63,6 +70,10 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  // scratch.work = the logits with NaN masked, logit_bias and the penalties applied; returns the
+  // NaN count.
+  int64_t process(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                  std::span<const int32_t> output_tokens, SamplerScratch& scratch) const;
   // A token from tempered logits: weights over the whole row when no filter applies, else over
   // the candidates select_candidates keeps. kNoToken if nothing is finite.
   int32_t sample_tempered(std::span<const float> logits, SamplerScratch& s);

@@ -216,7 +216,7 @@ StepReport Engine::step() {
     if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
     report.outputs.push_back(std::move(e));
   }
-  advance_beams(std::move(beam_candidates));
+  advance_beams(plan, std::move(beam_candidates));
   flush_beam_outputs(report);
   start_pending_choices();
   return report;

@@ -151,7 +151,7 @@ class Engine {
   // Moves the candidates of beam sequences out of `result` (before the scheduler consumes it).
   std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> take_beam_candidates(StepResult& result) const;
   // Records the parked sequences' candidates and steps every request whose live beams are all ready.
-  void advance_beams(std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> candidates);
+  void advance_beams(const StepPlan& plan, std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> candidates);
   void step_beam_request(BeamRequest& br);
   // Ends a request: releases its sequences and queues its n final outputs in beam_outputs_ (the
   // hypotheses, or `status` for each when set: an abort, a timeout, a failure).

@@ -84,16 +84,19 @@ std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> Engine::take_beam_c
   return taken;
 }
 
-void Engine::advance_beams(std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> candidates) {
-  for (auto& [seq, row] : candidates) {
-    BeamRequest* br = beam_request_of_sequence(seq);
-    const Request* r = scheduler_.find(seq);
-    // Only a sequence the step left parked (every token computed) has its next candidates.
-    if (br == nullptr || r == nullptr || r->status() != RequestStatus::kRunning ||
+void Engine::advance_beams(const StepPlan& plan, std::vector<std::pair<RequestId, std::vector<TokenLogprob>>> candidates) {
+  if (beam_of_sequence_.empty()) return;
+  for (const ScheduledRequest& s : plan.scheduled) {
+    BeamRequest* br = beam_request_of_sequence(s.id);
+    const Request* r = scheduler_.find(s.id);
+    // Only a sequence the step left parked (every token computed) has its next candidates; one the
+    // runner gave none (no finite logit) is ready with no continuation.
+    if (!s.needs_sample || br == nullptr || r == nullptr || r->status() != RequestStatus::kRunning ||
         r->num_computed_tokens() != r->num_tokens())
       continue;
-    if (seq == br->first_sequence) br->num_cached_tokens = r->num_cached_tokens();  // its prefix-cache hit
-    br->ready[seq] = std::move(row);
+    const auto it = std::find_if(candidates.begin(), candidates.end(), [&](const auto& c) { return c.first == s.id; });
+    if (s.id == br->first_sequence) br->num_cached_tokens = r->num_cached_tokens();  // its prefix-cache hit
+    br->ready[s.id] = it != candidates.end() ? std::move(it->second) : std::vector<TokenLogprob>{};
   }
   std::vector<RequestId> complete;  // in request id order: deterministic
   for (const auto& [id, br] : beam_requests_)

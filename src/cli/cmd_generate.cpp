@@ -19,7 +19,17 @@ struct GenerateOptions {
   std::optional<std::string> prompt, prompt_ids;
   bool json = false;
   SamplingFlags sampling;
+  BeamFlags beam;
 };
+
+std::string decode_continuation(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                std::span<const int32_t> ids) {
+  StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);
+  detokenizer.prime(prompt);
+  std::string text;
+  for (int32_t id : ids) text += detokenizer.push(id);
+  return text + detokenizer.flush();
+}
 
 nlohmann::ordered_json timings_json(const GenerationTimings& t, double load_ms) {
   nlohmann::ordered_json j;
@@ -42,8 +52,10 @@ void register_generate(CLI::App& app) {
   auto* ids = sub->add_option("--prompt-ids", opts->prompt_ids, "Prompt token ids, e.g. \"1,2,3\"");
   text->excludes(ids);
   sub->add_flag("--json", opts->json,
-                "Print one JSON object {prompt_ids, ids, text, finish_reason, timings} instead of streaming");
+                "Print one JSON object {prompt_ids, ids, text, finish_reason, timings} instead of streaming "
+                "(with --beams also cumulative_logprob, score and beams: every hypothesis, best first)");
   opts->sampling.add_to(sub);
+  opts->beam.add_to(sub);
   bind(sub, [opts] {
     if (!opts->prompt && !opts->prompt_ids) fail<InvalidArgument>("generate: give --prompt or --prompt-ids");
     const LoadMode mode = parse_load_mode(opts->sampling.load);
@@ -58,6 +70,7 @@ void register_generate(CLI::App& app) {
                                                      : parse_id_list(*opts->prompt_ids, "--prompt-ids");
     GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
+    opts->beam.apply(options);
 
     StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);
     detokenizer.prime(prompt);
@@ -82,6 +95,21 @@ void register_generate(CLI::App& app) {
       out["ids"] = result.ids;
       out["text"] = text;
       out["finish_reason"] = std::string(finish_reason(result.status));
+      if (!result.beams.empty()) {
+        out["cumulative_logprob"] = result.beams.front().cumulative_logprob;
+        out["score"] = result.beams.front().score;
+        nlohmann::ordered_json beams = nlohmann::ordered_json::array();
+        for (const GeneratedHypothesis& h : result.beams) {
+          nlohmann::ordered_json b;
+          b["ids"] = h.ids;
+          b["text"] = decode_continuation(tokenizer, prompt, h.ids);
+          b["cumulative_logprob"] = h.cumulative_logprob;
+          b["score"] = h.score;
+          b["finish_reason"] = std::string(finish_reason(h.status));
+          beams.push_back(std::move(b));
+        }
+        out["beams"] = std::move(beams);
+      }
       out["timings"] = timings_json(result.timings, load_ms);
       std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {

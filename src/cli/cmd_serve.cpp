@@ -139,6 +139,8 @@ int serve(const ServeOptions& o) {
   config.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
   config.served_model_name = o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
   config.max_model_len = max_model_len;
+  // Each beam is a running sequence: a wider search could never be admitted.
+  config.max_beam_width = std::min<int64_t>(config.max_beam_width, o.max_num_seqs);
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
   config.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_grace_s * 1000));
   config.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));

@@ -1,5 +1,6 @@
 #include "cli/generation_options.h"
 
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -53,6 +54,31 @@ GenerationOptions SamplingFlags::to_options(int64_t vocab_size, DType weights) c
     fail<InvalidArgument>("sampling options: {}", e.what());
   }
   return options;
+}
+
+void BeamFlags::add_to(CLI::App* sub) {
+  sub->add_option("--beams", beams,
+                  "Beam search with N beams (deterministic: sampling flags do not apply); prints the best hypothesis, "
+                  "--json all N");
+  sub->add_option("--length-penalty", length_penalty,
+                  "Beam search: a hypothesis scores sum(logprob) / len^X (X > 0 favours longer ones)")
+      ->capture_default_str();
+  sub->add_flag("--early-stopping", early_stopping,
+                "Beam search: stop as soon as N hypotheses are finished (default: once no live beam, scored at its "
+                "current length, beats the worst of them)");
+}
+
+void BeamFlags::apply(GenerationOptions& options) const {
+  if (!beams) {
+    if (length_penalty != 1.0f || early_stopping)
+      fail<InvalidArgument>("--length-penalty and --early-stopping need --beams");
+    return;
+  }
+  if (*beams < 1 || *beams > BeamSearchParams::kMaxWidth)
+    fail<InvalidArgument>("--beams must be in [1, {}], got {}", BeamSearchParams::kMaxWidth, *beams);
+  if (!std::isfinite(length_penalty)) fail<InvalidArgument>("--length-penalty must be finite, got {}", length_penalty);
+  options.sampling.beam_search =
+      BeamSearchParams{*beams, length_penalty, early_stopping ? EarlyStopping::kWhenFull : EarlyStopping::kHeuristic};
 }
 
 }  // namespace lemma::cli

@@ -34,4 +34,15 @@ struct SamplingFlags {
   GenerationOptions to_options(int64_t vocab_size, DType weights) const;
 };
 
+// `generate --beams N [--length-penalty X] [--early-stopping]`: beam search (G12) instead of sampling.
+struct BeamFlags {
+  std::optional<int32_t> beams;  // unset: sample
+  float length_penalty = 1.0f;
+  bool early_stopping = false;
+
+  void add_to(CLI::App* sub);
+  // Sets options.sampling.beam_search when --beams is given (throws InvalidArgument naming the flag).
+  void apply(GenerationOptions& options) const;
+};
+
 }  // namespace lemma::cli

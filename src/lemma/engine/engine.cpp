@@ -86,9 +86,15 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
     if (prompt[i] < 0 || prompt[i] >= vocab)
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
-  for (int i = 1; i < n; ++i)  // checked first, so a refused request queues nothing
+  if (id >= kFirstBeamSequence || static_cast<RequestId>(n) > kFirstBeamSequence - id)
+    fail<InvalidArgument>("request {}: ids from {} are the engine's own (beam sequences)", id, kFirstBeamSequence);
+  for (int i = 0; i < n; ++i)  // checked first, so a refused request queues nothing
     if (id_in_use(id + static_cast<RequestId>(i)))
       fail<InvalidArgument>("request {}: choice {} would run as id {}, which is in use", id, i, id + i);
+  if (options.sampling.beam_search) {
+    add_beam_request(id, std::move(prompt), std::move(options), n);
+    return;
+  }
   std::vector<RequestOptions> choices(static_cast<size_t>(n - 1), options);
   scheduler_.add_request(Request(id, std::move(prompt), std::move(options)));
   request_trace_.added(id);
@@ -101,8 +107,12 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
 }
 
 bool Engine::id_in_use(RequestId id) const {
+  if (const auto it = beam_requests_.upper_bound(id); it != beam_requests_.begin() && id - std::prev(it)->first <
+                                                                                         static_cast<RequestId>(std::prev(it)->second.n))
+    return true;
   return scheduler_.find(id) != nullptr ||
-         std::any_of(pending_choices_.begin(), pending_choices_.end(), [&](const auto& c) { return c.child == id; });
+         std::any_of(pending_choices_.begin(), pending_choices_.end(), [&](const auto& c) { return c.child == id; }) ||
+         std::any_of(beam_outputs_.begin(), beam_outputs_.end(), [&](const auto& o) { return o.output.id == id; });
 }
 
 void Engine::add_choice(RequestId parent, RequestId child, RequestOptions options) {
@@ -133,6 +143,14 @@ void Engine::start_pending_choices() {
 }
 
 std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
+  if (beam_request_of_choice(id) != nullptr) end_beam_request(beam_request_of_choice(id)->id, status);
+  for (auto it = beam_outputs_.begin(); it != beam_outputs_.end(); ++it) {  // an ended beam search's choice
+    if (it->output.id != id) continue;
+    EngineOutput out = std::move(*it);
+    beam_outputs_.erase(it);
+    return out;
+  }
+  if (id >= kFirstBeamSequence) return std::nullopt;  // internal: ended with its request
   for (auto it = pending_choices_.begin(); it != pending_choices_.end(); ++it) {
     if (it->child != id) continue;
     RequestOutput out;
@@ -149,7 +167,15 @@ std::optional<EngineOutput> Engine::abort(RequestId id, RequestStatus status) {
 
 std::vector<EngineOutput> Engine::abort_expired(double now) {
   std::vector<EngineOutput> outs;
-  for (auto& o : scheduler_.abort_expired(now)) outs.push_back(output_of(std::move(o)));
+  for (auto& o : scheduler_.abort_expired(now)) route(std::move(o), outs);
+  std::vector<RequestId> expired;  // queued beam requests are not in the scheduler yet
+  for (RequestId id : queued_beams_) {
+    const double deadline = beam_requests_.at(id).deadline;
+    if (deadline > 0.0 && deadline <= now) expired.push_back(id);
+  }
+  for (RequestId id : expired) end_beam_request(id, RequestStatus::kFinishedTimeout);
+  outs.insert(outs.end(), std::make_move_iterator(beam_outputs_.begin()), std::make_move_iterator(beam_outputs_.end()));
+  beam_outputs_.clear();
   return outs;
 }
 
@@ -170,7 +196,14 @@ EngineOutput Engine::output_of(RequestOutput out, std::string error) {
 
 void Engine::fail_step(const StepPlan& plan, const std::string& message, StepReport& report) {
   for (const auto& s : plan.scheduled)
-    if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) report.outputs.push_back(output_of(std::move(*out), message));
+    if (auto out = scheduler_.abort(s.id, RequestStatus::kFinishedFailed)) route(std::move(*out), report.outputs, message);
+  flush_beam_outputs(report);
+}
+
+void Engine::flush_beam_outputs(StepReport& report) {
+  report.outputs.insert(report.outputs.end(), std::make_move_iterator(beam_outputs_.begin()),
+                        std::make_move_iterator(beam_outputs_.end()));
+  beam_outputs_.clear();
 }
 
 StepReport Engine::step() {
@@ -181,8 +214,18 @@ StepReport Engine::step() {
   const StepPlan plan = scheduler_.schedule();
   t_schedule.end();
   for (const auto& s : plan.scheduled) request_trace_.scheduled(s.id);
-  for (const auto& n : plan.new_requests)
-    if (n.first_scheduled) report.first_scheduled.push_back(n.id);
+  for (const auto& n : plan.new_requests) {
+    if (!n.first_scheduled) continue;
+    if (n.id < kFirstBeamSequence) {
+      report.first_scheduled.push_back(n.id);
+    } else if (BeamRequest* br = beam_request_of_sequence(n.id); br != nullptr && br->first_sequence == n.id) {
+      report.first_scheduled.push_back(br->id);
+      request_trace_.scheduled(br->id);
+    }
+  }
+  // A preempted beam sequence recomputes its candidates when it runs again.
+  for (RequestId id : plan.preempted_ids)
+    if (BeamRequest* br = beam_request_of_sequence(id)) br->ready.erase(id);
   RunnerOutput ran;
   try {
     ran = runner_.run(plan);
@@ -193,6 +236,7 @@ StepReport Engine::step() {
   report.num_sequences = ran.num_sequences;
   report.num_tokens = ran.num_tokens;
   trace::Scope t_update("update", "engine");
+  auto beam_candidates = take_beam_candidates(ran.result);
   auto outputs = scheduler_.update(plan, std::move(ran.result));
   report.outputs.reserve(report.outputs.size() + outputs.size());
   for (auto& out : outputs) {
@@ -201,6 +245,8 @@ StepReport Engine::step() {
     if (e.output.status == RequestStatus::kFinishedFailed && e.error.empty()) e.error = "the step produced no token";
     report.outputs.push_back(std::move(e));
   }
+  advance_beams(plan, std::move(beam_candidates));
+  flush_beam_outputs(report);
   start_pending_choices();
   return report;
 }

@@ -20,13 +20,15 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 // An engine for one sequence of `total` tokens: exactly enough KV blocks, no prefix cache, and a
 // token budget that prefills the whole prompt in one step.
+// Beam search of width W runs W sequences: W times the blocks, W slots, a step for W tokens.
 EngineConfig single_request_config(int64_t total, const GenerationOptions& options) {
+  const int32_t width = options.sampling.beam_search ? options.sampling.beam_search->width : 1;
   EngineConfig c;
-  c.scheduler.max_num_seqs = 1;
-  c.scheduler.max_num_batched_tokens = total;
+  c.scheduler.max_num_seqs = width;
+  c.scheduler.max_num_batched_tokens = std::max<int64_t>(total, width);
   c.scheduler.max_model_len = total;
   c.kv.block_size = kBlockSize;
-  c.kv.num_device_blocks = static_cast<int32_t>((total + kBlockSize - 1) / kBlockSize);
+  c.kv.num_device_blocks = width * static_cast<int32_t>((total + kBlockSize - 1) / kBlockSize);
   c.kv.watermark = 0.0;
   c.kv.enable_prefix_caching = false;
   c.kv_dtype = options.kv_dtype;
@@ -65,7 +67,11 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   request.stop.stop_token_ids = options.stop_token_ids;
   request.stop.eos_token_id = config.eos_token_id.value_or(-1);
   request.stop.ignore_eos = options.ignore_eos;
-  engine.add_request(kRequestId, {prompt.begin(), prompt.end()}, std::move(request));  // validates ids, sampling
+  const bool beam = options.sampling.beam_search.has_value();
+  // Beam search returns every hypothesis it keeps (choice i: the i-th best).
+  const int n = beam ? options.sampling.beam_search->width : 1;
+  engine.add_request(kRequestId, {prompt.begin(), prompt.end()}, std::move(request), n);  // validates ids, sampling
+  if (beam) result.beams.resize(static_cast<size_t>(n));
   if (options.max_tokens == 0) return result;
   result.ids.reserve(static_cast<size_t>(options.max_tokens));
 
@@ -74,6 +80,13 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   while (engine.has_unfinished_requests()) {
     StepReport report = engine.step();
     for (const EngineOutput& out : report.outputs) {
+      if (beam && out.output.finished() && out.output.status != RequestStatus::kFinishedFailed) {
+        GeneratedHypothesis& h = result.beams.at(static_cast<size_t>(out.choice));
+        h.ids = out.output.new_token_ids;
+        h.status = out.output.status;
+        if (out.beam) h = {h.ids, h.status, out.beam->cumulative_logprob, out.beam->score};
+      }
+      if (out.choice != 0) continue;  // beam search: the best hypothesis is the result
       for (int32_t token : out.output.new_token_ids) {
         result.ids.push_back(token);
         trace::Scope t_output("on_token", "output");  // the caller's detokenise-and-print
@@ -89,13 +102,15 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
         if (result.status != RequestStatus::kFinishedCancelled) result.status = out.output.status;
       }
     }
-    if (first_step && !result.ids.empty()) {
+    if (first_step && (!result.ids.empty() || (beam && report.num_sequences > 0))) {
       result.timings.prefill_ms = elapsed_ms(start);
       start = std::chrono::steady_clock::now();
       first_step = false;
     }
   }
   if (result.ids.size() > 1) result.timings.decode_ms = elapsed_ms(start);
+  // Fewer hypotheses than the width (every beam ended early): only those that finished.
+  std::erase_if(result.beams, [](const GeneratedHypothesis& h) { return h.ids.empty(); });
   result.timings.generated_tokens = static_cast<int64_t>(result.ids.size());
   return result;
 }

@@ -39,15 +39,27 @@ struct GenerationTimings {
   double decode_tokens_per_second() const;  // over generated_tokens - 1 steps
 };
 
+// Beam search: one of the search's final hypotheses.
+struct GeneratedHypothesis {
+  std::vector<int32_t> ids;
+  RequestStatus status = RequestStatus::kFinishedLength;
+  double cumulative_logprob = 0.0;  // sum of its tokens' log-probabilities
+  double score = 0.0;               // cumulative_logprob / len^length_penalty: what ranks them
+};
+
 struct GenerationResult {
-  std::vector<int32_t> ids;  // generated ids only
+  std::vector<int32_t> ids;  // generated ids only (beam search: the best hypothesis')
   // kFinishedLength, kFinishedStopped, or kFinishedCancelled when the callback said stop;
   // finish_reason(status) names it as OpenAI does.
   RequestStatus status = RequestStatus::kFinishedLength;
   GenerationTimings timings;
+  // Beam search (sampling.beam_search): every hypothesis kept (up to the width), best first; ids and
+  // status are the first's. Empty otherwise.
+  std::vector<GeneratedHypothesis> beams;
 };
 
-// Called with each new token as soon as it is sampled; return false to stop.
+// Called with each new token as soon as it is sampled (beam search: the best hypothesis' tokens,
+// once the search is over); return false to stop.
 using TokenCallback = std::function<bool(int32_t token)>;
 
 // Throws InvalidArgument for an empty prompt, ids outside the vocabulary, invalid sampling

@@ -46,6 +46,12 @@ void ModelRunner::apply_plan_state(const StepPlan& plan) {
     if (it == state_.end()) fail<InvalidArgument>("model runner: plan names request {} it has no state for", d.id);
     State& s = it->second;
     s.tokens.insert(s.tokens.end(), d.new_token_ids.begin(), d.new_token_ids.end());
+    // A beam sequence's tokens were chosen by the engine, not sampled here: its grammar reads them now.
+    if (s.constraint && s.sampler.params().beam_search) {
+      for (int32_t t : d.new_token_ids)
+        if (!s.constraint->accept(t))
+          fail<InvalidArgument>("model runner: beam sequence {}: token {} does not fit its grammar", d.id, t);
+    }
     s.block_table.insert(s.block_table.end(), d.new_block_ids.begin(), d.new_block_ids.end());
     for (const auto& r : d.replaced_blocks) s.block_table.at(static_cast<size_t>(r.index)) = r.block;
   }
@@ -128,6 +134,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
     row += 1 + s.draft_token_ids.size();
   }
   samples_.resize(sampled_.size());
+  if (candidates_.size() < sampled_.size()) candidates_.resize(sampled_.size());
   if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
   if (verified_outputs_.size() < sampled_.size()) verified_outputs_.resize(sampled_.size());
   if (masked_logits_.size() < sampled_.size()) masked_logits_.resize(sampled_.size());
@@ -144,21 +151,27 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
     if (!s.needs_sample) continue;
     std::vector<SampleResult>& results = samples_[i];
     if (keep_logits_) {
-      const auto logits = std::span<const float>(logits_).subspan((sampled_[i].first_row + results.size() - 1) * vocab, vocab);
+      const size_t last = results.empty() ? 0 : results.size() - 1;
+      const auto logits = std::span<const float>(logits_).subspan((sampled_[i].first_row + last) * vocab, vocab);
       kept_logits_[s.id].assign(logits.begin(), logits.end());
     }
     const bool constrained = sampled_[i].state->constraint != nullptr;
+    if (sampled_[i].state->sampler.params().beam_search) {  // candidates, no sample (may be none)
+      out.result.sampled.push_back({s.id, {}, std::move(candidates_[i])});
+      ++i;
+      continue;
+    }
     ++i;
     if (results.back().token == kNoToken) {
       // A grammar that allows nothing more (e.g. complete while EOS is ignored) ends only its request:
       // no sample, which the scheduler finishes as failed.
       if (constrained) {
-        out.result.sampled.push_back({s.id, {}});
+        out.result.sampled.push_back({s.id, {}, {}});
         continue;
       }
       fail<Error>("request {}: no finite logit to sample from (the model produced NaN/-inf everywhere)", s.id);
     }
-    out.result.sampled.push_back({s.id, std::move(results)});
+    out.result.sampled.push_back({s.id, std::move(results), {}});
   }
 }
 
@@ -186,6 +199,15 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   std::span<const int32_t> outputs = tokens.subspan(static_cast<size_t>(st.num_prompt_tokens));
   std::vector<SampleResult>& results = samples_[i];
   results.clear();
+  if (const auto& beam = st.sampler.params().beam_search) {
+    // Beam search: the row's best 2W continuations by log-probability (masked by the grammar).
+    auto logits = std::span<const float>(logits_).subspan(seq.first_row * vocab, vocab);
+    if (st.constraint) logits = constrained(st, logits, masked_logits_[i]);
+    std::vector<TokenLogprob>& cands = candidates_[i];
+    cands.resize(std::min(vocab, 2 * static_cast<size_t>(beam->width)));
+    cands.resize(st.sampler.top_candidates(logits, prompt, outputs, sampler_scratch_[i], cands));
+    return;
+  }
   std::vector<int32_t>& verified = verified_outputs_[i];
   if (!seq.drafts.empty()) verified.assign(outputs.begin(), outputs.end());
   for (size_t k = 0; k <= seq.drafts.size(); ++k) {

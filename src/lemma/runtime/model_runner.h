@@ -1,7 +1,8 @@
 // ModelRunner: executes one scheduled step on a Model. It keeps its own view of each request (tokens,
 // block table, sampler), built only from StepPlans (sched/README.md's runner contract): performs the
 // plan's swap and copy-on-write block copies, runs one forward over the ragged batch through the
-// block tables, and samples a token for every scheduled request that reached its end.
+// block tables, and samples a token for every scheduled request that reached its end (a beam-search
+// sequence returns its row's best 2W continuations instead: SampledTokens::candidates).
 // A request's draw at output position p depends only on (seed, p) (Sampler::seek), so recompute
 // after preemption reproduces its samples. Owns the device KV cache, the host swap tier, the
 // workspace and the logits buffer (sized once). Single-threaded: the engine thread owns it.
@@ -97,6 +98,7 @@ class ModelRunner {
   std::vector<int32_t> draft_inputs_;  // the forward's input for drafted sequences: last token, drafts
   std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf
   std::vector<std::vector<float>> target_probs_;   // per sequence: the target's distribution (rejection sampling)
+  std::vector<std::vector<TokenLogprob>> candidates_;  // per beam-search sequence: its best 2W continuations
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;

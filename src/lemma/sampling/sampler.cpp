@@ -37,11 +37,11 @@ SampleResult Sampler::sample(std::span<const float> logits, std::span<const int3
   return sample(logits, prompt_tokens, output_tokens, *own_scratch_);
 }
 
-std::span<float> Sampler::processed(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
-                                    std::span<const int32_t> output_tokens, SamplerScratch& s, int64_t& nan_count) const {
+int64_t Sampler::process(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                         std::span<const int32_t> output_tokens, SamplerScratch& s) const {
   s.ensure(logits.size());
   std::span<float> work = std::span<float>(s.work).first(logits.size());
-  nan_count = lemma::copy_masking_nan(logits, work, isa_);
+  const int64_t nan_count = lemma::copy_masking_nan(logits, work, isa_);
   apply_logit_bias(work, params_.logit_bias);
   if (params_.repetition_penalty != 1.0f) {
     apply_repetition_penalty(work, prompt_tokens, output_tokens, params_.repetition_penalty, s.flags);
@@ -49,6 +49,13 @@ std::span<float> Sampler::processed(std::span<const float> logits, std::span<con
   if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
     apply_presence_frequency(work, output_tokens, params_.presence_penalty, params_.frequency_penalty, s.counts);
   }
+  return nan_count;
+}
+
+std::span<float> Sampler::tempered(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                                   std::span<const int32_t> output_tokens, SamplerScratch& s, int64_t& nan_count) const {
+  nan_count = process(logits, prompt_tokens, output_tokens, s);
+  std::span<float> work = std::span<float>(s.work).first(logits.size());
   if (!params_.is_greedy() && params_.temperature != 1.0f) apply_temperature(work, params_.temperature, isa_);  // x / 1 is x
   return work;
 }
@@ -56,7 +63,7 @@ std::span<float> Sampler::processed(std::span<const float> logits, std::span<con
 SampleResult Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                              std::span<const int32_t> output_tokens, SamplerScratch& scratch) {
   int64_t nan_count = 0;
-  const std::span<float> work = processed(logits, prompt_tokens, output_tokens, scratch, nan_count);
+  const std::span<float> work = tempered(logits, prompt_tokens, output_tokens, scratch, nan_count);
   const int32_t token = params_.is_greedy() ? argmax(work, isa_) : sample_tempered(work, scratch);
   SampleResult result = describe(logits, token, scratch);
   result.nan_count = nan_count;
@@ -89,7 +96,7 @@ void Sampler::distribution(std::span<const float> logits, std::span<const int32_
   if (probs.size() != logits.size())
     fail<InvalidArgument>("Sampler::distribution: {} probabilities for {} logits", probs.size(), logits.size());
   int64_t nan_count = 0;
-  const std::span<float> work = processed(logits, prompt_tokens, output_tokens, s, nan_count);
+  const std::span<float> work = tempered(logits, prompt_tokens, output_tokens, s, nan_count);
   std::fill(probs.begin(), probs.end(), 0.0f);
   if (params_.is_greedy()) {
     const int32_t token = argmax(work, isa_);
@@ -105,6 +112,18 @@ void Sampler::distribution(std::span<const float> logits, std::span<const int32_
   const bool all = count == work.size();
   for (size_t i = 0; i < count; ++i)
     probs[all ? i : static_cast<size_t>(s.ids[i])] = static_cast<float>(s.weights[i] / total);
+}
+
+size_t Sampler::top_candidates(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                               std::span<const int32_t> output_tokens, SamplerScratch& s,
+                               std::span<TokenLogprob> out) const {
+  process(logits, prompt_tokens, output_tokens, s);
+  const auto work = std::span<const float>(s.work).first(logits.size());
+  // Ranked by the processed logit (ties: lower id), so the order within a row is the greedy one.
+  const auto n = static_cast<size_t>(top_logprobs(work, out, s.ids));
+  size_t finite = 0;  // the ranking puts -inf (masked, refused by the grammar) last: cut there
+  while (finite < n && out[finite].logprob != -std::numeric_limits<float>::infinity()) ++finite;
+  return finite;
 }
 
 int32_t Sampler::sample_tempered(std::span<const float> logits, SamplerScratch& s) {

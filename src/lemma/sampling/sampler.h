@@ -69,6 +69,13 @@ class Sampler {
   // One uniform draw in [0, 1) from the request's stream (after seek: keyed by position).
   double next_uniform() { return rng_.next_double(); }
 
+  // Beam search: the out.size() most likely next tokens under log_softmax of the logits after
+  // logit_bias and the penalties (no temperature, no filters, no draw), most likely first, lower id
+  // on ties; tokens at -inf are left out. Returns how many were written. Consumes no Rng draw.
+  size_t top_candidates(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                        std::span<const int32_t> output_tokens, SamplerScratch& scratch,
+                        std::span<TokenLogprob> out) const;
+
   // Restarts the draw stream for output position `position` (0 = the first generated token), so a
   // draw depends only on (seed, position): a request that is preempted and recomputed, or resumed
   // by a fresh Sampler, samples exactly what it would have sampled without interruption.
@@ -77,6 +84,10 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
+  // scratch.work = the logits with NaN masked, logit_bias and the penalties applied; returns the
+  // NaN count.
+  int64_t process(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+                  std::span<const int32_t> output_tokens, SamplerScratch& scratch) const;
   // A token from tempered logits: weights over the whole row when no filter applies, else over
   // the candidates select_candidates keeps. kNoToken if nothing is finite.
   int32_t sample_tempered(std::span<const float> logits, SamplerScratch& s);
@@ -86,8 +97,8 @@ class Sampler {
   // s.weights[i] = exp(logit of s.ids[i] - max) for i < count (and s.block_sums); returns their total.
   double candidate_weights(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
   int32_t draw(std::span<const float> logits, float max, size_t count, SamplerScratch& s);
-  // The processed logits in s.work (NaN masked, bias, penalties; tempered unless greedy).
-  std::span<float> processed(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
+  // process(), then the temperature unless greedy: what sample() draws from, in s.work.
+  std::span<float> tempered(std::span<const float> logits, std::span<const int32_t> prompt_tokens,
                              std::span<const int32_t> output_tokens, SamplerScratch& s, int64_t& nan_count) const;
 
   SamplingParams params_;

@@ -21,6 +21,11 @@ void SamplingParams::validate(int64_t vocab_size) const {
         frequency_penalty, "[-2, 2]");
   check(top_logprobs >= 0, "top_logprobs", top_logprobs, "[0, vocab]");
   if (top_logprobs > 0 && !logprobs) fail<InvalidArgument>("sampling: top_logprobs={} needs logprobs", top_logprobs);
+  if (beam_search) {
+    check(beam_search->width >= 1 && beam_search->width <= BeamSearchParams::kMaxWidth, "beam width",
+          beam_search->width, "[1, 256]");
+    check(std::isfinite(beam_search->length_penalty), "length_penalty", beam_search->length_penalty, "finite values");
+  }
   for (const auto& [token, bias] : logit_bias) {
     if (!std::isfinite(bias)) fail<InvalidArgument>("sampling: logit_bias[{}]={} is not finite", token, bias);
     if (token < 0 || (vocab_size > 0 && token >= vocab_size)) {

@@ -40,7 +40,10 @@ class Request {
   int64_t num_prompt_tokens() const { return static_cast<int64_t>(num_prompt_tokens_); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens(); }
   int64_t num_computed_tokens() const { return num_computed_tokens_; }
+  // Beam search: the engine, not update(), chooses this sequence's tokens.
+  bool is_beam() const { return options_.sampling.beam_search.has_value(); }
 
+  const RequestOptions& options() const { return options_; }
   const StopConditions& stop() const { return options_.stop; }
   const SamplingParams& sampling() const { return options_.sampling; }
   double arrival_time() const { return options_.arrival_time; }

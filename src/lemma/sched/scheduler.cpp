@@ -90,6 +90,7 @@ StepPlan Scheduler::schedule() {
   schedule_running(plan, budget, preempted);
   // After a preemption the pool is tight: admitting now would only preempt again next step.
   if (!preempted) schedule_waiting(plan, budget);
+  while (plan.scheduled.empty() && !waiting_.empty() && preempt_parked(plan)) schedule_waiting(plan, budget);
   plan.num_batched_tokens = config_.max_num_batched_tokens - budget;
   return plan;
 }
@@ -123,6 +124,8 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     draft_probs.reset();
     // (A constrained request's drafts are checked by the runner, which masks each position's row by the
     // grammar state after the samples before it: a draft the grammar refuses is simply not confirmed.)
+    // (A beam sequence never drafts: it samples nothing, the engine chooses its tokens; propose_drafts
+    // asks nothing for it.)
     while (next_query < draft_queries_.size() && draft_queries_[next_query].id != r.id()) ++next_query;
     if (next_query < draft_queries_.size() && n == 1 && budget > 1) {
       const Drafts& d = proposals_[next_query];
@@ -179,8 +182,8 @@ void Scheduler::propose_drafts() {
   for (RequestId id : running_) {
     Entry& e = entry(id);
     const Request& r = e.request;
-    // Only a request whose next step is its one decode token (the runner has its state).
-    if (r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0) continue;
+    // Only a request whose next step is its one decode token (the runner has its state); never a beam.
+    if (r.is_beam() || r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0) continue;
     if (e.draft_pause > 0) {
       --e.draft_pause;
       continue;
@@ -199,12 +202,24 @@ void Scheduler::propose_drafts() {
                                        draft_queries_.size()));
 }
 
-void Scheduler::preempt_back(StepPlan& plan) {
-  const RequestId id = running_.back();
-  running_.pop_back();
+void Scheduler::preempt_back(StepPlan& plan) { preempt(plan, running_.back(), /*at_front=*/true); }
+
+bool Scheduler::preempt_parked(StepPlan& plan) {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    const Request& r = entry(*it).request;
+    if (!r.is_beam() || r.num_computed_tokens() < r.num_tokens()) continue;
+    preempt(plan, *it, /*at_front=*/false);
+    return true;
+  }
+  return false;
+}
+
+void Scheduler::preempt(StepPlan& plan, RequestId id, bool at_front) {
+  running_.erase(std::find(running_.begin(), running_.end(), id));
   Entry& e = entry(id);
   Request& r = e.request;
-  const bool swap = config_.preemption_mode == PreemptionMode::kSwap;
+  // A parked beam sequence recomputes: swapped back in, it would have no token to compute.
+  const bool swap = config_.preemption_mode == PreemptionMode::kSwap && r.num_computed_tokens() < r.num_tokens();
   if (swap && kv_.can_swap_out(id)) {
     const auto copies = kv_.swap_out(id);
     plan.swap_out.insert(plan.swap_out.end(), copies.begin(), copies.end());
@@ -226,7 +241,7 @@ void Scheduler::preempt_back(StepPlan& plan) {
   e.num_tokens_sent = 0;
   e.dropped_unsent.clear();
   plan.preempted_ids.push_back(id);
-  enqueue_waiting(id, /*at_front=*/true);
+  enqueue_waiting(id, at_front);
 }
 
 void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
@@ -313,7 +328,7 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
       r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
       kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
     }
-    if (!s.needs_sample) continue;
+    if (!s.needs_sample || r.is_beam()) continue;  // a beam's candidates go to the engine, which picks
     SampledTokens* sampled = find_sampled(s.id);
     if (sampled == nullptr || sampled->samples.empty() || sampled->samples.size() > s.draft_token_ids.size() + 1) {
       outputs.push_back(finish(s.id, RequestStatus::kFinishedFailed, {}));
@@ -396,6 +411,49 @@ bool Scheduler::fork_request(RequestId parent_id, RequestId child_id, RequestOpt
   return true;
 }
 
+void Scheduler::fork_sequence(RequestId parent_id, RequestId child_id) {
+  if (requests_.count(child_id) != 0) fail<InvalidArgument>("request id {} is already queued", child_id);
+  const auto it = requests_.find(parent_id);
+  if (it == requests_.end() || !it->second.request.is_beam())
+    fail<InvalidArgument>("fork of sequence {}: no such beam sequence", parent_id);
+  const Request& parent = it->second.request;
+  Request child(child_id, {parent.prompt_token_ids().begin(), parent.prompt_token_ids().end()}, parent.options());
+  child.reserve_tokens(std::min(parent.num_prompt_tokens() + parent.stop().max_tokens, config_.max_model_len));
+  child.append_output_tokens(parent.output_token_ids());
+  child.set_num_cached_tokens(parent.num_cached_tokens());
+  const int64_t computed = parent.num_computed_tokens();
+  if (parent.status() == RequestStatus::kRunning && num_running() < config_.max_num_seqs &&
+      kv_.can_fork(parent_id, computed)) {
+    kv_.fork(parent_id, child_id, computed);
+    child.set_num_computed_tokens(computed);
+    child.set_status(RequestStatus::kRunning);
+    requests_.emplace(child_id, Entry{std::move(child), 0, {}});
+    running_.push_back(child_id);
+    return;
+  }
+  // No slot (or the parent is queued itself): recompute, ahead of new requests since its request runs.
+  child.set_status(RequestStatus::kPreempted);
+  requests_.emplace(child_id, Entry{std::move(child), 0, {}});
+  enqueue_waiting(child_id, /*at_front=*/true);
+}
+
+void Scheduler::append_tokens(RequestId id, std::span<const int32_t> token_ids) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end() || !it->second.request.is_beam())
+    fail<InvalidArgument>("append to sequence {}: no such beam sequence", id);
+  Request& r = it->second.request;
+  if (r.num_tokens() + static_cast<int64_t>(token_ids.size()) > config_.max_model_len)
+    fail<InvalidArgument>("append to sequence {}: {} + {} tokens exceed max_model_len {}", id, r.num_tokens(),
+                          token_ids.size(), config_.max_model_len);
+  r.append_output_tokens(token_ids);
+}
+
+bool Scheduler::release(RequestId id) {
+  if (requests_.count(id) == 0) return false;
+  finish(id, RequestStatus::kFinishedCancelled, {}, /*counted=*/false);
+  return true;
+}
+
 std::optional<RequestOutput> Scheduler::abort(RequestId id, RequestStatus status) {
   if (!is_finished(status))
     fail<InvalidArgument>("abort of request {} with live status {}", id, to_string(status));
@@ -404,7 +462,8 @@ std::optional<RequestOutput> Scheduler::abort(RequestId id, RequestStatus status
 }
 
 // The one cleanup path: every live request leaves through here exactly once.
-RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids) {
+RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids,
+                                bool counted) {
   Request& r = entry(id).request;
   if (const auto it = std::find(running_.begin(), running_.end(), id); it != running_.end()) running_.erase(it);
   if (const auto it = std::find(waiting_.begin(), waiting_.end(), id); it != waiting_.end()) waiting_.erase(it);
@@ -417,8 +476,10 @@ RequestOutput Scheduler::finish(RequestId id, RequestStatus status, std::vector<
   out.num_prompt_tokens = r.num_prompt_tokens();
   out.num_output_tokens = r.num_output_tokens();
   out.num_cached_tokens = r.num_cached_tokens();
-  ++num_finished_;
-  ++num_finished_by_status_[finished_index(status)];
+  if (counted) {
+    ++num_finished_;
+    ++num_finished_by_status_[finished_index(status)];
+  }
   requests_.erase(id);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +62,8 @@ class Scheduler {
   // max_tokens < 1, or prompt + max_tokens beyond max_model_len or the KV capacity (with a sliding
   // window, the blocks the request holds at once: KvManager::max_live_blocks).
   void add_request(Request request);
+  // add_request's checks alone: throws what it would throw, queues nothing.
+  void validate(const Request& request) const;
 
   // Plans one step. Never throws for capacity reasons: what does not fit waits.
   StepPlan schedule();
@@ -83,6 +86,25 @@ class Scheduler {
   // Where drafts come from when config.speculative.num_tokens > 0 (null: none). Not owned; it must
   // outlive the scheduler's use of it.
   void set_draft_source(DraftSource* source) { draft_source_ = source; }
+
+  // Beam search (engine/beam_search.h): the engine chooses a beam sequence's tokens (Request::is_beam).
+  // update() only advances its computed tokens; once all are computed the sequence is *parked*
+  // (granted nothing) until the engine appends its next token, forks it or releases it. A parked
+  // sequence is preempted by recompute (never swapped: it would come back with nothing to compute),
+  // and when a step would run nothing while requests wait, the newest parked sequence is preempted
+  // to the back of the waiting queue, so beams waiting for their siblings never deadlock admission.
+  //
+  // `child_id` continues beam sequence `parent_id` at its current length: same tokens and options.
+  // With the parent running and a running slot free, it shares every parent block (copy-on-write)
+  // and its computed tokens; otherwise it is queued at the front to recompute them. Throws
+  // InvalidArgument for an unknown or non-beam parent, or a child id in use.
+  void fork_sequence(RequestId parent_id, RequestId child_id);
+  // Appends the engine's chosen tokens to live beam sequence `id`. Throws InvalidArgument for an
+  // unknown or non-beam id, or tokens beyond max_model_len.
+  void append_tokens(RequestId id, std::span<const int32_t> token_ids);
+  // Ends a beam sequence the engine no longer needs: its blocks are freed and it is not counted as a
+  // finished request. False when the id is unknown.
+  bool release(RequestId id);
 
   // Finishes a live request with `status` (a finished state) and frees its blocks. nullopt when the
   // id is unknown or already finished (idempotent).
@@ -118,11 +140,16 @@ class Scheduler {
     int32_t draft_pause = 0;
   };
   Entry& entry(RequestId id) { return requests_.at(id); }
-  void validate(const Request& request) const;  // add_request's checks
   bool before(const Request& a, const Request& b) const;  // queue order under the policy
   void enqueue_waiting(RequestId id, bool at_front);
   void drop_dead_blocks();
   void preempt_back(StepPlan& plan);
+  // Takes running request `id` out (swap when the mode and host tier allow and it has tokens left
+  // to compute, else recompute) and queues it again.
+  void preempt(StepPlan& plan, RequestId id, bool at_front);
+  // The deadlock breaker of beam search (see fork_sequence): preempts the newest parked running
+  // beam sequence to the back of the queue. False when there is none.
+  bool preempt_parked(StepPlan& plan);
   void schedule_running(StepPlan& plan, int64_t& budget, bool& preempted);
   // Asks the draft source, once per step, for every running request whose next step is one decode
   // token (speculative decoding); fills draft_queries_ / proposals_ in running_ order.
@@ -130,7 +157,7 @@ class Scheduler {
   void schedule_waiting(StepPlan& plan, int64_t& budget);
   int64_t grant(const Request& r, int64_t num_computed_tokens, int64_t budget) const;
   void add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens);
-  RequestOutput finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids);
+  RequestOutput finish(RequestId id, RequestStatus status, std::vector<int32_t> new_token_ids, bool counted = true);
 
   SchedulerConfig config_;
   KvManager kv_;

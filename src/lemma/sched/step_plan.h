@@ -78,9 +78,12 @@ struct StepPlan {
 
 // The runner's answer: the token(s) sampled for each scheduled request with needs_sample, each with
 // its logprob details (SampleResult::logprob and top are filled when the request asked for logprobs).
+// A beam-search sequence (SamplingParams::beam_search) samples nothing: it returns its row's best
+// 2W continuations (Sampler::top_candidates) for the engine to choose from.
 struct SampledTokens {
   RequestId id = 0;
   std::vector<SampleResult> samples;
+  std::vector<TokenLogprob> candidates;  // beam search only: most likely first
 };
 
 struct StepResult {

@@ -173,6 +173,41 @@ void parse_sampling(const json& body, ApiKind kind, ParsedCompletion& out) {
   }
 }
 
+// vLLM's beam search fields: use_beam_search, best_of (the beam width; default n), length_penalty,
+// early_stopping (true, false or "never"). Without beam search best_of must equal n (best-of
+// sampling is not offered) and the other two are refused rather than ignored.
+void parse_beam_search(const json& body, const ServerConfig& config, ParsedCompletion& out) {
+  const bool beam = present(body, "use_beam_search") && get_bool(body, "use_beam_search");
+  if (!beam) {
+    if (present(body, "best_of") && body.at("best_of") != body.value("n", json(1)))
+      fail_field("best_of", "best_of other than n needs \"use_beam_search\": true (best-of sampling is not supported)");
+    for (const char* key : {"length_penalty", "early_stopping"})
+      if (present(body, key)) fail_field(key, "only applies with \"use_beam_search\": true");
+    return;
+  }
+  BeamSearchParams b;
+  if (present(body, "best_of")) {
+    b.width = int32_t(get_int(body, "best_of", 1, config.max_beam_width));
+  } else {
+    if (out.n > config.max_beam_width)
+      fail_field("n", fmt::format("beam search of width n = {} is more than this server's {} beams", out.n,
+                                  config.max_beam_width));
+    b.width = out.n;
+  }
+  if (out.n > b.width) fail_field("n", fmt::format("n = {} is more than best_of = {}, the beam width", out.n, b.width));
+  if (present(body, "length_penalty"))
+    b.length_penalty = float(get_number(body, "length_penalty", -1e3, 1e3, "[-1000, 1000]"));
+  if (present(body, "early_stopping")) {
+    const json& v = body.at("early_stopping");
+    if (v == "never") b.early_stopping = EarlyStopping::kNever;
+    else if (v.is_boolean()) b.early_stopping = v.get<bool>() ? EarlyStopping::kWhenFull : EarlyStopping::kHeuristic;
+    else fail_field("early_stopping", "must be true, false or \"never\"");
+  }
+  if (out.stream) fail_field("stream", "beam search returns only its final hypotheses: send \"stream\": false");
+  if (out.sampling.logprobs) fail_field("logprobs", "is not supported with beam search");
+  out.sampling.beam_search = b;
+}
+
 }  // namespace
 
 json parse_json_object(const std::string& body) {
@@ -216,9 +251,7 @@ ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind,
   if (present(body, "ignore_eos")) out.ignore_eos = get_bool(body, "ignore_eos");
   if (kind == ApiKind::kCompletions && present(body, "echo")) out.echo = get_bool(body, "echo");
   if (present(body, "user")) out.user = get_string(body.at("user"), "user");
-  if (present(body, "best_of") && body.at("best_of") != body.value("n", json(1))) {
-    fail_field("best_of", "best_of other than n is not supported");
-  }
+  parse_beam_search(body, config, out);
   return out;
 }
 

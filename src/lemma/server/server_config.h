@@ -19,6 +19,7 @@ struct ServerConfig {
   int64_t max_model_len = 0;                // prompt + max_tokens limit; 0: unknown (not checked)
   int64_t default_max_tokens = 256;         // when a request gives none (completions: 16, as OpenAI)
   int64_t max_n = 16;                       // largest `n`
+  int64_t max_beam_width = 16;              // largest beam width (`best_of` with use_beam_search)
   // Read special-token text in chat content (and roles, tools) as control tokens, so that a
   // message can end its turn and forge another: the old behaviour, for clients that rely on it.
   bool allow_special_tokens_in_content = false;

@@ -5,11 +5,12 @@
 // model does not care what bytes its ids stand for, so the test can name them.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "lemma/grammar/json_schema.h"
 #include "lemma/grammar/token_constraint.h"
-#include "unit/engine/engine_fixture.h"
+#include "unit/engine/beam_fixture.h"
 
 namespace lemma::testing {
 namespace {
@@ -189,6 +190,38 @@ TEST_F(EngineConstrainedTest, AnExhaustedGrammarFailsOnlyItsRequest) {
   EXPECT_EQ(done.at(2).status, RequestStatus::kFinishedLength);
   EXPECT_EQ(done.at(2).tokens.size(), 30u);
   EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+}
+
+// Beam search masks each beam's row by its own grammar state (a fork replays its outputs into a
+// fresh one): all W hypotheses are texts of the grammar, distinct, also when beams are preempted.
+TEST_F(EngineConstrainedTest, EveryBeamFollowsItsGrammar) {
+  const auto constraint = object_constraint();
+  for (const int32_t blocks : {64, 12}) {
+    SCOPED_TRACE(blocks);
+    EngineConfig config = engine_config(blocks, 64);
+    config.keep_logits = false;
+    Engine engine(stories_model(), config);
+    for (RequestId id : {10, 20}) {
+      RequestOptions o = beam_options(3, 24);
+      o.stop.ignore_eos = false;
+      o.stop.eos_token_id = kEos;
+      o.sampling.constraint = constraint;
+      engine.add_request(id, prompt_of(9 + static_cast<int64_t>(id), static_cast<uint32_t>(id)), o, 3);
+    }
+    engine.add_request(1, prompt_of(40, 1), greedy(40));  // competes for blocks
+    const BeamResults got = run_beams(engine, {10, 20});
+    for (RequestId id : {10, 20}) {
+      ASSERT_EQ(got.at(id).size(), 3u);
+      for (size_t i = 0; i < 3; ++i) {
+        Finished f;
+        f.tokens = got.at(id)[i].tokens;
+        f.status = got.at(id)[i].status;
+        expect_valid_object(f, *constraint->vocabulary, fmt::format("request {} choice {}", id, i));
+        if (i > 0) EXPECT_NE(got.at(id)[i].tokens, got.at(id)[i - 1].tokens);
+      }
+    }
+    EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+  }
 }
 
 }  // namespace

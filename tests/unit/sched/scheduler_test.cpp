@@ -589,3 +589,78 @@ TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
 
 }  // namespace
 }  // namespace lemma
+
+namespace lemma {
+namespace {
+
+Request beam_request(RequestId id, int prompt_len, int64_t max_tokens) {
+  RequestOptions o;
+  o.stop.max_tokens = max_tokens;
+  o.sampling.beam_search = BeamSearchParams{2, 1.0f, EarlyStopping::kHeuristic};
+  return Request(id, iota_tokens(prompt_len), o);
+}
+
+// A beam sequence: update() computes its tokens but appends nothing (the engine chooses); it then
+// parks (granted nothing) until append_tokens; fork_sequence shares every block at the current
+// length; release frees them without counting a finished request.
+TEST(Scheduler, BeamSequencesParkForkAppendAndRelease) {
+  Scheduler sched({}, kv_config(16));
+  sched.add_request(beam_request(1, 6, 4));
+  StepPlan p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 1u);
+  EXPECT_TRUE(p.scheduled[0].needs_sample);
+  EXPECT_TRUE(sched.update(p, ones(p)).empty());  // no token appended, no output
+  EXPECT_EQ(sched.find(1)->num_tokens(), 6);
+  EXPECT_EQ(sched.find(1)->num_computed_tokens(), 6);
+  EXPECT_FALSE(sched.schedule().has_work());  // parked
+  sched.fork_sequence(1, 2);
+  EXPECT_THROW(sched.fork_sequence(1, 2), InvalidArgument);
+  EXPECT_THROW(sched.fork_sequence(7, 3), InvalidArgument);
+  EXPECT_EQ(sched.find(2)->status(), RequestStatus::kRunning);
+  EXPECT_EQ(sched.find(2)->num_computed_tokens(), 6);
+  EXPECT_EQ(sched.kv().num_free_blocks(), 14);  // two blocks, shared
+  const int32_t a = 7, b = 8;
+  sched.append_tokens(1, std::span(&a, 1));
+  sched.append_tokens(2, std::span(&b, 1));
+  p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  ASSERT_EQ(p.copies.size(), 1u);  // the shared partial block is copied for the first writer
+  ASSERT_EQ(p.new_requests.size(), 1u);
+  EXPECT_EQ(p.new_requests[0].token_ids.back(), 8);
+  sched.update(p, ones(p));
+  sched.check_invariants();
+  EXPECT_TRUE(sched.release(2));
+  EXPECT_FALSE(sched.release(2));
+  EXPECT_TRUE(sched.release(1));
+  EXPECT_EQ(sched.kv().num_free_blocks(), 16);
+  EXPECT_EQ(sched.num_finished(), 0u);
+  EXPECT_FALSE(sched.has_unfinished_requests());
+  sched.add_request(make_request(3, 4, 2));
+  EXPECT_THROW(sched.append_tokens(3, std::span(&a, 1)), InvalidArgument);  // not a beam sequence
+}
+
+// Parked beam sequences never hold the queue: when a step would run nothing while requests wait,
+// the newest parked one is preempted (recomputed, also in swap mode) to the back of the queue.
+TEST(Scheduler, ParkedBeamSequencesMakeWayForWaitingRequests) {
+  SchedulerConfig config;
+  config.max_num_seqs = 2;
+  config.preemption_mode = PreemptionMode::kSwap;
+  Scheduler sched(config, kv_config(16, 16));
+  sched.add_request(beam_request(1, 6, 4));
+  sched.add_request(beam_request(2, 6, 4));
+  sched.add_request(make_request(3, 5, 2));
+  StepPlan p = sched.schedule();
+  ASSERT_EQ(p.scheduled.size(), 2u);
+  sched.update(p, ones(p));  // 1 and 2 park; 3 waits for a slot
+  p = sched.schedule();
+  ASSERT_EQ(p.preempted_ids, std::vector<RequestId>{2});
+  EXPECT_TRUE(p.swap_out.empty());
+  ASSERT_EQ(p.scheduled.size(), 1u);
+  EXPECT_EQ(p.scheduled[0].id, 3u);
+  EXPECT_EQ(sched.find(2)->status(), RequestStatus::kPreempted);
+  EXPECT_EQ(sched.find(2)->num_computed_tokens(), 0);
+  sched.check_invariants();
+}
+
+}  // namespace
+}  // namespace lemma

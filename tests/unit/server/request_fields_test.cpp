@@ -97,5 +97,50 @@ TEST(RequestFields, UnknownRolesAreRefused) {
   expect_400(R"({"messages":[{"role":"","content":"x"}]})", "messages[0].role", ApiKind::kChat);
 }
 
+// vLLM's beam search fields: parsed into SamplingParams::beam_search; impossible combinations are
+// 400s naming the field.
+TEST(RequestFields, BeamSearchFieldsAreParsedAndCheckedByName) {
+  const auto parse = [](const std::string& fields, ServerConfig config = {}) {
+    return parse_completion_request(std::string(R"({"prompt":"x",)") + fields + "}", ApiKind::kCompletions, config);
+  };
+  auto p = parse(R"("use_beam_search":true,"best_of":4,"n":2,"length_penalty":0.5,"early_stopping":true)");
+  ASSERT_TRUE(p.sampling.beam_search.has_value());
+  EXPECT_EQ(p.sampling.beam_search->width, 4);
+  EXPECT_EQ(p.n, 2);
+  EXPECT_FLOAT_EQ(p.sampling.beam_search->length_penalty, 0.5f);
+  EXPECT_EQ(p.sampling.beam_search->early_stopping, EarlyStopping::kWhenFull);
+  p = parse(R"("use_beam_search":true,"n":3,"early_stopping":"never")");  // width defaults to n
+  EXPECT_EQ(p.sampling.beam_search->width, 3);
+  EXPECT_EQ(p.sampling.beam_search->early_stopping, EarlyStopping::kNever);
+  p = parse(R"("use_beam_search":true,"early_stopping":false)");
+  EXPECT_EQ(p.sampling.beam_search->width, 1);
+  EXPECT_EQ(p.sampling.beam_search->early_stopping, EarlyStopping::kHeuristic);
+  EXPECT_FALSE(parse(R"("use_beam_search":false,"best_of":1)").sampling.beam_search.has_value());
+  EXPECT_FALSE(parse(R"("n":2,"best_of":2)").sampling.beam_search.has_value());  // best_of == n: plain sampling
+  expect_chat_ok(R"("use_beam_search":true,"best_of":2,"temperature":0.7)");  // temperature does not rank beams
+
+  expect_400(R"({"prompt":"x","n":2,"best_of":3})", "best_of", ApiKind::kCompletions);  // best-of sampling
+  expect_400(R"({"prompt":"x","length_penalty":2})", "length_penalty", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","early_stopping":true})", "early_stopping", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":1})", "use_beam_search", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"best_of":2,"n":3})", "n", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"best_of":17})", "best_of", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"best_of":0})", "best_of", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"early_stopping":"sometimes"})", "early_stopping",
+             ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"length_penalty":"long"})", "length_penalty", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"stream":true})", "stream", ApiKind::kCompletions);
+  expect_400(R"({"prompt":"x","use_beam_search":true,"logprobs":1})", "logprobs", ApiKind::kCompletions);
+  expect_chat_400(R"("use_beam_search":true,"logprobs":true)", "logprobs");
+  ServerConfig narrow;
+  narrow.max_beam_width = 4;
+  try {
+    parse(R"("use_beam_search":true,"n":5)", narrow);
+    ADD_FAILURE() << "a beam width of 5 above the server's 4 was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param().value_or(""), "n") << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lemma::server

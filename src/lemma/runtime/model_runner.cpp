@@ -179,10 +179,19 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
 std::span<const float> ModelRunner::constrained(State& st, std::span<const float> logits, std::vector<float>& out) {
   const grammar::TokenMask& allowed = st.constraint->allowed();
   out.assign(logits.begin(), logits.end());
-  const auto n = static_cast<int32_t>(out.size());
-  for (int32_t id = 0; id < n; ++id) {
-    const auto word = static_cast<size_t>(id) >> 6;
-    if (word >= allowed.size() || !grammar::mask_allows(allowed, id)) out[static_cast<size_t>(id)] = -INFINITY;
+  // A word at a time: masks are mostly all-refused words (a few tokens allowed) or all-allowed ones.
+  const size_t n = out.size();
+  for (size_t base = 0; base < n; base += 64) {
+    const size_t word = base >> 6;
+    const uint64_t bits = word < allowed.size() ? allowed[word] : 0;
+    const size_t end = std::min(n, base + 64);
+    if (bits == ~uint64_t{0}) continue;
+    if (bits == 0) {
+      std::fill(out.begin() + static_cast<std::ptrdiff_t>(base), out.begin() + static_cast<std::ptrdiff_t>(end), -INFINITY);
+      continue;
+    }
+    for (size_t id = base; id < end; ++id)
+      if (!((bits >> (id - base)) & 1u)) out[id] = -INFINITY;
   }
   return out;
 }

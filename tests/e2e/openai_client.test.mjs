@@ -2,7 +2,8 @@
 // users drive it: completions and chat, streaming and not; 32 concurrent greedy requests equal to
 // the same requests one by one (and /metrics shows batched steps); parallel choices; prefix-cache
 // hits; a storm of 200 requests with seeded client disconnects that leaves every KV block free;
-// bad requests answered with 4xx while other clients keep being served; API keys; SIGTERM drain.
+// bad requests answered with 4xx while other clients keep being served; API keys; SIGTERM drain;
+// structured output under concurrency; a tool call round trip.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { startServer, metric, metricsText, waitForMetrics, rng } from './lemma_server.mjs';
+import { startServer, metric, metricsText, waitForMetrics, rng, sharedDir } from './lemma_server.mjs';
 
 const MODEL = 'stories260K';
 let server;
@@ -265,5 +266,74 @@ test('structured output: 32 concurrent json_schema requests parse and validate; 
     assert.deepEqual(Object.keys(value), ['mood', 'count']);
     assert.ok(['good', 'bad'].includes(value.mood));
     assert.ok(Number.isInteger(value.count) && value.count >= 1 && value.count <= 9);
+  }
+});
+
+// A tool call round trip on a model with a tool template (Qwen2.5's Hermes format): the named
+// tool_choice makes even stories260K call the tool with arguments of its schema; the tool's answer
+// goes back as a `tool` message and the model answers in text; the streamed call equals the whole one.
+test('tools: call -> tool message -> answer round-trips through the openai client', async () => {
+  const template = path.join(sharedDir, 'data/chat_templates/Qwen-Qwen2.5-7B-Instruct.jinja');
+  const toolServer = await startServer(['--chat-template', template, '--max-model-len', '1024']);
+  try {
+    const tools = [{
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'Weather in a city',
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } },
+          required: ['city', 'unit'],
+          additionalProperties: false,
+        },
+      },
+    }];
+    const tc = new OpenAI({ baseURL: `${toolServer.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+    const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+    const params = {
+      model: MODEL, messages, tools, tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      max_tokens: 120, temperature: 0,
+    };
+    const first = await tc.chat.completions.create(params);
+    const choice = first.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    const args = JSON.parse(call.function.arguments);
+    assert.deepEqual(Object.keys(args).sort(), ['city', 'unit']);
+    assert.ok(typeof args.city === 'string' && args.city.length <= 12);
+    assert.ok(['c', 'f'].includes(args.unit));
+
+    // Streamed: the same call arrives as tool_call deltas (id, name, then the arguments).
+    let name = '';
+    let streamedArgs = '';
+    let finish;
+    for await (const chunk of await tc.chat.completions.create({ ...params, stream: true })) {
+      const delta = chunk.choices[0]?.delta;
+      for (const d of delta?.tool_calls ?? []) {
+        name += d.function?.name ?? '';
+        streamedArgs += d.function?.arguments ?? '';
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(name, 'get_weather');
+    assert.deepEqual(JSON.parse(streamedArgs), args);
+    assert.equal(finish, 'tool_calls');
+
+    // The tool's result goes back; the model answers (text, no call: tool_choice none).
+    const answer = await tc.chat.completions.create({
+      model: MODEL,
+      messages: [...messages, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temp": 21}' }],
+      tools, tool_choice: 'none', max_tokens: 24, temperature: 0,
+    });
+    assert.ok(['stop', 'length'].includes(answer.choices[0].finish_reason));
+    assert.ok(answer.choices[0].message.content.length > 0);
+    assert.ok(!answer.choices[0].message.tool_calls || answer.choices[0].message.tool_calls.length === 0);
+    assert.ok(answer.usage.prompt_tokens > first.usage.prompt_tokens);  // the call and its result are in the prompt
+  } finally {
+    assert.equal(await toolServer.stop(), 0);
   }
 });

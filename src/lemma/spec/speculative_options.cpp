@@ -59,6 +59,10 @@ std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options
       if (options.method == SpeculativeMethod::kNgram) return std::make_unique<NgramProposer>(options.ngram);
       if (options.tree_branches < 1)
         fail<InvalidArgument>("n-gram tree speculation: {} branches; use at least 1", options.tree_branches);
+      // The forward takes no token tree on sliding-window layers (model/forward_batch.h): refuse here,
+      // not with every request's first verification.
+      for (int64_t window : target.config().sliding_window)
+        if (window > 0) fail<InvalidArgument>("n-gram tree speculation: token trees need a model without sliding-window layers");
       return std::make_unique<NgramTreeProposer>(NgramTreeConfig{options.ngram, options.tree_branches});
     case SpeculativeMethod::kDraftModel:
       if (options.draft_model == nullptr) fail<InvalidArgument>("draft-model speculation needs a draft model");

@@ -37,7 +37,8 @@ struct SpeculativeOptions {
 // The draft source for `options` (null when speculation is off). `draft` carries the engine's KV
 // block size, threads, default seed and KV dtype, and the target's block count (used when
 // options.draft_kv_blocks is 0). Throws InvalidArgument for impossible options (K outside [1, 16],
-// a missing draft model, layers outside [0, target layers - 1], a one-layer target for layer-skip, a vocabulary mismatch).
+// a missing draft model, layers outside [0, target layers - 1], a one-layer target for layer-skip, a vocabulary mismatch,
+// ngram-tree on a model with sliding-window layers).
 std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options, const Model& target,
                                                DraftModelConfig draft);
 

@@ -10,10 +10,12 @@
 #include <map>
 #include <random>
 
+#include "lemma/base/error.h"
 #include "lemma/runtime/model_runner.h"
 #include "lemma/sched/scheduler.h"
 #include "lemma/spec/ngram_tree_proposer.h"
 #include "unit/engine/engine_fixture.h"
+#include "unit/model/random_model.h"
 
 namespace lemma::testing {
 namespace {
@@ -184,6 +186,16 @@ TEST_F(TreeSpeculationTest, NgramTreesGiveThePlainTokens) {
               static_cast<unsigned long long>(tree.stats.num_draft_tokens),
               static_cast<unsigned long long>(tree.stats.num_accepted_draft_tokens),
               static_cast<unsigned long long>(tree.stats.num_steps), static_cast<unsigned long long>(plain.stats.num_steps));
+}
+
+TEST(TreeSpeculationOptions, NgramTreesRefuseSlidingWindowModels) {
+  spec::SpeculativeOptions o;
+  o.method = spec::SpeculativeMethod::kNgramTree;
+  o.num_tokens = 4;
+  EXPECT_NE(spec::make_draft_source(o, make_random_model(small_config(), 1).build(), {}), nullptr);
+  ModelConfig windowed = small_config();
+  windowed.sliding_window.assign(static_cast<size_t>(windowed.num_layers), 8);
+  EXPECT_THROW(spec::make_draft_source(o, make_random_model(windowed, 1).build(), {}), InvalidArgument);
 }
 
 }  // namespace

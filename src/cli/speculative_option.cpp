@@ -7,7 +7,8 @@ namespace lemma::cli {
 
 void SpeculativeFlags::add_to(CLI::App* sub) {
   sub->add_option("--speculative-method", method,
-                  "Speculative decoding: none, ngram (prompt lookup), draft (--speculative-model), layer-skip "
+                  "Speculative decoding: none, ngram (prompt lookup), ngram-tree (prompt lookup, a tree of up to "
+                  "three continuations verified in one forward), draft (--speculative-model), layer-skip "
                   "(the model's first --speculative-layers layers)")
       ->capture_default_str();
   sub->add_option("--num-speculative-tokens", num_tokens, "Drafts per decode step with a speculative method")

@@ -198,10 +198,12 @@ TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
     const std::string args = std::string("generate --json --ignore-eos --max-tokens 120 --prompt 'Once upon a time' ") +
                              sampling + " --model " + shell_quote(stories());
     const auto plain = lemma(args);
-    const auto spec = lemma(args + " --speculative-method ngram --num-speculative-tokens 4");
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    ASSERT_EQ(spec.exit_code, 0) << spec.err;
-    EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << sampling;
+    for (const char* method : {"ngram", "ngram-tree"}) {  // a chain of drafts, a tree of them (G12)
+      const auto spec = lemma(args + " --speculative-method " + method + " --num-speculative-tokens 4");
+      ASSERT_EQ(spec.exit_code, 0) << method << "\n" << spec.err;
+      EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << method << " " << sampling;
+    }
   }
   // A draft model (the model itself) and layer-skip: greedy gives the plain tokens.
   const std::string greedy = "generate --json --ignore-eos --max-tokens 60 --prompt 'Once upon a time' --temperature 0 --model " +
@@ -225,7 +227,7 @@ TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
       << all_layers.err;
   const auto bad = lemma("generate --model " + shell_quote(stories()) + " --prompt x --speculative-method eagle");
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find("--speculative-method: speculative method 'eagle' is not one of none, ngram, draft, layer-skip"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--speculative-method: speculative method 'eagle' is not one of none, ngram, ngram-tree, draft, layer-skip"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -22,7 +22,15 @@ struct SequenceInput {
   // config.first_attended_position(num_cached) are not read (may be -1 once freed).
   std::span<const int32_t> block_table;
   LogitsRequest logits = LogitsRequest::kLast;
+  // Token tree (tree speculation, G12), or empty for the usual causal chain. Else one entry per new
+  // token: the index of its parent among the new tokens, or -1 for a child of the last cached token;
+  // parents precede their children. New token i still goes to cache slot num_cached + i (the block
+  // table covers num_cached + n slots), but its RoPE position is num_cached + depth(i) (a root has
+  // depth 0) and it attends to the cached tokens plus its ancestors and itself, seen in depth order:
+  // its logits are the bits the same path run as a chain would give (model/token_tree.h).
+  std::span<const int32_t> tree_parents = {};
 
+  bool is_tree() const { return !tree_parents.empty(); }
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t context_length() const { return num_cached + num_tokens(); }
   int64_t num_logit_rows() const {

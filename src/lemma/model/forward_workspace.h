@@ -48,6 +48,8 @@ struct ForwardWorkspace {
   // Per-sequence lists the forward rebuilds each step (cleared, never shrunk).
   std::vector<layers::AttentionSequence> slices;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
+  std::vector<layers::TreeKeys> trees;  // one per token-tree sequence (slices point at them)
+  std::vector<int32_t> tree_slots;      // their slot tables (layers/tree_keys.h)
   layers::LinearScratch activations;  // the matmuls' prepared inputs (int8/bf16 x, gathered x)
   std::unique_ptr<ThreadTeam> team;
   // One per team thread, indexed by the worker index ThreadTeam passes to a range (0 = the caller):

@@ -96,6 +96,38 @@ void copy_kv_block(KvCache& from, int64_t src_block, KvCache& to, int64_t dst_bl
   }
 }
 
+void copy_kv_slots(KvCache& cache, std::span<const int32_t> block_table, std::span<const int64_t> from,
+                   std::span<const int64_t> to) {
+  if (from.size() != to.size())
+    fail<InvalidArgument>("kv slot copy: {} sources for {} destinations", from.size(), to.size());
+  const int64_t bs = cache.block_size();
+  const auto check = [&](int64_t position) {
+    if (position < 0 || position / bs >= static_cast<int64_t>(block_table.size()))
+      fail<InvalidArgument>("kv slot copy: position {} outside a block table of {} blocks of {}", position,
+                            block_table.size(), bs);
+    const int32_t block = block_table[static_cast<size_t>(position / bs)];
+    if (block < 0 || block >= cache.num_blocks())
+      fail<InvalidArgument>("kv slot copy: position {} is in block {}, outside the cache's {} blocks", position, block,
+                            cache.num_blocks());
+  };
+  for (size_t i = 0; i < from.size(); ++i) check(from[i]), check(to[i]);
+  for (int64_t l = 0; l < cache.num_layers(); ++l) {
+    const KvLayerView v = cache.layer(l);
+    const int64_t heads = v.num_kv_heads;
+    const auto row_bytes = static_cast<size_t>(v.token_stride() * kernels::kv_element_bytes(v.dtype));
+    for (size_t i = 0; i < from.size(); ++i) {
+      const int64_t src = v.slot(block_table, from[i]), dst = v.slot(block_table, to[i]);
+      if (src == dst) continue;
+      std::memcpy(static_cast<char*>(v.keys) + dst * row_bytes, static_cast<char*>(v.keys) + src * row_bytes, row_bytes);
+      std::memcpy(static_cast<char*>(v.values) + dst * row_bytes, static_cast<char*>(v.values) + src * row_bytes,
+                  row_bytes);
+      if (v.key_scales == nullptr) continue;
+      std::copy_n(v.key_scales + src * heads, heads, v.key_scales + dst * heads);
+      std::copy_n(v.value_scales + src * heads, heads, v.value_scales + dst * heads);
+    }
+  }
+}
+
 std::vector<int32_t> contiguous_block_table(int64_t num_tokens, int64_t block_size) {
   std::vector<int32_t> table(static_cast<size_t>((num_tokens + block_size - 1) / block_size));
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);

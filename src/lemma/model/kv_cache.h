@@ -100,6 +100,15 @@ class KvCache {
 // cache and a host-side tier. Throws InvalidArgument for mismatched caches or block ids out of range.
 void copy_kv_block(KvCache& from, int64_t src_block, KvCache& to, int64_t dst_block);
 
+// Moves a sequence's tokens within its own block table: for i = 0, 1, ... in order, copies the K/V
+// (and scales) of position from[i] to position to[i], in every layer, bitwise. Tree speculation
+// (G12) uses it to move an accepted path's nodes from their tree slots (num_cached + node index) to
+// the slots their positions name (num_cached + depth); since a node's index is at least its depth,
+// no copy overwrites a source a later one still reads. Throws InvalidArgument (before copying
+// anything) for spans of different lengths, positions outside the table or blocks outside the cache.
+void copy_kv_slots(KvCache& cache, std::span<const int32_t> block_table, std::span<const int64_t> from,
+                   std::span<const int64_t> to);
+
 // Block table 0, 1, ..., ceil(num_tokens / block_size) - 1 (a contiguous sequence).
 std::vector<int32_t> contiguous_block_table(int64_t num_tokens, int64_t block_size);
 

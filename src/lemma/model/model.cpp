@@ -13,6 +13,8 @@
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/layers/rms_norm.h"
 #include "lemma/model/layers/rope.h"
+#include "lemma/model/layers/tree_keys.h"
+#include "lemma/model/token_tree.h"
 
 namespace lemma {
 
@@ -74,6 +76,15 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
     for (int32_t id : seq.token_ids)
       if (id < 0 || id >= c.vocab_size)
         fail<InvalidArgument>("forward: sequence {}: token id {} outside the vocabulary [0, {})", s, id, c.vocab_size);
+    if (seq.is_tree()) {
+      if (static_cast<int64_t>(seq.tree_parents.size()) != seq.num_tokens())
+        fail<InvalidArgument>("forward: sequence {}: {} tree parents for {} new tokens", s, seq.tree_parents.size(),
+                              seq.num_tokens());
+      validate_token_tree(seq.tree_parents, s);
+      // A node's window would start at its own depth, which the shared cached splits cannot follow.
+      if (std::any_of(c.sliding_window.begin(), c.sliding_window.end(), [](int64_t w) { return w > 0; }))
+        fail<InvalidArgument>("forward: sequence {}: token trees are not supported with a sliding window", s);
+    }
     const int64_t needed_blocks = (seq.context_length() + cache.block_size() - 1) / cache.block_size();
     if (static_cast<int64_t>(seq.block_table.size()) < needed_blocks)
       fail<InvalidArgument>("forward: sequence {}: {} tokens need {} blocks, block table has {}", s,
@@ -197,8 +208,9 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
         const float* sin = ws.rope_sin.data() + static_cast<size_t>(r) * half;
         layers::rotate_heads(ws.q.data() + r * nh * hd, nh, hd, cos, sin, half, c.rope.layout);
         layers::rotate_heads(ws.k.data() + r * nkv * hd, nkv, hd, cos, sin, half, c.rope.layout);
-        write_kv_slot(kv, kv.slot(sl.block_table, ws.positions[static_cast<size_t>(r)]), ws.k.data() + r * nkv * hd,
-                      ws.v.data() + r * nkv * hd);
+        // New token i goes to slot num_cached + i (a tree node's position is num_cached + its depth).
+        const int64_t slot = sl.context_length - sl.num_tokens + (r - sl.token_offset);
+        write_kv_slot(kv, kv.slot(sl.block_table, slot), ws.k.data() + r * nkv * hd, ws.v.data() + r * nkv * hd);
       }
     }
   });
@@ -233,6 +245,36 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
 }
 
+// The slot tables of the batch's token trees (layers/tree_keys.h), in ws.tree_slots, each slice of
+// a tree pointing at its TreeKeys. Reads ws.positions (the nodes' positions); a batch without
+// trees touches nothing.
+void build_tree_keys(const ForwardBatch& batch, int64_t block_size, ForwardWorkspace& ws) {
+  // Calls fn(sequence index, its positions, its slot-table entries) for each tree of the batch.
+  const auto for_each_tree = [&](auto&& fn) {
+    size_t row = 0;
+    for (size_t s = 0; s < batch.sequences.size(); ++s) {
+      const SequenceInput& seq = batch.sequences[s];
+      const auto positions = std::span<const int64_t>(ws.positions).subspan(row, static_cast<size_t>(seq.num_tokens()));
+      row += positions.size();
+      if (!seq.is_tree()) continue;
+      const int64_t max_depth = *std::max_element(positions.begin(), positions.end()) - seq.num_cached;
+      fn(s, positions, static_cast<size_t>(layers::tree_key_span(seq.num_cached, max_depth) * seq.num_tokens()));
+    }
+  };
+  size_t total = 0;
+  for_each_tree([&](size_t, std::span<const int64_t>, size_t entries) { total += entries; });
+  if (total == 0) return;
+  if (ws.tree_slots.size() < total) ws.tree_slots.resize(total);
+  size_t offset = 0;
+  for_each_tree([&](size_t s, std::span<const int64_t> positions, size_t entries) {
+    const SequenceInput& seq = batch.sequences[s];
+    ws.trees.push_back(layers::make_tree_keys(seq.tree_parents, seq.num_cached, positions, seq.block_table, block_size,
+                                              std::span(ws.tree_slots).subspan(offset, entries)));
+    ws.slices[s].tree = &ws.trees.back();
+    offset += entries;
+  });
+}
+
 }  // namespace
 
 void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
@@ -254,23 +296,34 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   slices.clear();
   dynamic_tables.clear();
   slices.reserve(batch.sequences.size());
+  ws.trees.clear();
+  ws.trees.reserve(batch.sequences.size());  // slices point at its entries: no reallocation below
   const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
   if (dynamic_rope) dynamic_tables.reserve(batch.sequences.size());
   const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
   int64_t row = 0;
   for (const SequenceInput& seq : batch.sequences) {
-    slices.push_back({row, seq.num_tokens(), seq.context_length(), seq.block_table});
-    const RopeFrequencies& freqs =
-        dynamic_rope ? dynamic_tables.emplace_back(compute_rope_frequencies(c.rope, seq.context_length())) : rope_;
     const auto first = static_cast<size_t>(row);
-    for (int64_t i = 0; i < seq.num_tokens(); ++i, ++row) {
-      layers::read_row(weights_.token_embedding, seq.token_ids[static_cast<size_t>(i)],
-                       std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
-      ws.positions[static_cast<size_t>(row)] = seq.num_cached + i;
+    const auto n = static_cast<size_t>(seq.num_tokens());
+    const std::span<int64_t> positions = std::span(ws.positions).subspan(first, n);
+    if (seq.is_tree()) {
+      token_tree_depths(seq.tree_parents, positions);
+      for (int64_t& p : positions) p += seq.num_cached;
+    } else {
+      for (size_t i = 0; i < n; ++i) positions[i] = seq.num_cached + static_cast<int64_t>(i);
     }
-    layers::rope_angles(std::span<const int64_t>(ws.positions).subspan(first, static_cast<size_t>(seq.num_tokens())),
-                        freqs, std::span(ws.rope_cos).subspan(first * half), std::span(ws.rope_sin).subspan(first * half));
+    for (size_t i = 0; i < n; ++i, ++row)
+      layers::read_row(weights_.token_embedding, seq.token_ids[i],
+                       std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
+    // Dynamic NTK scales by the context length: a tree's is its deepest path's as a chain.
+    const int64_t rope_context = n == 0 ? seq.num_cached : *std::max_element(positions.begin(), positions.end()) + 1;
+    const RopeFrequencies& freqs =
+        dynamic_rope ? dynamic_tables.emplace_back(compute_rope_frequencies(c.rope, rope_context)) : rope_;
+    layers::rope_angles(positions, freqs, std::span(ws.rope_cos).subspan(first * half),
+                        std::span(ws.rope_sin).subspan(first * half));
+    slices.push_back({static_cast<int64_t>(first), seq.num_tokens(), seq.context_length(), seq.block_table});
   }
+  build_tree_keys(batch, cache.block_size(), ws);
 
   // Captured plans for this row count over these buffers, or planned now (and captured).
   const DecodePlanCache::Key key{id_, ws.team.get(), T, batch.num_logit_rows(),

@@ -6,6 +6,7 @@
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
 #include "lemma/sampling/speculative_sampling.h"
+#include "lemma/sched/draft_tree.h"
 
 namespace lemma {
 
@@ -80,6 +81,7 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   size_t draft_input_size = 0;
   for (const auto& s : plan.scheduled) draft_input_size += s.draft_token_ids.empty() ? 0 : 1 + s.draft_token_ids.size();
   if (draft_inputs_.size() < draft_input_size) draft_inputs_.resize(draft_input_size);
+  if (tree_parents_.size() < draft_input_size) tree_parents_.resize(draft_input_size);
   size_t draft_input_at = 0;
   for (const auto& s : plan.scheduled) {
     auto it = state_.find(s.id);
@@ -97,6 +99,9 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
         s.draft_probs->size() < s.draft_token_ids.size() * static_cast<size_t>(model_.config().vocab_size))
       fail<InvalidArgument>("model runner: request {} has {} drafts but {} draft probabilities", s.id,
                             s.draft_token_ids.size(), s.draft_probs->size());
+    if (!s.draft_parents.empty() && (s.draft_parents.size() != s.draft_token_ids.size() || s.draft_probs != nullptr))
+      fail<InvalidArgument>("model runner: request {} has {} drafts, {} draft parents{}", s.id, s.draft_token_ids.size(),
+                            s.draft_parents.size(), s.draft_probs != nullptr ? " and draft probabilities" : "");
     SequenceInput in;
     in.token_ids = std::span<const int32_t>(st.tokens).subspan(static_cast<size_t>(s.num_computed_tokens),
                                                                static_cast<size_t>(s.num_new_tokens));
@@ -104,6 +109,11 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
       draft_inputs_[draft_input_at] = st.tokens.back();
       std::copy(s.draft_token_ids.begin(), s.draft_token_ids.end(), draft_inputs_.begin() + std::ptrdiff_t(draft_input_at + 1));
       in.token_ids = std::span<const int32_t>(draft_inputs_).subspan(draft_input_at, static_cast<size_t>(s.num_new_tokens));
+      if (!s.draft_parents.empty()) {  // the last token is the tree's root, draft d its node 1 + d
+        tree_parents_[draft_input_at] = -1;
+        for (size_t d = 0; d < s.draft_parents.size(); ++d) tree_parents_[draft_input_at + 1 + d] = s.draft_parents[d] + 1;
+        in.tree_parents = std::span<const int32_t>(tree_parents_).subspan(draft_input_at, static_cast<size_t>(s.num_new_tokens));
+      }
       draft_input_at += static_cast<size_t>(s.num_new_tokens);
     }
     in.num_cached = s.num_computed_tokens;
@@ -121,6 +131,8 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   out.num_tokens = batch_.num_tokens();
   trace::Scope t_sample("sampling", "kernel");
   sample(plan, out);
+  t_sample.end();
+  compact_accepted_trees();
   return out;
 }
 
@@ -130,13 +142,15 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   size_t row = 0;
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;
-    sampled_.push_back({&state_.at(s.id), row, s.draft_token_ids, s.draft_probs.get()});
+    sampled_.push_back({&state_.at(s.id), row, s.draft_token_ids, s.draft_probs.get(), s.draft_parents,
+                        s.num_computed_tokens});
     row += 1 + s.draft_token_ids.size();
   }
   samples_.resize(sampled_.size());
   if (candidates_.size() < sampled_.size()) candidates_.resize(sampled_.size());
   if (sampler_scratch_.size() < sampled_.size()) sampler_scratch_.resize(sampled_.size());
   if (verified_outputs_.size() < sampled_.size()) verified_outputs_.resize(sampled_.size());
+  if (accepted_drafts_.size() < sampled_.size()) accepted_drafts_.resize(sampled_.size());
   if (masked_logits_.size() < sampled_.size()) masked_logits_.resize(sampled_.size());
   if (target_probs_.size() < sampled_.size()) target_probs_.resize(sampled_.size());
   // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
@@ -150,9 +164,10 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   for (const auto& s : plan.scheduled) {
     if (!s.needs_sample) continue;
     std::vector<SampleResult>& results = samples_[i];
-    if (keep_logits_) {
-      const size_t last = results.empty() ? 0 : results.size() - 1;
-      const auto logits = std::span<const float>(logits_).subspan((sampled_[i].first_row + last) * vocab, vocab);
+    if (keep_logits_) {  // the row of the last confirmed draft (or of the last token)
+      const std::vector<int32_t>& accepted = accepted_drafts_[i];
+      const size_t last_row = sampled_[i].first_row + (accepted.empty() ? 0 : 1 + static_cast<size_t>(accepted.back()));
+      const auto logits = std::span<const float>(logits_).subspan(last_row * vocab, vocab);
       kept_logits_[s.id].assign(logits.begin(), logits.end());
     }
     const bool constrained = sampled_[i].state->constraint != nullptr;
@@ -198,6 +213,8 @@ std::span<const float> ModelRunner::constrained(State& st, std::span<const float
 
 // One sample per logits row of the sequence, in order, while each equals the next draft: draws are
 // keyed by output position, so the tokens are those plain decoding would sample one step at a time.
+// A draft tree is walked the same way: after each sample, the row of the child drafting it (the
+// first such child), so the samples are again plain decoding's, down the path that drafted them.
 // Drafts drawn at random (with their distribution) are kept by rejection sampling instead: the token
 // at each position is still distributed as plain decoding's, with draws of their own.
 void ModelRunner::sample_sequence(size_t i, size_t vocab) {
@@ -208,6 +225,8 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   std::span<const int32_t> outputs = tokens.subspan(static_cast<size_t>(st.num_prompt_tokens));
   std::vector<SampleResult>& results = samples_[i];
   results.clear();
+  std::vector<int32_t>& accepted = accepted_drafts_[i];
+  accepted.clear();
   if (const auto& beam = st.sampler.params().beam_search) {
     // Beam search: the row's best 2W continuations by log-probability (masked by the grammar).
     auto logits = std::span<const float>(logits_).subspan(seq.first_row * vocab, vocab);
@@ -219,11 +238,12 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   }
   std::vector<int32_t>& verified = verified_outputs_[i];
   if (!seq.drafts.empty()) verified.assign(outputs.begin(), outputs.end());
-  for (size_t k = 0; k <= seq.drafts.size(); ++k) {
+  for (int32_t node = -1;;) {  // the draft whose row samples next (-1: the last token)
+    const size_t k = results.size();  // output position past the known ones
     st.sampler.seek(static_cast<uint64_t>(outputs.size()));
-    auto logits = std::span<const float>(logits_).subspan((seq.first_row + k) * vocab, vocab);
+    auto logits = std::span<const float>(logits_).subspan((seq.first_row + static_cast<size_t>(node + 1)) * vocab, vocab);
     if (st.constraint) logits = constrained(st, logits, masked_logits_[i]);
-    if (seq.draft_probs != nullptr && k < seq.drafts.size()) {
+    if (seq.draft_probs != nullptr && k < seq.drafts.size()) {  // a chain: node + 1 == k
       std::vector<float>& p = target_probs_[i];
       p.resize(vocab);
       st.sampler.distribution(logits, prompt, outputs, sampler_scratch_[i], p);
@@ -237,9 +257,30 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
     }
     if (st.constraint && results.back().token != kNoToken && !st.constraint->accept(results.back().token))
       results.back().token = kNoToken;  // cannot happen: the row allowed only what the grammar reads
-    if (k == seq.drafts.size() || results.back().token != seq.drafts[k]) break;
+    if (results.back().token == kNoToken) break;
+    node = find_draft_child(seq.draft_parents, seq.drafts, node, results.back().token);
+    if (node < 0) break;
+    accepted.push_back(node);
     verified.push_back(results.back().token);
     outputs = verified;
+  }
+}
+
+void ModelRunner::compact_accepted_trees() {
+  for (size_t i = 0; i < sampled_.size(); ++i) {
+    const SampledSequence& seq = sampled_[i];
+    if (seq.draft_parents.empty()) continue;
+    // Draft d sat in slot num_cached + 1 + d; the k-th confirmed one belongs in num_cached + 1 + k.
+    // A draft's index is at least its depth, so no move overwrites a later one's source.
+    moved_from_.clear();
+    moved_to_.clear();
+    const std::vector<int32_t>& accepted = accepted_drafts_[i];
+    for (size_t k = 0; k < accepted.size(); ++k) {
+      if (static_cast<size_t>(accepted[k]) == k) continue;
+      moved_from_.push_back(seq.num_cached + 1 + accepted[k]);
+      moved_to_.push_back(seq.num_cached + 1 + static_cast<int64_t>(k));
+    }
+    if (!moved_from_.empty()) copy_kv_slots(device_, seq.state->block_table, moved_from_, moved_to_);
   }
 }
 

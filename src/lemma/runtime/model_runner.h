@@ -73,6 +73,9 @@ class ModelRunner {
   // One token per sequence that needs one, the sequences split over the forward's team (each has
   // its own Sampler, so which thread samples a row never changes the token).
   void sample(const StepPlan& plan, RunnerOutput& out);
+  // Moves each draft tree's accepted drafts' K/V from their tree slots to the slots after the last
+  // token, where the next step's chain expects them (copy_kv_slots).
+  void compact_accepted_trees();
   void sample_sequence(size_t i, size_t vocab);
   static std::span<const float> constrained(State& st, std::span<const float> logits, std::vector<float>& out);
 
@@ -85,16 +88,22 @@ class ModelRunner {
   ForwardBatch batch_;
   std::unordered_map<RequestId, State> state_;
   // This step's sequences that sample, in logits-row order: the state, the first logits row, the
-  // drafts to verify (empty: one row, one sample).
+  // drafts to verify (empty: one row, one sample) and, for a draft tree, their parents. Row
+  // first_row + 1 + d holds draft d's logits (chain or tree), first_row the last token's.
   struct SampledSequence {
     State* state = nullptr;
     size_t first_row = 0;
     std::span<const int32_t> drafts;
     const std::vector<float>* draft_probs = nullptr;  // [drafts, vocab] when drawn at random
+    std::span<const int32_t> draft_parents;           // empty: a chain
+    int64_t num_cached = 0;                           // the last token's position
   };
   std::vector<SampledSequence> sampled_;
   std::vector<std::vector<SampleResult>> samples_;  // their results: one, or 1 + accepted drafts
   std::vector<std::vector<int32_t>> verified_outputs_;  // per sequence: outputs + confirmed drafts (reused)
+  std::vector<std::vector<int32_t>> accepted_drafts_;   // per sequence: the confirmed drafts' indices, in order
+  std::vector<int32_t> tree_parents_;  // the forward's tree for sequences with a draft tree (as draft_inputs_)
+  std::vector<int64_t> moved_from_, moved_to_;  // compact_accepted_trees' positions (reused)
   std::vector<int32_t> draft_inputs_;  // the forward's input for drafted sequences: last token, drafts
   std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf
   std::vector<std::vector<float>> target_probs_;   // per sequence: the target's distribution (rejection sampling)

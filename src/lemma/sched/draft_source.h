@@ -19,12 +19,17 @@ struct DraftQuery {
   uint64_t id = 0;                    // the request (RequestId)
   std::span<const int32_t> tokens;    // prompt then outputs, all known tokens
   int64_t num_prompt_tokens = 0;
-  int32_t max_drafts = 0;             // propose at most this many (fewer, or none, is fine)
+  int32_t max_drafts = 0;             // propose at most this many (fewer, or none, is fine); tree nodes count
   const SamplingParams* sampling = nullptr;
 };
 
 struct Drafts {
   std::vector<int32_t> tokens;
+  // Empty: a chain (each draft follows the one before). Else a token tree (G12), one entry per draft:
+  // the index of its parent draft, or -1 for a child of the last token; parents precede children
+  // (sched/draft_tree.h). Trees are point masses (no probs). Truncating a tree to its first k drafts
+  // leaves a tree.
+  std::vector<int32_t> parents = {};
   // [tokens.size(), vocab] row-major: the distribution each draft was drawn from; null for point
   // masses (deterministic drafts). Shared so a plan carries it without a copy.
   std::shared_ptr<const std::vector<float>> probs;

@@ -10,6 +10,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
+#include "lemma/sched/draft_tree.h"
 
 namespace lemma {
 
@@ -109,7 +110,7 @@ void Scheduler::drop_dead_blocks() {
 void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempted) {
   size_t i = 0;
   size_t next_query = 0;  // draft_queries_ follow running_'s order
-  std::vector<int32_t> drafts;
+  std::vector<int32_t> drafts, draft_parents;
   std::shared_ptr<const std::vector<float>> draft_probs;
   while (i < running_.size() && budget > 0) {
     Entry& e = entry(running_[i]);
@@ -121,6 +122,7 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       continue;
     }
     drafts.clear();
+    draft_parents.clear();
     draft_probs.reset();
     // (A constrained request's drafts are checked by the runner, which masks each position's row by the
     // grammar state after the samples before it: a draft the grammar refuses is simply not confirmed.)
@@ -132,11 +134,16 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
       const size_t count = std::min(d.tokens.size(), static_cast<size_t>(budget - 1));
       drafts.assign(d.tokens.begin(), d.tokens.begin() + static_cast<std::ptrdiff_t>(count));
       if (count > 0) draft_probs = d.probs;
+      // A tree's first `count` drafts are a tree (parents come first).
+      if (!d.parents.empty() && count > 0)
+        draft_parents.assign(d.parents.begin(), d.parents.begin() + static_cast<std::ptrdiff_t>(count));
     }
     std::optional<SlotAllocation> alloc;
     // Drafts only where their slots fit without preempting anyone.
+    // (A tree's drafts take a slot each, as a chain's: the runner moves the accepted ones together.)
     if (!drafts.empty() && !(alloc = kv_.allocate_slots(r.id(), c, n + static_cast<int64_t>(drafts.size())))) {
       drafts.clear();
+      draft_parents.clear();
       draft_probs.reset();
     }
     if (!drafts.empty()) n += static_cast<int64_t>(drafts.size());
@@ -165,7 +172,8 @@ void Scheduler::schedule_running(StepPlan& plan, int64_t& budget, bool& preempte
     e.dropped_unsent.clear();
     d.num_computed_tokens = c;
     plan.cached_requests.push_back(std::move(d));
-    plan.scheduled.push_back({r.id(), c, n, c + n == r.num_tokens() || !drafts.empty(), drafts, draft_probs});
+    plan.scheduled.push_back(
+        {r.id(), c, n, c + n == r.num_tokens() || !drafts.empty(), drafts, draft_probs, draft_parents});
     num_draft_tokens_ += drafts.size();
     budget -= n;
     ++i;
@@ -200,6 +208,9 @@ void Scheduler::propose_drafts() {
   if (proposals_.size() != draft_queries_.size())
     throw std::logic_error(fmt::format("Scheduler: the draft source answered {} of {} queries", proposals_.size(),
                                        draft_queries_.size()));
+  for (const Drafts& d : proposals_)
+    if (!d.parents.empty() && (d.parents.size() != d.tokens.size() || d.probs != nullptr || !is_valid_draft_tree(d.parents)))
+      throw std::logic_error("Scheduler: the draft source proposed a malformed draft tree");
 }
 
 void Scheduler::preempt_back(StepPlan& plan) { preempt(plan, running_.back(), /*at_front=*/true); }
@@ -335,11 +346,14 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
       continue;
     }
     if (drafted) {
-      // The samples confirm drafts up to the first that differs: the K/V of the last token and of the
-      // confirmed drafts is valid, the rest of the step's slots are rewritten by later steps.
+      // The samples confirm drafts down one path (a chain's only one) to the first that differs: the
+      // K/V of the last token and of the confirmed drafts is valid (the runner moved a tree's into the
+      // slots after the last token), the rest of the step's slots are rewritten by later steps.
       const size_t accepted = sampled->samples.size() - 1;
+      int32_t node = -1;  // the last token
       for (size_t k = 0; k < accepted; ++k) {
-        if (sampled->samples[k].token != s.draft_token_ids[k])
+        node = find_draft_child(s.draft_parents, s.draft_token_ids, node, sampled->samples[k].token);
+        if (node < 0)
           throw std::logic_error(fmt::format("Scheduler: request {} sample {} does not confirm its draft", s.id, k));
       }
       num_accepted_draft_tokens_ += accepted;
@@ -347,9 +361,11 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
       // Longer drafts while all are confirmed, half as many when none is: a request whose text does
       // not repeat its context costs about one extra token per step, not K.
       Entry& e = it->second;
+      // (A tree is all confirmed when its deepest path is.)
       const auto drafted_now = static_cast<int32_t>(s.draft_token_ids.size());
       const int32_t current = e.draft_len > 0 ? e.draft_len : config_.speculative.num_tokens;
-      if (accepted == s.draft_token_ids.size()) {
+      const auto levels = static_cast<size_t>(draft_tree_levels(s.draft_parents, drafted_now));
+      if (accepted == levels) {
         e.draft_len = std::min(config_.speculative.num_tokens, std::max(current, drafted_now) + 1);
       } else if (accepted == 0) {
         e.draft_len = std::max(1, current / 2);

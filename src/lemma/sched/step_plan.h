@@ -49,6 +49,10 @@ struct CachedRequestData {
 // turn while the sampled token equals the next draft, so the request gains 1 + (accepted drafts)
 // tokens, exactly those plain decoding would have sampled. Drafts that come with their draft
 // distribution are kept by rejection sampling instead (same output distribution, other draws).
+// With draft_parents the drafts form a tree under the last token (tree speculation, G12): all are
+// verified in one forward, the runner follows at each node the child drafting its sample, moves the
+// accepted drafts' K/V to the slots after the last token, and the request gains 1 + (accepted
+// drafts) tokens as with a chain.
 struct ScheduledRequest {
   RequestId id = 0;
   int64_t num_computed_tokens = 0;
@@ -58,6 +62,9 @@ struct ScheduledRequest {
   // The draft's distribution per draft ([drafts, vocab]) when it drew them at random: the runner then
   // keeps each by exact rejection sampling (sampling/speculative_sampling.h). Null: point masses.
   std::shared_ptr<const std::vector<float>> draft_probs;
+  // Empty: the drafts are a chain. Else one per draft, its parent draft or -1 (sched/draft_tree.h);
+  // point masses only (draft_probs null).
+  std::vector<int32_t> draft_parents = {};
 };
 
 struct StepPlan {

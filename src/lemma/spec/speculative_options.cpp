@@ -27,7 +27,8 @@ SpeculativeMethod parse_speculative_method(std::string_view name) {
   if (name == "ngram") return SpeculativeMethod::kNgram;
   if (name == "draft") return SpeculativeMethod::kDraftModel;
   if (name == "layer-skip") return SpeculativeMethod::kLayerSkip;
-  fail<InvalidArgument>("speculative method '{}' is not one of none, ngram, draft, layer-skip", name);
+  if (name == "ngram-tree") return SpeculativeMethod::kNgramTree;
+  fail<InvalidArgument>("speculative method '{}' is not one of none, ngram, ngram-tree, draft, layer-skip", name);
 }
 
 std::string_view speculative_method_name(SpeculativeMethod method) {
@@ -36,6 +37,7 @@ std::string_view speculative_method_name(SpeculativeMethod method) {
     case SpeculativeMethod::kNgram: return "ngram";
     case SpeculativeMethod::kDraftModel: return "draft";
     case SpeculativeMethod::kLayerSkip: return "layer-skip";
+    case SpeculativeMethod::kNgramTree: return "ngram-tree";
   }
   return "none";
 }
@@ -50,10 +52,18 @@ std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options
   const int64_t vocab = target.config().vocab_size;
   switch (options.method) {
     case SpeculativeMethod::kNgram:
+    case SpeculativeMethod::kNgramTree:
       if (options.ngram.min_n < 1 || options.ngram.max_n < options.ngram.min_n)
         fail<InvalidArgument>("n-gram speculation: min_n ({}) must be >= 1 and <= max_n ({})", options.ngram.min_n,
                               options.ngram.max_n);
-      return std::make_unique<NgramProposer>(options.ngram);
+      if (options.method == SpeculativeMethod::kNgram) return std::make_unique<NgramProposer>(options.ngram);
+      if (options.tree_branches < 1)
+        fail<InvalidArgument>("n-gram tree speculation: {} branches; use at least 1", options.tree_branches);
+      // The forward takes no token tree on sliding-window layers (model/forward_batch.h): refuse here,
+      // not with every request's first verification.
+      for (int64_t window : target.config().sliding_window)
+        if (window > 0) fail<InvalidArgument>("n-gram tree speculation: token trees need a model without sliding-window layers");
+      return std::make_unique<NgramTreeProposer>(NgramTreeConfig{options.ngram, options.tree_branches});
     case SpeculativeMethod::kDraftModel:
       if (options.draft_model == nullptr) fail<InvalidArgument>("draft-model speculation needs a draft model");
       return std::make_unique<DraftModelProposer>(*options.draft_model, vocab, draft);

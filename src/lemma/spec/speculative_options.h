@@ -1,6 +1,7 @@
 // How a serving engine speculates (G4), and the factory that turns it into a DraftSource: prompt
-// lookup (n-gram), a draft model with the target's vocabulary, or layer-skip self-speculation (the
-// target's first L layers with its own final norm and LM head as the draft).
+// lookup (n-gram, as a chain or as a tree of several continuations), a draft model with the target's
+// vocabulary, or layer-skip self-speculation (the target's first L layers with its own final norm and
+// LM head as the draft).
 #pragma once
 
 #include <cstdint>
@@ -11,19 +12,21 @@
 #include "lemma/sched/draft_source.h"
 #include "lemma/spec/draft_model_proposer.h"
 #include "lemma/spec/ngram_proposer.h"
+#include "lemma/spec/ngram_tree_proposer.h"
 
 namespace lemma::spec {
 
-enum class SpeculativeMethod : uint8_t { kNone, kNgram, kDraftModel, kLayerSkip };
+enum class SpeculativeMethod : uint8_t { kNone, kNgram, kDraftModel, kLayerSkip, kNgramTree };
 
-// "none", "ngram", "draft", "layer-skip"; throws InvalidArgument for anything else.
+// "none", "ngram", "draft", "layer-skip", "ngram-tree"; throws InvalidArgument for anything else.
 SpeculativeMethod parse_speculative_method(std::string_view name);
 std::string_view speculative_method_name(SpeculativeMethod method);
 
 struct SpeculativeOptions {
   SpeculativeMethod method = SpeculativeMethod::kNone;
   int num_tokens = 0;                  // drafts per decoding request per step (K)
-  NgramConfig ngram;                   // kNgram
+  NgramConfig ngram;                   // kNgram, kNgramTree
+  int tree_branches = 3;               // kNgramTree: continuations per tree
   std::shared_ptr<const Model> draft_model;  // kDraftModel
   int layers = 0;                      // kLayerSkip: how many of the target's first layers draft (0: half)
   int64_t draft_kv_blocks = 0;         // the draft's KV pool in blocks; 0: as many as the target's
@@ -34,7 +37,8 @@ struct SpeculativeOptions {
 // The draft source for `options` (null when speculation is off). `draft` carries the engine's KV
 // block size, threads, default seed and KV dtype, and the target's block count (used when
 // options.draft_kv_blocks is 0). Throws InvalidArgument for impossible options (K outside [1, 16],
-// a missing draft model, layers outside [0, target layers - 1], a one-layer target for layer-skip, a vocabulary mismatch).
+// a missing draft model, layers outside [0, target layers - 1], a one-layer target for layer-skip, a vocabulary mismatch,
+// ngram-tree on a model with sliding-window layers).
 std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options, const Model& target,
                                                DraftModelConfig draft);
 

@@ -1,7 +1,7 @@
 // Speculative decoding with prompt-lookup drafts in the continuous-batching engine: drafts verified
 // in the step's one forward give exactly the tokens plain decoding gives (greedy and seeded sampling:
 // draws are keyed by output position), batched, with chunked prefill and under preemption, while
-// drafts really are proposed and accepted.
+// drafts really are proposed and accepted; as a chain (ngram) and as a token tree (ngram-tree, G12).
 #include <gtest/gtest.h>
 
 #include "unit/engine/engine_fixture.h"
@@ -44,10 +44,11 @@ SpecRun run_workload(EngineConfig config, int num_requests = 6) {
   return run;
 }
 
-SpecRun expect_speculation_changes_no_token(EngineConfig config, const char* label, int num_requests = 6) {
+SpecRun expect_speculation_changes_no_token(EngineConfig config, const char* label, int num_requests = 6,
+                                            spec::SpeculativeMethod method = spec::SpeculativeMethod::kNgram) {
   SCOPED_TRACE(label);
   const SpecRun plain = run_workload(config, num_requests);
-  config.speculative = {spec::SpeculativeMethod::kNgram, 4, {}};
+  config.speculative = {method, 4, {}};
   const SpecRun spec = run_workload(config, num_requests);
   EXPECT_EQ(plain.done.size(), spec.done.size());
   for (const auto& [id, f] : plain.done) {
@@ -86,6 +87,26 @@ TEST_F(EngineSpeculativeTest, NgramDraftsGiveThePlainTokensWithChunkedPrefill) {
 TEST_F(EngineSpeculativeTest, NgramDraftsGiveThePlainTokensUnderPreemption) {
   EngineConfig c = engine_config(14, 64);
   expect_speculation_changes_no_token(c, "preemption");
+}
+
+constexpr auto kTree = spec::SpeculativeMethod::kNgramTree;
+
+TEST_F(EngineSpeculativeTest, AcceptedTreeDraftsSaveSteps) {
+  const SpecRun plain = run_workload(engine_config(64), 1);
+  const SpecRun spec = expect_speculation_changes_no_token(engine_config(64), "tree alone", 1, kTree);
+  EXPECT_EQ(spec.stats.num_steps, plain.stats.num_steps - spec.stats.num_accepted_draft_tokens);
+}
+
+TEST_F(EngineSpeculativeTest, NgramTreeDraftsGiveThePlainTokensBatched) {
+  expect_speculation_changes_no_token(engine_config(64), "tree batched", 6, kTree);
+}
+
+TEST_F(EngineSpeculativeTest, NgramTreeDraftsGiveThePlainTokensWithChunkedPrefill) {
+  expect_speculation_changes_no_token(engine_config(64, 24), "tree chunked", 6, kTree);
+}
+
+TEST_F(EngineSpeculativeTest, NgramTreeDraftsGiveThePlainTokensUnderPreemption) {
+  expect_speculation_changes_no_token(engine_config(14, 64), "tree preemption", 6, kTree);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ RandomModel make_random_model(const ModelConfig& c, uint32_t seed) {
   return m;
 }
 
-Model RandomModel::build() const {
+Model RandomModel::build(const RuntimeOptions& runtime) const {
   auto t = tensors;
   auto s = shapes;
   TensorLookup lookup = [t, s](const std::string& name) -> std::optional<TensorView> {
@@ -73,7 +73,7 @@ Model RandomModel::build() const {
     if (it == t->end()) return std::nullopt;
     return TensorView{it->second.data(), DType::kF32, s.at(name)};
   };
-  return Model::from_tensors(config, WeightFormat::kHf, lookup, tensors);
+  return Model::from_tensors(config, WeightFormat::kHf, lookup, tensors, false, runtime);
 }
 
 namespace {

@@ -19,7 +19,7 @@ struct RandomModel {
   std::shared_ptr<std::map<std::string, std::vector<float>>> tensors;  // HF names -> values
   std::map<std::string, Shape> shapes;
 
-  Model build() const;
+  Model build(const RuntimeOptions& runtime = {}) const;
   const std::vector<float>& at(const std::string& name) const { return tensors->at(name); }
 };
 

@@ -16,7 +16,7 @@ using kernels::kFlashSplitKeys;
 // Sequences with at most this many new tokens (decode, speculative verification) compute every
 // split as its own work item and fold the partials afterwards; longer ones give each work item a
 // block of kQueryBlock query rows that folds its splits as it goes. Both fold in split order,
-// so the choice never changes a result, only the parallelism.
+// so the choice never changes a result, only the parallelism. Token trees always take splits.
 constexpr int64_t kSplitModeMaxTokens = 8;
 constexpr int64_t kQueryBlock = 16;
 // Below this many (token, head) folds, phase 2 runs on the calling thread.
@@ -38,9 +38,11 @@ SequencePlan plan_sequence(const AttentionSequence& s, const AttentionParams& p,
   SequencePlan plan;
   if (s.num_tokens <= 0) return plan;
   const int64_t first_pos = s.context_length - s.num_tokens;
-  plan.split_mode = s.num_tokens <= kSplitModeMaxTokens;
+  plan.split_mode = s.num_tokens <= kSplitModeMaxTokens || s.tree != nullptr;
   plan.first_split = first_visible_key(first_pos, p.sliding_window) / kFlashSplitKeys;
-  plan.end_split = (s.context_length - 1) / kFlashSplitKeys + 1;
+  // A tree's keys end at its deepest node's position, which its slots (context_length) may pass.
+  const int64_t key_end = s.tree != nullptr ? s.tree->end_position() : s.context_length;
+  plan.end_split = (key_end - 1) / kFlashSplitKeys + 1;
   const int64_t ps = kernels::flash_partial_stride(head_dim);
   if (plan.split_mode) {
     plan.num_units = plan.end_split - plan.first_split;
@@ -92,6 +94,38 @@ kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, i
   a.partial = partial;
   a.scratch = kernel_scratch;
   return a;
+}
+
+// One split of a token tree from the first split its nodes read through their own slot tables on
+// (TreeKeys): a kernel call per node, as the node's path run as a chain would make for its row.
+// The keys are the chain's at the chain's positions, only moved down by tree.key_begin, a multiple
+// of the split size, so every cut the kernels make (splits, 256-key chunks, 16-key tiles, counted
+// from key_begin or from absolute multiples of 16) falls on the same keys; key_end stops at the
+// node's own position, and keys past a row's position never change its result.
+void run_tree_split(const Job& job, const AttentionSequence& s, int64_t kv_head, int64_t split, float* partial,
+                    kernels::KernelScratch* kernel_scratch) {
+  const TreeKeys& tree = *s.tree;
+  const int64_t begin = split * kFlashSplitKeys;
+  for (int64_t r = 0; r < s.num_tokens; ++r) {
+    float* row_partial = partial + r * job.group * job.ps;
+    const int64_t position = tree.positions[static_cast<size_t>(r)];
+    const int64_t end = std::min(begin + kFlashSplitKeys, position + 1);
+    if (end <= begin) {  // the node sees no key of this split
+      for (int64_t g = 0; g < job.group; ++g) {
+        float* part = row_partial + g * job.ps;
+        part[0] = -std::numeric_limits<float>::infinity();
+        std::fill(part + 1, part + job.ps, 0.0f);
+      }
+      continue;
+    }
+    kernels::FlashSplitArgs a = split_args(job, s, kv_head, r, 1, split, row_partial, kernel_scratch);
+    a.first_position = position - tree.key_begin;
+    a.key_begin = begin - tree.key_begin;
+    a.key_end = end - tree.key_begin;
+    a.block_table = tree.slots.data() + r * tree.key_span;  // key -> slot, as blocks of one token
+    a.block_size = 1;
+    kernels::flash_attention_split(a, job.isa);
+  }
 }
 
 // A query block of a long sequence: every split it sees, folded in order, then normalised into out.
@@ -186,6 +220,8 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
                      const AttentionParams& p, std::span<float> scratch, std::span<float> out, ThreadTeam* team,
                      kernels::Isa isa, std::span<kernels::KernelScratch> kernel_scratch) {
   assert(p.num_heads % cache.num_kv_heads == 0);
+  assert(p.sliding_window == 0 || std::none_of(sequences.begin(), sequences.end(),
+                                               [](const AttentionSequence& s) { return s.tree != nullptr; }));
   assert(static_cast<int64_t>(scratch.size()) >= paged_attention_scratch_floats(sequences, p, cache.head_dim));
   const int64_t hd = cache.head_dim, nkv = cache.num_kv_heads;
   const Job job{q, cache, p, isa, p.num_heads / nkv, kernels::flash_partial_stride(hd)};
@@ -215,8 +251,13 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
         continue;
       }
       float* partial = seq_scratch + (it.unit * nkv + it.kv_head) * s.num_tokens * job.group * job.ps;
-      kernels::flash_attention_split(
-          split_args(job, s, it.kv_head, 0, s.num_tokens, it.plan.first_split + it.unit, partial, own), isa);
+      const int64_t split = it.plan.first_split + it.unit;
+      // A tree's splits before its slot tables hold cached keys only, which every node sees whole.
+      if (s.tree != nullptr && split >= s.tree->key_begin / kFlashSplitKeys) {
+        run_tree_split(job, s, it.kv_head, split, partial, own);
+        continue;
+      }
+      kernels::flash_attention_split(split_args(job, s, it.kv_head, 0, s.num_tokens, split, partial, own), isa);
     }
   });
 

@@ -12,17 +12,21 @@
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_scratch.h"
 #include "lemma/model/kv_cache.h"
+#include "lemma/model/layers/tree_keys.h"
 #include "lemma/model/thread_team.h"
 
 namespace lemma::layers {
 
 // One sequence's slice of the batch. Its new tokens sit at positions
 // context_length - num_tokens .. context_length - 1 and are already written to the cache.
+// A token tree instead (tree speculation): its nodes sit in slots context_length - num_tokens + r
+// and attend as TreeKeys says, each row bitwise as its path would as a chain; no sliding window.
 struct AttentionSequence {
   int64_t token_offset = 0;  // first row of this sequence in q / out
   int64_t num_tokens = 0;    // new tokens (queries)
   int64_t context_length = 0;  // tokens in the cache after this step (keys 0..context_length-1)
   std::span<const int32_t> block_table;
+  const TreeKeys* tree = nullptr;  // null: a causal chain
 };
 
 struct AttentionParams {

@@ -18,6 +18,10 @@ void SpeculativeFlags::add_to(CLI::App* sub) {
   sub->add_option("--speculative-model", model, "Draft model (same vocabulary) for --speculative-method draft");
   sub->add_option("--speculative-layers", layers,
                   "Layers of the model that draft for --speculative-method layer-skip (default: half)");
+  sub->add_option("--speculative-disable-by-batch-size", disable_by_batch_size,
+                  "No drafts in a step where more requests run (0: no limit): verifying drafts stops paying "
+                  "once the forward is bound by arithmetic")
+      ->capture_default_str();
   sub->add_option("--speculative-kv-tokens", draft_kv_tokens,
                   "KV cache of the draft in tokens (default: as large as the model's)");
 }
@@ -36,7 +40,10 @@ spec::SpeculativeOptions SpeculativeFlags::to_options(int64_t block_size) const 
                           ngram_max);
   if (draft_kv_tokens < 0) fail<InvalidArgument>("--speculative-kv-tokens must be >= 0, got {}", draft_kv_tokens);
   if (layers < 0) fail<InvalidArgument>("--speculative-layers must be >= 0, got {}", layers);
+  if (disable_by_batch_size < 0)
+    fail<InvalidArgument>("--speculative-disable-by-batch-size must be >= 0, got {}", disable_by_batch_size);
   o.num_tokens = num_tokens;
+  o.disable_by_batch_size = disable_by_batch_size;
   o.ngram = {ngram_min, ngram_max};
   o.layers = layers;  // 0: half of the model's (make_draft_source)
   o.draft_kv_blocks = draft_kv_tokens > 0 ? (draft_kv_tokens + block_size - 1) / block_size : 0;

@@ -20,6 +20,7 @@ struct SpeculativeFlags {
   std::string model;            // draft: its path
   int layers = 0;               // layer-skip: the target's first layers that draft (0: half of them)
   int64_t draft_kv_tokens = 0;  // the draft's KV pool in tokens (0: as large as the target's)
+  int disable_by_batch_size = 4;  // no drafts while more requests run (0: no limit)
 
   void add_to(CLI::App* sub);
   // Throws InvalidArgument naming the flag for an unknown method or bad sizes; opens the draft model

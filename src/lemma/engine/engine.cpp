@@ -38,6 +38,7 @@ KvManagerConfig kv_config(const Model& model, const EngineConfig& c) {
 SchedulerConfig scheduler_config(const EngineConfig& c) {
   SchedulerConfig s = c.scheduler;
   s.speculative.num_tokens = std::max(c.speculative.enabled() ? c.speculative.num_tokens : 0, c.jump_forward_tokens);
+  s.speculative.disable_by_batch_size = c.speculative.disable_by_batch_size;
   return s;
 }
 

@@ -187,6 +187,8 @@ void Scheduler::propose_drafts() {
   draft_queries_.clear();
   const int num_tokens = config_.speculative.num_tokens;
   if (draft_source_ == nullptr || num_tokens <= 0) return;
+  const int limit = config_.speculative.disable_by_batch_size;
+  if (limit > 0 && static_cast<int64_t>(running_.size()) > limit) return;
   for (RequestId id : running_) {
     Entry& e = entry(id);
     const Request& r = e.request;

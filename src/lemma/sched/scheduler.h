@@ -37,6 +37,11 @@ enum class SchedulingPolicy : uint8_t {
 // forward.
 struct SpeculativeConfig {
   int num_tokens = 0;  // drafts per decoding request per step; 0: off
+  // No drafts in a step where more than this many requests are running (0: no limit), as vLLM's
+  // speculative_disable_by_batch_size: verifying 1 + K tokens per sequence costs little at batch 1 on
+  // a CPU (weights stream once either way) but several times one token's step at batch 8 and up,
+  // where the forward is bound by arithmetic.
+  int disable_by_batch_size = 0;
 };
 
 struct SchedulerConfig {

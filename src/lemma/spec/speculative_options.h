@@ -30,6 +30,7 @@ struct SpeculativeOptions {
   std::shared_ptr<const Model> draft_model;  // kDraftModel
   int layers = 0;                      // kLayerSkip: how many of the target's first layers draft (0: half)
   int64_t draft_kv_blocks = 0;         // the draft's KV pool in blocks; 0: as many as the target's
+  int disable_by_batch_size = 0;       // no drafts while more requests run (0: no limit; the CLI says 4)
 
   bool enabled() const { return method != SpeculativeMethod::kNone && num_tokens > 0; }
 };

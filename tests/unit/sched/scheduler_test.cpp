@@ -566,6 +566,34 @@ TEST(SchedulerSpeculative, DraftLengthHalvesOnRejectionThenPauses) {
   EXPECT_GT(stats.num_draft_tokens, 0u);
 }
 
+// Above disable_by_batch_size running requests no step drafts; at or below it they do again.
+TEST(SchedulerSpeculative, NoDraftsAboveTheBatchSizeLimit) {
+  spec::NgramProposer proposer({1, 2});
+  SchedulerConfig c;
+  c.speculative.num_tokens = 3;
+  c.speculative.disable_by_batch_size = 2;
+  Scheduler sched(c, kv_config(64));
+  sched.set_draft_source(&proposer);
+  RequestOptions o;
+  o.stop.max_tokens = 40;
+  o.stop.ignore_eos = true;
+  for (RequestId id = 1; id <= 3; ++id) sched.add_request(Request(id, {5, 6, 5, 6, 5}, o));
+  const auto drafts_of_step = [&] {
+    StepPlan p = sched.schedule();
+    size_t drafts = 0;
+    for (const auto& s : p.scheduled) drafts += s.draft_token_ids.size();
+    StepResult r;
+    for (const auto& s : p.scheduled)
+      if (s.needs_sample) r.sampled.push_back({s.id, {SampleResult{6}}});  // never confirms a draft of 5
+    sched.update(p, std::move(r));
+    return drafts;
+  };
+  drafts_of_step();                      // the prompts
+  EXPECT_EQ(drafts_of_step(), 0u);       // three running: over the limit
+  ASSERT_TRUE(sched.abort(3).has_value());
+  EXPECT_GT(drafts_of_step(), 0u);       // two running: drafts again
+}
+
 TEST(SchedulerSpeculative, ConfirmedDraftsAdvanceTheComputedTokens) {
   auto owned = speculative_scheduler(3, {2, 2}, {1, 2, 3, 4, 1, 2});
   Scheduler& sched = **owned;

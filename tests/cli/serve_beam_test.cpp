@@ -17,22 +17,9 @@ using json = nlohmann::json;
 
 std::string stories() { return shared_data("models/stories260K/stories260K.gguf").string(); }
 
-struct Reply {
-  int status = 0;
-  json body;
-};
+using Reply = JsonReply;
 
-Reply post(uint16_t port, const std::string& path, const json& body) {
-  const std::string text = body.dump();
-  const std::string raw = raw_http(port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                              "Connection: close\r\nContent-Length: " + std::to_string(text.size()) +
-                                              "\r\n\r\n" + text, 30000);
-  Reply r;
-  if (raw.size() >= 12) r.status = std::stoi(raw.substr(9, 3));
-  const size_t at = raw.find("\r\n\r\n");
-  if (at != std::string::npos) r.body = json::parse(raw.substr(at + 4), nullptr, false);
-  return r;
-}
+Reply post(uint16_t port, const std::string& path, const json& body) { return post_json(port, path, body); }
 
 TEST(ServeBeamSearch, ChoicesAreTheBestHypothesesBestFirst) {
   LEMMA_REQUIRE_SHARED(stories());

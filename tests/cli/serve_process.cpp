@@ -126,4 +126,16 @@ std::string raw_http(uint16_t port, const std::string& request, int timeout_ms) 
   return got;
 }
 
+JsonReply post_json(uint16_t port, const std::string& path, const nlohmann::json& body, int timeout_ms) {
+  const std::string text = body.dump();
+  const std::string raw = raw_http(port, "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                              "Connection: close\r\nContent-Length: " + std::to_string(text.size()) +
+                                              "\r\n\r\n" + text, timeout_ms);
+  JsonReply r;
+  if (raw.size() >= 12) r.status = std::stoi(raw.substr(9, 3));
+  const size_t at = raw.find("\r\n\r\n");
+  if (at != std::string::npos) r.body = nlohmann::json::parse(raw.substr(at + 4), nullptr, false);
+  return r;
+}
+
 }  // namespace lemma::testing

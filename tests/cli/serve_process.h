@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace lemma::testing {
 
 class ServeProcess {
@@ -37,5 +39,13 @@ class ServeProcess {
 std::string raw_http(uint16_t port, const std::string& request, int timeout_ms = 5000);
 // A connected loopback socket (or -1).
 int connect_loopback(uint16_t port);
+
+// A JSON POST on a new connection (Connection: close) and its answer: the status (0 when none came)
+// and the parsed body (discarded when it is not JSON).
+struct JsonReply {
+  int status = 0;
+  nlohmann::json body;
+};
+JsonReply post_json(uint16_t port, const std::string& path, const nlohmann::json& body, int timeout_ms = 30000);
 
 }  // namespace lemma::testing

@@ -54,6 +54,14 @@ TEST(JsonSchemaGrammar, IntegerBounds) {
   EXPECT_TRUE(schema_accepts(neg, "-3000"));
   EXPECT_FALSE(schema_accepts(neg, "-2"));
   EXPECT_FALSE(schema_accepts(neg, "0"));
+  // Bounds past int64 (as written by 64-bit schema generators) are pulled in on the strict side.
+  const char* huge = R"({"type":"integer","minimum":0,"maximum":9223372036854776000})";
+  EXPECT_TRUE(schema_accepts(huge, "1643723400"));
+  EXPECT_TRUE(schema_accepts(huge, "9000000000000000000"));
+  EXPECT_FALSE(schema_accepts(huge, "9000000000000000001"));
+  EXPECT_FALSE(schema_accepts(huge, "-1"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"integer","maximum":1e300})", "-5"));
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"integer","minimum":1e300})")), Unsupported);
 }
 
 TEST(JsonSchemaGrammar, NumberBoundsAgreeWithArithmetic) {

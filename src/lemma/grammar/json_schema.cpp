@@ -433,6 +433,10 @@ class SchemaCompiler {
       const bool fits = types.count(t) || (t == "integer" && types.count("number")) ||
                         (t == "number" && types.count("integer") && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
       if (schema.contains("type") && !fits) continue;
+      if (t == "number" && schema.contains("type") && !types.count("number")) {
+        branches.push_back(literal(std::to_string(static_cast<int64_t>(v.get<double>()))));  // 2.0 under type integer: "2" only
+        continue;
+      }
       branches.push_back(json_value_literal(v, {ws_, comma_, colon_}));
     }
     if (schema.contains("const") && schema.contains("enum")) unsupported("const together with enum");

@@ -97,6 +97,18 @@ TEST(JsonSchemaGrammar, EnumAndConst) {
   EXPECT_TRUE(schema_accepts(R"({"const":"x"})", R"("x")"));
   EXPECT_FALSE(schema_accepts(R"({"const":"x"})", R"("y")"));
   EXPECT_FALSE(schema_accepts(R"({"type":"string","enum":["a", 1]})", "1"));
+  // Numbers compare by value: 2 and 2.0 are the same member.
+  for (const char* e : {R"({"enum":[2.0]})", R"({"const":2.0})", R"({"type":"number","enum":[2.0]})"}) {
+    EXPECT_TRUE(schema_accepts(e, "2")) << e;
+    EXPECT_TRUE(schema_accepts(e, "2.0")) << e;
+    EXPECT_FALSE(schema_accepts(e, "2.5")) << e;
+    EXPECT_FALSE(schema_accepts(e, "20")) << e;
+  }
+  // Whether 2.0 is an integer depends on the draft: the integer spelling only.
+  EXPECT_TRUE(schema_accepts(R"({"type":"integer","enum":[2.0]})", "2"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"integer","enum":[2.0]})", "2.0"));
+  EXPECT_FALSE(schema_accepts(R"({"enum":[2]})", "2.0"));
+  EXPECT_TRUE(schema_accepts(R"({"enum":[1.5]})", "1.5"));
 }
 
 TEST(JsonSchemaGrammar, PropertiesInOrderWithRequired) {

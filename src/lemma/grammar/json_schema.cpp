@@ -55,11 +55,31 @@ std::string constraining_format(const json& s) {
 
 const std::set<std::string> kTypes = {"null", "boolean", "object", "array", "string", "number", "integer"};
 
+// A bound of minimum/maximum/exclusive* as an integer. Bounds beyond +-9e18 (past what int64 and
+// the range expressions hold) are pulled in to +-9e18 on the strict side only: an upper bound
+// lowered, a lower bound raised, so a few giant valid numbers may be refused but never an invalid
+// one accepted; a bound that cannot be pulled in that way is Unsupported.
 std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
-  if (v.is_number_integer()) return v.get<int64_t>();
+  constexpr int64_t kLimit = 9'000'000'000'000'000'000;
+  const bool upper = std::string_view(keyword).find("aximum") != std::string_view::npos;
+  auto pull_in = [&](bool too_high) -> int64_t {
+    if (too_high && upper) return kLimit;
+    if (!too_high && !upper) return -kLimit;
+    unsupported(fmt::format("'{}' = {}", keyword, v.dump()));
+  };
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u > static_cast<uint64_t>(kLimit) ? pull_in(true) : static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    return i < -kLimit ? pull_in(false) : i;
+  }
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9e18 && d < 9e18) return static_cast<int64_t>(d);
+    if (d >= 9e18) return pull_in(true);
+    if (d <= -9e18) return pull_in(false);
+    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
   }
   unsupported(fmt::format("'{}' = {}", keyword, v.dump()));
 }
@@ -413,6 +433,10 @@ class SchemaCompiler {
       const bool fits = types.count(t) || (t == "integer" && types.count("number")) ||
                         (t == "number" && types.count("integer") && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
       if (schema.contains("type") && !fits) continue;
+      if (t == "number" && schema.contains("type") && !types.count("number")) {
+        branches.push_back(literal(std::to_string(static_cast<int64_t>(v.get<double>()))));  // 2.0 under type integer: "2" only
+        continue;
+      }
       branches.push_back(json_value_literal(v, {ws_, comma_, colon_}));
     }
     if (schema.contains("const") && schema.contains("enum")) unsupported("const together with enum");

@@ -1,5 +1,7 @@
 #include "lemma/grammar/json_text.h"
 
+#include <cmath>
+
 #include "lemma/base/error.h"
 
 namespace lemma::grammar {
@@ -251,6 +253,16 @@ ExprPtr json_value_literal(const nlohmann::ordered_json& value, const JsonPunctu
     }
     items.insert(items.end(), {p.ws, literal("}")});
     return seq(std::move(items));
+  }
+  if (value.is_number_float()) {
+    // JSON Schema compares numbers by value: 2.0 in a schema is also the instance 2. The integer
+    // and the ".0" spelling are both accepted (others, e.g. 20e-1, are refused: stricter). An
+    // integer value keeps its one spelling: whether 2.0 is an integer depends on the draft.
+    const double d = value.get<double>();
+    if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -1e15 && d < 1e15 && !(d == 0 && std::signbit(d))) {
+      const std::string whole = std::to_string(static_cast<int64_t>(d));
+      return alt({literal(whole), literal(whole + ".0")});
+    }
   }
   return literal(value.dump());
 }

@@ -41,10 +41,37 @@ uint32_t ParserStates::frame(uint32_t node, uint32_t parent, uint64_t slots) {
   if (inserted) {
     const uint32_t depth = parent == kNoFrame ? 0 : frames_[parent].depth + 1;
     if (depth > kMaxDepth) fail<InvalidArgument>("grammar: call stack deeper than {} (left recursion?)", kMaxDepth);
-    frames_.push_back({node, parent, depth, slots});
+    frames_.push_back({node, parent, depth, 0, kNotExpanded, slots});
     frame_mark_.push_back(0);
   }
   return found;
+}
+
+void ParserStates::expand(uint32_t f) {
+  const Frame fr = frames_[f];  // frame() below may move frames_
+  const Node& n = grammar_->node(fr.node);
+  if ((n.required_slots & ~fr.slots) != 0) {  // a guard whose slots are not all marked: dead
+    frames_[f].adj_count = kGuarded;
+    return;
+  }
+  const auto begin = static_cast<uint32_t>(adjacent_.size());
+  for (uint32_t to : n.empty_edges) {
+    const uint32_t next = frame(to, fr.parent, fr.slots);
+    adjacent_.push_back(next);
+  }
+  for (const CallEdge& c : n.calls) {
+    uint64_t marks = fr.slots;
+    if (c.slot >= 0) {
+      const uint64_t bit = uint64_t{1} << c.slot;
+      if (marks & bit) continue;  // taken once in this invocation already
+      marks |= bit;               // set on the return frame: it is resumed only after the call
+    }
+    const uint32_t ret = frame(c.target, fr.parent, marks);
+    const uint32_t callee = frame(grammar_->rule(c.rule).start, ret, 0);
+    adjacent_.push_back(callee);
+  }
+  frames_[f].adj_begin = begin;
+  frames_[f].adj_count = static_cast<uint32_t>(adjacent_.size()) - begin;
 }
 
 int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
@@ -67,21 +94,12 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
   while (!work_.empty()) {
     const uint32_t f = work_.back();
     work_.pop_back();
-    const Frame fr = frames_[f];
+    if (frames_[f].adj_count == kNotExpanded) expand(f);
+    const Frame& fr = frames_[f];
     const Node& n = grammar_->node(fr.node);
-    if ((n.required_slots & ~fr.slots) != 0) continue;  // a guard whose slots are not all marked
+    if (fr.adj_count == kGuarded) continue;
     if (!n.byte_edges.empty()) tops_.push_back(f);
-    for (uint32_t to : n.empty_edges) visit(frame(to, fr.parent, fr.slots));
-    for (const CallEdge& c : n.calls) {
-      uint64_t marks = fr.slots;
-      if (c.slot >= 0) {
-        const uint64_t bit = uint64_t{1} << c.slot;
-        if (marks & bit) continue;  // taken once in this invocation already
-        marks |= bit;               // set on the return frame: it is resumed only after the call
-      }
-      const uint32_t ret = frame(c.target, fr.parent, marks);
-      visit(frame(grammar_->rule(c.rule).start, ret, 0));
-    }
+    for (uint32_t k = 0; k < fr.adj_count; ++k) visit(adjacent_[fr.adj_begin + k]);
     if (n.is_rule_end) {
       if (fr.parent == kNoFrame) {
         accepting = true;

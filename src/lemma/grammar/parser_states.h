@@ -38,6 +38,12 @@ class ParserStates {
     const auto& s = states_[static_cast<size_t>(state)];
     return s.accepting && s.frames.empty();
   }
+  // Per-state memos for the token matcher (what it proved about a state's string characters),
+  // kNotComputed until it stores one: states are immutable, so a proof holds for good. The
+  // references are invalidated by step() (which may add states).
+  static constexpr uint32_t kNotComputed = UINT32_MAX - 1;
+  uint32_t& string_chars_memo(int32_t state) { return states_[static_cast<size_t>(state)].string_chars; }
+  int8_t& string_closed_memo(int32_t state) { return states_[static_cast<size_t>(state)].string_closed; }
   // The bytes some stack top of `state` has an edge for: a superset of those step() takes.
   std::bitset<256> edge_bytes(int32_t state) const;
   size_t state_count() const { return states_.size(); }
@@ -51,15 +57,23 @@ class ParserStates {
     uint32_t node;
     uint32_t parent;
     uint32_t depth;
+    // The frames one closure step away (empty edges, calls): adjacent_[adj_begin, +adj_count),
+    // found once by expand() so that later closures through this frame make no hash lookups.
+    uint32_t adj_begin;
+    uint32_t adj_count;
     uint64_t slots;  // marks of this rule invocation (grammar.h); 0 for grammars without slots
   };
+  static constexpr uint32_t kNotExpanded = UINT32_MAX, kGuarded = UINT32_MAX - 1;
   struct State {
     std::vector<uint32_t> frames;  // sorted frame ids whose node has byte edges
     bool accepting = false;
+    int8_t string_closed = -1;
+    uint32_t string_chars = kNotComputed;
     int32_t next[256];
   };
 
   uint32_t frame(uint32_t node, uint32_t parent, uint64_t slots);
+  void expand(uint32_t f);
   // Follows empty edges, calls and returns from `seeds`; interns the resulting state.
   int32_t close(std::vector<uint32_t>& seeds);
   int32_t compute_step(int32_t state, unsigned char byte);
@@ -76,6 +90,7 @@ class ParserStates {
   };
   std::unordered_map<SlotFrameKey, uint32_t, SlotFrameHash> slot_frame_ids_;  // the others
   std::vector<uint32_t> frame_mark_;  // closure's visited stamps, one per frame
+  std::vector<uint32_t> adjacent_;    // Frame::adj_begin indexes it
   uint32_t stamp_ = 0;
   std::vector<State> states_;
   struct VectorHash {

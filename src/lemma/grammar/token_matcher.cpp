@@ -18,7 +18,39 @@ bool TokenMatcher::is_end_id(int32_t token) const {
   return std::find(vocab_->end_ids.begin(), vocab_->end_ids.end(), token) != vocab_->end_ids.end();
 }
 
+bool TokenMatcher::reads_any_ascii_string_chars(int32_t state) {
+  ParserStates& ps = recognizer_.states();
+  if (ps.string_closed_memo(state) < 0) {
+    int32_t closed_set[2] = {state, kDeadState};
+    int size = 1;
+    bool closed = true;
+    for (int k = 0; k < size && closed; ++k) {
+      for (unsigned b = 0x20; b <= 0x7F && closed; ++b) {
+        if (!is_ascii_string_char(static_cast<unsigned char>(b))) continue;
+        const int32_t t = ps.step(closed_set[k], static_cast<unsigned char>(b));
+        if (t == kDeadState) {
+          closed = false;
+        } else if (t != closed_set[0] && t != closed_set[1]) {
+          if (size == 2) closed = false;
+          else closed_set[size++] = t;
+        }
+      }
+    }
+    ps.string_closed_memo(state) = closed ? 1 : 0;  // steps above may have moved the states
+  }
+  return ps.string_closed_memo(state) == 1;
+}
+
 uint32_t TokenMatcher::string_chars_readable(int32_t state, uint32_t up_to) {
+  ParserStates& ps = recognizer_.states();
+  const bool memoised = up_to == TokenTrie::kStringCharLimits[TokenTrie::kStringCharLimits.size() - 2];
+  if (memoised && ps.string_chars_memo(state) != ParserStates::kNotComputed) return ps.string_chars_memo(state);
+  const uint32_t readable = prove_string_chars(state, up_to);
+  if (memoised) ps.string_chars_memo(state) = readable;
+  return readable;
+}
+
+uint32_t TokenMatcher::prove_string_chars(int32_t state, uint32_t up_to) {
   ParserStates& ps = recognizer_.states();
   constexpr size_t kMaxStates = 2;  // more means no plain string body: give up early
   std::vector<int32_t>& seen = seen_states_;
@@ -68,6 +100,10 @@ uint32_t TokenMatcher::string_chars_readable(int32_t state, uint32_t up_to) {
   return up_to;
 }
 
+// Proving a state reads any ASCII run costs up to two rounds of 94 steps: below this many nodes
+// walking the subtree is cheaper.
+constexpr uint32_t kMinSkippedSubtree = 64;
+
 void TokenMatcher::walk(const TokenTrie& trie, int32_t state, TokenMask& mask) {
   ParserStates& ps = recognizer_.states();
   const auto& nodes = trie.nodes();
@@ -83,11 +119,13 @@ void TokenMatcher::walk(const TokenTrie& trie, int32_t state, TokenMask& mask) {
       continue;
     }
     walk_states_[n.depth] = next;
-    for (uint32_t t = n.first_token; t < n.last_token; ++t) {
+    const bool whole = n.ascii_suffixes && n.subtree_end > i + kMinSkippedSubtree && reads_any_ascii_string_chars(next);
+    const uint32_t last = whole ? n.subtree_tokens_end : n.last_token;
+    for (uint32_t t = n.first_token; t < last; ++t) {
       const auto id = static_cast<size_t>(ids[t]);
       mask[id >> 6] |= uint64_t{1} << (id & 63);
     }
-    ++i;
+    i = whole ? n.subtree_end : i + 1;
   }
 }
 

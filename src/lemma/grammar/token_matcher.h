@@ -58,8 +58,13 @@ class TokenMatcher {
   void compute_mask(int32_t state, TokenMask& mask);
   // How many string characters (string_char_forms), in any order, `state` surely reads: up to
   // `up_to`, or TokenTrie::kUnbounded when the states they lead to form a small closed set.
-  uint32_t string_chars_readable(int32_t state, uint32_t up_to);
-  // Sets the bits of the tokens of `trie` that `state` can read.
+  uint32_t string_chars_readable(int32_t state, uint32_t up_to);  // memoised for the usual up_to
+  uint32_t prove_string_chars(int32_t state, uint32_t up_to);
+  // Whether `state` reads any run of ASCII string characters (is_ascii_string_char): it and the
+  // states they lead to, at most two, step on each of them to one another. Memoised per state.
+  bool reads_any_ascii_string_chars(int32_t state);
+  // Sets the bits of the tokens of `trie` that `state` can read. A subtree whose tokens go on with
+  // ASCII string characters only, reached in a state that reads any run of them, is taken whole.
   void walk(const TokenTrie& trie, int32_t state, TokenMask& mask);
   bool is_end_id(int32_t token) const;
 

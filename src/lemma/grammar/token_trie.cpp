@@ -77,6 +77,7 @@ void TokenTrie::build(const TokenVocabulary& vocab, std::vector<int32_t> order) 
   auto close_to = [&](size_t depth) {
     while (open.size() > depth) {
       nodes_[open.back()].subtree_end = static_cast<uint32_t>(nodes_.size());
+      nodes_[open.back()].subtree_tokens_end = static_cast<uint32_t>(token_ids_.size());
       open.pop_back();
     }
   };
@@ -88,15 +89,20 @@ void TokenTrie::build(const TokenVocabulary& vocab, std::vector<int32_t> order) 
     path.resize(common);
     for (size_t i = common; i < s.size(); ++i) {
       open.push_back(static_cast<uint32_t>(nodes_.size()));
-      nodes_.push_back({static_cast<unsigned char>(s[i]), static_cast<uint32_t>(i + 1), 0, 0, 0});
+      // first_token: where this subtree's tokens begin (sorted order lists them together).
+      const auto next_token = static_cast<uint32_t>(token_ids_.size());
+      nodes_.push_back({static_cast<unsigned char>(s[i]), true, static_cast<uint32_t>(i + 1), 0, next_token, next_token, 0});
       path.push_back(s[i]);
     }
     max_depth_ = std::max(max_depth_, static_cast<uint32_t>(s.size()));
     // Sorted order puts equal strings together: their ids all end at this node.
     Node& end = nodes_[open.back()];
-    if (end.first_token == end.last_token) end.first_token = static_cast<uint32_t>(token_ids_.size());
     token_ids_.push_back(id);
     end.last_token = static_cast<uint32_t>(token_ids_.size());
+    // The suffix after depth d is ASCII string characters iff every byte from d on is one.
+    size_t ascii_from = s.size();
+    while (ascii_from > 0 && is_ascii_string_char(static_cast<unsigned char>(s[ascii_from - 1]))) --ascii_from;
+    for (size_t depth = 1; depth < ascii_from; ++depth) nodes_[open[depth - 1]].ascii_suffixes = false;
   }
   close_to(0);
 }

@@ -31,15 +31,21 @@ struct Utf8Form {
 std::span<const Utf8Form> string_char_forms();
 // How many characters of string_char_forms() `bytes` is, or -1 when it is not a whole number of them.
 int string_char_count(std::string_view bytes);
+// A JSON string's plain ASCII characters: 0x20-0x7F except '"' and '\\'.
+inline bool is_ascii_string_char(unsigned char b) { return b >= 0x20 && b <= 0x7F && b != '"' && b != '\\'; }
 
 class TokenTrie {
  public:
   struct Node {
     unsigned char byte;
+    // Every token of the subtree goes on from here with ASCII string characters only (0x20-0x7F
+    // but '"' and '\\'): from a state that reads any run of them, the subtree is all allowed.
+    bool ascii_suffixes;
     uint32_t depth;        // 1 for a token's first byte
     uint32_t subtree_end;  // index just past this node's subtree
     uint32_t first_token;  // tokens ending here: token_ids_[first_token, last_token)
     uint32_t last_token;
+    uint32_t subtree_tokens_end;  // the subtree's tokens: token_ids_[first_token, subtree_tokens_end)
   };
 
   // Special and empty tokens are left out.

@@ -54,6 +54,14 @@ TEST(JsonSchemaGrammar, IntegerBounds) {
   EXPECT_TRUE(schema_accepts(neg, "-3000"));
   EXPECT_FALSE(schema_accepts(neg, "-2"));
   EXPECT_FALSE(schema_accepts(neg, "0"));
+  // Bounds past int64 (as written by 64-bit schema generators) are pulled in on the strict side.
+  const char* huge = R"({"type":"integer","minimum":0,"maximum":9223372036854776000})";
+  EXPECT_TRUE(schema_accepts(huge, "1643723400"));
+  EXPECT_TRUE(schema_accepts(huge, "9000000000000000000"));
+  EXPECT_FALSE(schema_accepts(huge, "9000000000000000001"));
+  EXPECT_FALSE(schema_accepts(huge, "-1"));
+  EXPECT_TRUE(schema_accepts(R"({"type":"integer","maximum":1e300})", "-5"));
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"integer","minimum":1e300})")), Unsupported);
 }
 
 TEST(JsonSchemaGrammar, NumberBoundsAgreeWithArithmetic) {
@@ -89,6 +97,18 @@ TEST(JsonSchemaGrammar, EnumAndConst) {
   EXPECT_TRUE(schema_accepts(R"({"const":"x"})", R"("x")"));
   EXPECT_FALSE(schema_accepts(R"({"const":"x"})", R"("y")"));
   EXPECT_FALSE(schema_accepts(R"({"type":"string","enum":["a", 1]})", "1"));
+  // Numbers compare by value: 2 and 2.0 are the same member.
+  for (const char* e : {R"({"enum":[2.0]})", R"({"const":2.0})", R"({"type":"number","enum":[2.0]})"}) {
+    EXPECT_TRUE(schema_accepts(e, "2")) << e;
+    EXPECT_TRUE(schema_accepts(e, "2.0")) << e;
+    EXPECT_FALSE(schema_accepts(e, "2.5")) << e;
+    EXPECT_FALSE(schema_accepts(e, "20")) << e;
+  }
+  // Whether 2.0 is an integer depends on the draft: the integer spelling only.
+  EXPECT_TRUE(schema_accepts(R"({"type":"integer","enum":[2.0]})", "2"));
+  EXPECT_FALSE(schema_accepts(R"({"type":"integer","enum":[2.0]})", "2.0"));
+  EXPECT_FALSE(schema_accepts(R"({"enum":[2]})", "2.0"));
+  EXPECT_TRUE(schema_accepts(R"({"enum":[1.5]})", "1.5"));
 }
 
 TEST(JsonSchemaGrammar, PropertiesInOrderWithRequired) {

@@ -112,6 +112,61 @@ TEST_F(EngineDraftModelTest, SeededStochasticDraftsAreReproducible) {
   }
 }
 
+// Parallel choices (n = 3, seeded) with logprobs: speculation (prompt lookup, trees, the model as its
+// own greedy draft) changes neither a choice's tokens nor its reported logprobs.
+TEST_F(EngineDraftModelTest, ChoicesAndLogprobsAreUnchangedBySpeculation) {
+  struct Seen {
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    std::vector<int32_t> top_ids;
+  };
+  const auto run_choices = [&](spec::SpeculativeOptions speculative, float temperature) {
+    EngineConfig c = engine_config(64);
+    c.keep_logits = false;
+    c.speculative = std::move(speculative);
+    Engine engine(stories_model(), c);
+    RequestOptions o = greedy(40);
+    o.sampling.temperature = temperature;
+    o.sampling.seed = 5;
+    o.sampling.logprobs = true;
+    o.sampling.top_logprobs = 2;
+    engine.add_request(10, kStory, o, 3);
+    std::map<RequestId, Seen> seen;
+    for (int i = 0; i < 1000 && engine.has_unfinished_requests(); ++i) {
+      for (const auto& out : engine.step().outputs) {
+        Seen& s = seen[out.output.id];
+        EXPECT_EQ(out.output.logprobs.size(), out.output.new_token_ids.size());
+        s.tokens.insert(s.tokens.end(), out.output.new_token_ids.begin(), out.output.new_token_ids.end());
+        for (const auto& lp : out.output.logprobs) {
+          s.logprobs.push_back(lp.logprob);
+          for (const auto& t : lp.top) s.top_ids.push_back(t.token);
+        }
+      }
+    }
+    EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);
+    return std::pair{seen, engine.scheduler().stats().num_accepted_draft_tokens};
+  };
+  for (const float temperature : {0.0f, 0.8f}) {
+    SCOPED_TRACE(temperature);
+    const auto [plain, none] = run_choices({}, temperature);
+    ASSERT_EQ(plain.size(), 3u);
+    std::vector<spec::SpeculativeOptions> methods = {{spec::SpeculativeMethod::kNgram, 4, {1, 3}},
+                                                     {spec::SpeculativeMethod::kNgramTree, 4, {1, 3}}};
+    if (temperature == 0.0f) methods.push_back(draft_options(spec::SpeculativeMethod::kDraftModel, 3));
+    for (const auto& m : methods) {
+      SCOPED_TRACE(std::string(spec::speculative_method_name(m.method)));
+      const auto [spec, accepted] = run_choices(m, temperature);
+      EXPECT_GT(accepted, 0u);
+      for (const auto& [id, s] : plain) {
+        ASSERT_EQ(spec.count(id), 1u);
+        EXPECT_EQ(spec.at(id).tokens, s.tokens) << "choice " << id;
+        EXPECT_EQ(spec.at(id).logprobs, s.logprobs) << "choice " << id;
+        EXPECT_EQ(spec.at(id).top_ids, s.top_ids) << "choice " << id;
+      }
+    }
+  }
+}
+
 TEST_F(EngineDraftModelTest, DraftsOfUnequalVocabularyAreRefused) {
   EngineConfig c = engine_config(64);
   c.speculative = draft_options(spec::SpeculativeMethod::kDraftModel, 4);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
@@ -125,8 +126,15 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   const auto logits_size = static_cast<size_t>(rows * model_.config().vocab_size);
   if (logits_.size() < logits_size) logits_.resize(logits_size);  // drafts add rows; grown once
   t_prepare.end();
-  model_.forward(batch_, device_, workspace_,
-                 std::span<float>(logits_).first(static_cast<size_t>(rows * model_.config().vocab_size)));
+  {
+    // The grammar masks of the step's first sampled positions do not depend on the logits: they are
+    // computed (or found in the per-state cache) on a thread of their own while the forward runs, so
+    // a state's first mask is off the critical path. Sampling then finds them cached.
+    std::future<void> masks = start_first_masks(plan);
+    model_.forward(batch_, device_, workspace_,
+                   std::span<float>(logits_).first(static_cast<size_t>(rows * model_.config().vocab_size)));
+    if (masks.valid()) masks.get();
+  }
   out.num_sequences = static_cast<int64_t>(batch_.sequences.size());
   out.num_tokens = batch_.num_tokens();
   trace::Scope t_sample("sampling", "kernel");
@@ -134,6 +142,20 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   t_sample.end();
   compact_accepted_trees();
   return out;
+}
+
+std::future<void> ModelRunner::start_first_masks(const StepPlan& plan) {
+  mask_states_.clear();
+  for (const auto& s : plan.scheduled) {
+    if (!s.needs_sample) continue;
+    State& st = state_.at(s.id);
+    if (st.constraint && !st.sampler.params().beam_search) mask_states_.push_back(st.constraint.get());
+  }
+  if (mask_states_.empty()) return {};
+  return std::async(std::launch::async, [this] {
+    trace::Scope t("grammar_masks", "runtime");
+    for (grammar::ConstraintState* c : mask_states_) c->allowed();
+  });
 }
 
 void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {

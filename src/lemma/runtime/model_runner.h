@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +70,9 @@ class ModelRunner {
     std::unique_ptr<grammar::ConstraintState> constraint;
   };
   void apply_plan_state(const StepPlan& plan);
+  // Starts computing the grammar mask of each constrained sequence's first sampled position on a
+  // thread of its own (the forward runs meanwhile); an invalid future when there is none.
+  std::future<void> start_first_masks(const StepPlan& plan);
   void copy_blocks(const StepPlan& plan);
   // One token per sequence that needs one, the sequences split over the forward's team (each has
   // its own Sampler, so which thread samples a row never changes the token).
@@ -108,6 +112,7 @@ class ModelRunner {
   std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf
   std::vector<std::vector<float>> target_probs_;   // per sequence: the target's distribution (rejection sampling)
   std::vector<std::vector<TokenLogprob>> candidates_;  // per beam-search sequence: its best 2W continuations
+  std::vector<grammar::ConstraintState*> mask_states_;  // start_first_masks' sequences
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests
   bool keep_logits_ = false;
   std::unordered_map<RequestId, std::vector<float>> kept_logits_;

@@ -167,6 +167,33 @@ TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
   }
 }
 
+// A GBNF `grammar` field's token references are bound to the model's vocabulary; an unknown one is
+// a 400 naming the field and the token.
+TEST(ToolCalls, GbnfTokenReferencesAreBoundToTheVocabulary) {
+  grammar::TokenVocabulary v;
+  v.bytes = {"", "a"};
+  v.special = {true, false};
+  v.special_text = {"<|tool|>", ""};
+  const auto vocab = std::make_shared<const grammar::VocabularyIndex>(v);
+  OutputConstraintSpec spec;
+  spec.kind = OutputConstraintSpec::Kind::kGbnf;
+  spec.field = "grammar";
+  spec.gbnf = "root ::= <|tool|> \"a\"";
+  const auto constraint = compile_output_constraint(spec, vocab);
+  grammar::ConstraintState state(*constraint);
+  EXPECT_TRUE(grammar::mask_allows(state.allowed(), 0));
+  EXPECT_FALSE(grammar::mask_allows(state.allowed(), 1));
+  spec.gbnf = "root ::= <|nope|>";
+  try {
+    compile_output_constraint(spec, vocab);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "grammar");
+    EXPECT_NE(std::string(e.what()).find("'<|nope|>'"), std::string::npos) << e.what();
+  }
+}
+
 // A stream releases text up to where a call may begin, holding back a partial marker.
 TEST(ToolCalls, StreamsHoldBackFromTheFirstPossibleMarker) {
   EXPECT_EQ(tool_call_start(ToolCallFormat::kHermes, "Hello"), 5u);

@@ -45,10 +45,10 @@ struct TokenEdge {
 
 struct Node {
   std::vector<ByteEdge> byte_edges;
-  std::vector<TokenEdge> token_edges;
   std::vector<uint32_t> empty_edges;
   std::vector<CallEdge> calls;
   bool is_rule_end = false;  // reaching it returns from the node's rule
+  bool has_token_edges = false;  // Grammar::token_edges(node) is not empty (kept aside: rare)
   uint64_t required_slots = 0;  // the node is dead unless its invocation has marked all of these
 };
 
@@ -66,6 +66,11 @@ class Grammar {
   size_t node_count() const { return nodes_.size(); }
   size_t rule_count() const { return rules_.size(); }
   const std::vector<TokenRef>& token_refs() const { return token_refs_; }
+  bool has_token_edges() const { return !token_refs_.empty(); }
+  const std::vector<TokenEdge>& token_edges(uint32_t node) const {
+    static const std::vector<TokenEdge> kNone;
+    return node < token_edges_.size() ? token_edges_[node] : kNone;
+  }
   // Gives every reference by name the id `id_of` returns for its text (id_of throws for unknown
   // names). References by id keep theirs.
   void resolve_token_names(const std::function<int32_t(const std::string&)>& id_of);
@@ -74,6 +79,7 @@ class Grammar {
   friend class GrammarBuilder;
   std::vector<Node> nodes_;
   std::vector<TokenRef> token_refs_;
+  std::vector<std::vector<TokenEdge>> token_edges_;  // by node; empty without token references
   std::vector<Rule> rules_;
   uint32_t root_ = 0;
 };

@@ -19,7 +19,8 @@ size_t ParserStates::VectorHash::operator()(const std::vector<uint32_t>& v) cons
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)), has_token_edges_(grammar_->has_token_edges()) {
   std::vector<uint32_t> seeds{frame(grammar_->rule(grammar_->root()).start, kNoFrame, 0)};
   initial_ = close(seeds);
 }
@@ -99,7 +100,7 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
     const Frame& fr = frames_[f];
     const Node& n = grammar_->node(fr.node);
     if (fr.adj_count == kGuarded) continue;
-    if (!n.byte_edges.empty() || !n.token_edges.empty()) tops_.push_back(f);
+    if (!n.byte_edges.empty() || n.has_token_edges) tops_.push_back(f);
     for (uint32_t k = 0; k < fr.adj_count; ++k) visit(adjacent_[fr.adj_begin + k]);
     if (n.is_rule_end) {
       if (fr.parent == kNoFrame) {
@@ -122,7 +123,9 @@ int32_t ParserStates::intern(const std::vector<uint32_t>& tops, bool accepting) 
   State s;
   s.frames = tops;
   s.accepting = accepting;
-  for (uint32_t f : tops) s.token_edges = s.token_edges || !grammar_->node(frames_[f].node).token_edges.empty();
+  if (has_token_edges_) {
+    for (uint32_t f : tops) s.token_edges = s.token_edges || grammar_->node(frames_[f].node).has_token_edges;
+  }
   std::fill(std::begin(s.next), std::end(s.next), kUnknown);
   states_.push_back(std::move(s));
   ids.emplace(tops, id);
@@ -144,7 +147,7 @@ int32_t ParserStates::compute_token_step(int32_t state, int32_t token, bool not_
   seeds_.clear();
   for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
     const Frame fr = frames_[f];
-    for (const TokenEdge& e : grammar_->node(fr.node).token_edges) {
+    for (const TokenEdge& e : grammar_->token_edges(fr.node)) {
       const int32_t id = grammar_->token_refs()[e.ref].id;
       if (id < 0) continue;  // an unresolved name matches nothing
       const bool match = e.negated ? !not_text && (other || token != id) : !other && token == id;
@@ -161,31 +164,31 @@ int32_t ParserStates::step_token(int32_t state, int32_t token, bool not_text) {
   if (!s.token_edges) return kDeadState;
   bool named = false;
   for (uint32_t f : s.frames) {
-    for (const TokenEdge& e : grammar_->node(frames_[f].node).token_edges) named = named || grammar_->token_refs()[e.ref].id == token;
+    for (const TokenEdge& e : grammar_->token_edges(frames_[f].node)) named = named || grammar_->token_refs()[e.ref].id == token;
   }
   if (!named) return not_text ? kDeadState : step_other_token(state);
-  for (const auto& [t, next] : s.token_next) {
+  for (const auto& [t, next] : token_caches_[state].next) {
     if (t == token) return next;
   }
-  const int32_t next = compute_token_step(state, token, not_text, false);  // may grow states_
-  states_[static_cast<size_t>(state)].token_next.emplace_back(token, next);
+  const int32_t next = compute_token_step(state, token, not_text, false);
+  token_caches_[state].next.emplace_back(token, next);
   return next;
 }
 
 int32_t ParserStates::step_other_token(int32_t state) {
   if (!states_[static_cast<size_t>(state)].token_edges) return kDeadState;
-  if (states_[static_cast<size_t>(state)].other_token == kUnknown) {
+  if (token_caches_[state].other == kUnknown) {
     const int32_t next = compute_token_step(state, -1, false, true);
-    states_[static_cast<size_t>(state)].other_token = next;
+    token_caches_[state].other = next;
   }
-  return states_[static_cast<size_t>(state)].other_token;
+  return token_caches_[state].other;
 }
 
 void ParserStates::token_edge_ids(int32_t state, std::vector<int32_t>& ids, bool& any_negated) const {
   ids.clear();
   any_negated = false;
   for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
-    for (const TokenEdge& e : grammar_->node(frames_[f].node).token_edges) {
+    for (const TokenEdge& e : grammar_->token_edges(frames_[f].node)) {
       const int32_t id = grammar_->token_refs()[e.ref].id;
       if (id < 0) continue;
       ids.push_back(id);

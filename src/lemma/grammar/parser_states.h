@@ -34,8 +34,12 @@ class ParserStates {
     return computed;
   }
   bool accepting(int32_t state) const { return states_[static_cast<size_t>(state)].accepting; }
+  // Whether the grammar has token edges at all (byte-only grammars skip every token path on this).
+  bool grammar_has_token_edges() const { return has_token_edges_; }
   // Whether some stack top of `state` has a token edge (never, in byte-only grammars).
-  bool has_token_edges(int32_t state) const { return states_[static_cast<size_t>(state)].token_edges; }
+  bool has_token_edges(int32_t state) const {
+    return has_token_edges_ && states_[static_cast<size_t>(state)].token_edges;
+  }
   // The state after reading token `token` whole through the token edges of `state` (byte edges
   // play no part), or kDeadState. `not_text`: the token is special or an end id, which negated
   // edges never take. Cached per state.
@@ -81,10 +85,8 @@ class ParserStates {
   struct State {
     std::vector<uint32_t> frames;  // sorted frame ids whose node has byte or token edges
     bool accepting = false;
-    bool token_edges = false;      // some frame's node has token edges
-    int32_t other_token = kUnknown;  // step_other_token's result, once computed
-    std::vector<std::pair<int32_t, int32_t>> token_next;  // step_token's results: (token, state)
     int8_t string_closed = -1;
+    bool token_edges = false;  // some frame's node has token edges (fits the padding: no bigger)
     uint32_t string_chars = kNotComputed;
     int32_t next[256];
   };
@@ -100,6 +102,14 @@ class ParserStates {
   int32_t compute_step(int32_t state, unsigned char byte);
 
   std::shared_ptr<const Grammar> grammar_;
+  bool has_token_edges_ = false;
+  // The states with token edges (kept aside, so byte-only states stay as small as before): the
+  // results of their token steps.
+  struct TokenCache {
+    int32_t other = kUnknown;                       // step_other_token
+    std::vector<std::pair<int32_t, int32_t>> next;  // step_token: (token, state)
+  };
+  std::unordered_map<int32_t, TokenCache> token_caches_;
   std::vector<Frame> frames_;
   std::unordered_map<uint64_t, uint32_t> frame_ids_;  // frames without slot marks, by (node, parent)
   struct SlotFrameKey {

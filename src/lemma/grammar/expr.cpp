@@ -15,6 +15,20 @@ ExprPtr empty() { return make(Expr::Kind::kSeq); }
 // An alternation without branches: the empty language.
 ExprPtr nothing() { return make(Expr::Kind::kAlt); }
 
+ExprPtr token_ref(int32_t id, bool negated) {
+  auto e = make(Expr::Kind::kToken);
+  e->token = id;
+  e->negated = negated;
+  return e;
+}
+
+ExprPtr token_named(std::string text, bool negated) {
+  auto e = make(Expr::Kind::kToken);
+  e->token_name = std::move(text);
+  e->negated = negated;
+  return e;
+}
+
 bool is_nothing(const ExprPtr& e) { return e->kind == Expr::Kind::kAlt && e->items.empty(); }
 
 ExprPtr bytes(const std::bitset<256>& set) {

@@ -5,6 +5,9 @@
 // Slots (at most 64 per rule invocation) let a rule say "each of these calls at most once, and
 // these ones at least once" without spelling every order: what JSON objects whose properties may
 // come in any order need (an exact grammar for that would be exponential in the property count).
+// Token references (kToken) consume one whole token of the vocabulary the grammar is matched
+// against, named by id or by its text (resolved when the constraint is built): what special tokens
+// such as `<|im_end|>` or `[TOOL_CALLS]`, which no byte string produces, need.
 #pragma once
 
 #include <bitset>
@@ -22,7 +25,7 @@ using ExprPtr = std::shared_ptr<const Expr>;
 inline constexpr int kUnbounded = -1;
 
 struct Expr {
-  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule, kRequire };
+  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule, kRequire, kToken };
   Kind kind = Kind::kSeq;
   std::bitset<256> bytes;      // kBytes
   std::vector<ExprPtr> items;  // kSeq, kAlt; kRepeat: one item
@@ -32,6 +35,9 @@ struct Expr {
   int slot = -1;               // kRule: the call marks this slot of the caller's invocation, and is
                                // refused when the slot is already marked (-1: no slot)
   uint64_t slots = 0;          // kRequire: matches "" when all these slots are marked, else nothing
+  int32_t token = -1;          // kToken: the token id, or -1 when named by `token_name`
+  std::string token_name;      // kToken: the token's text (e.g. "<|im_end|>"), resolved later
+  bool negated = false;        // kToken: any one text token except this one
 };
 
 inline constexpr int kMaxSlots = 64;
@@ -52,6 +58,12 @@ ExprPtr rule_ref(int rule);
 ExprPtr rule_ref_once(int rule, int slot);
 // "" when every slot in `slots` was marked in this invocation (by rule_ref_once), else no match.
 ExprPtr require_slots(uint64_t slots);
+
+// Exactly one token: token `id`, or (negated) any one text token but `id` (grammar.h: TokenEdge).
+ExprPtr token_ref(int32_t id, bool negated = false);
+// The same with the token named by its text, resolved against the vocabulary when the constraint
+// is built (token_constraint.h: resolve_tokens).
+ExprPtr token_named(std::string text, bool negated = false);
 
 bool is_nothing(const ExprPtr& e);
 

@@ -1,6 +1,7 @@
 #include "lemma/grammar/gbnf.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -118,7 +119,7 @@ class GbnfParser {
   // find it when decoding reaches it) ---
   bool nullable(const Expr& e, const std::vector<bool>& rule_nullable) const {
     switch (e.kind) {
-      case Expr::Kind::kBytes: return false;
+      case Expr::Kind::kBytes: case Expr::Kind::kToken: return false;
       case Expr::Kind::kRequire: return true;
       case Expr::Kind::kRule: return rule_nullable[static_cast<size_t>(e.rule)];
       case Expr::Kind::kRepeat: return e.min == 0 || nullable(*e.items[0], rule_nullable);
@@ -204,6 +205,7 @@ class GbnfParser {
       else if (c == '[') item = parse_class();
       else if (c == '.') { ++pos_; item = utf8_expr(CharClass::any()); }
       else if (c == '(') item = parse_group();
+      else if (c == '<' || c == '!') item = parse_token();
       else if (is_name_char(c)) {
         const size_t start = pos_;
         const std::string name = parse_name();
@@ -227,6 +229,41 @@ class GbnfParser {
     if (peek() != ')') expected("')' to close the '(' at " + location(open));
     ++pos_;
     return inner;
+  }
+
+  // `<[id]>`, `<text>` (the token whose text that is, `<` and `>` included; resolved against the
+  // vocabulary later), and either after `!`: any one text token but that one.
+  ExprPtr parse_token() {
+    const size_t start = pos_;
+    const bool negated = peek() == '!';
+    if (negated) {
+      ++pos_;
+      if (peek() != '<') expected("'<' after '!' (a token reference: !<[id]> or !<text>)");
+    }
+    if (pos_ + 1 < text_.size() && text_[pos_ + 1] == '[') {
+      pos_ += 2;
+      const size_t digits = pos_;
+      int64_t id = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        id = id * 10 + (peek() - '0');
+        if (id > INT32_MAX) fail_at(digits, "token id too large");
+        ++pos_;
+      }
+      if (pos_ == digits) expected("a token id (digits) in '<[id]>'");
+      if (text_.substr(pos_, 2) != "]>") expected("']>' to end the token reference at " + location(start));
+      pos_ += 2;
+      return token_ref(static_cast<int32_t>(id), negated);
+    }
+    const size_t open = pos_;
+    size_t end = open + 1;
+    while (end < text_.size() && text_[end] != '>' && text_[end] != '\n' && text_[end] != '\r') ++end;
+    if (end >= text_.size() || text_[end] != '>') {
+      pos_ = end;
+      expected("'>' to close the token at " + location(start));
+    }
+    if (end == open + 1) fail_at(start, "empty token reference '<>'");
+    pos_ = end + 1;
+    return token_named(std::string(text_.substr(open, end + 1 - open)), negated);
   }
 
   ExprPtr parse_quantifier(ExprPtr item) {

@@ -18,7 +18,8 @@ namespace {
 // loop's back edge can never leak into a sibling alternative that shares the entry node.
 class Compiler {
  public:
-  explicit Compiler(std::vector<Node>& nodes) : nodes_(nodes) {}
+  Compiler(std::vector<Node>& nodes, std::vector<TokenRef>& token_refs, std::vector<std::vector<TokenEdge>>& token_edges)
+      : nodes_(nodes), token_refs_(token_refs), token_edges_(token_edges) {}
 
   uint32_t fresh() {
     nodes_.emplace_back();
@@ -87,6 +88,15 @@ class Compiler {
         nodes_[from].calls.push_back({static_cast<uint32_t>(e.rule), to, e.slot});
         return to;
       }
+      case Expr::Kind::kToken: {
+        const uint32_t to = fresh();
+        const auto ref = static_cast<uint32_t>(token_refs_.size());
+        token_refs_.push_back({e.token_name.empty() ? e.token : -1, e.token_name});
+        if (token_edges_.size() <= from) token_edges_.resize(from + 1);
+        token_edges_[from].push_back({ref, e.negated, to});
+        nodes_[from].has_token_edges = true;
+        return to;
+      }
       case Expr::Kind::kRequire: {
         const uint32_t to = fresh();
         nodes_[to].required_slots = e.slots;
@@ -99,13 +109,21 @@ class Compiler {
 
  private:
   std::vector<Node>& nodes_;
+  std::vector<TokenRef>& token_refs_;
+  std::vector<std::vector<TokenEdge>>& token_edges_;
 };
 
 }  // namespace
 
+void Grammar::resolve_token_names(const std::function<int32_t(const std::string&)>& id_of) {
+  for (TokenRef& r : token_refs_) {
+    if (!r.name.empty()) r.id = id_of(r.name);
+  }
+}
+
 Grammar GrammarBuilder::build(int root) const {
   Grammar g;
-  Compiler c(g.nodes_);
+  Compiler c(g.nodes_, g.token_refs_, g.token_edges_);
   g.rules_.resize(names_.size());
   for (size_t r = 0; r < names_.size(); ++r) {
     if (!bodies_[r]) fail<InvalidArgument>("grammar: rule '{}' is used but never defined", names_[r]);

@@ -87,7 +87,8 @@ std::optional<int64_t> integer_bound(const json& v, const char* keyword) {
 class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
-      : root_(root), prefix_(options.prefix), suffix_(options.suffix), order_(options.property_order) {
+      : root_(root), prefix_token_(options.prefix_token), prefix_(options.prefix), suffix_(options.suffix),
+        order_(options.property_order) {
     if (options.compact) {
       ws_ = empty();
       comma_ = literal(options.item_separator);
@@ -108,7 +109,8 @@ class SchemaCompiler {
 
   Grammar build() {
     const int top = b_.declare("root");
-    b_.define(top, seq({literal(prefix_), ws_, compile(root_), ws_, literal(suffix_)}));
+    ExprPtr marker = prefix_token_.empty() ? empty() : token_named(prefix_token_);
+    b_.define(top, seq({std::move(marker), literal(prefix_), ws_, compile(root_), ws_, literal(suffix_)}));
     return b_.build(top);
   }
 
@@ -669,7 +671,7 @@ class SchemaCompiler {
 
   json root_;
   ExprPtr ws_, comma_, colon_;
-  std::string prefix_, suffix_;
+  std::string prefix_token_, prefix_, suffix_;
   PropertyOrder order_;
   GrammarBuilder b_;
   std::map<std::string, int> named_;

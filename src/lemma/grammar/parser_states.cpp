@@ -1,6 +1,7 @@
 #include "lemma/grammar/parser_states.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "lemma/base/error.h"
 
@@ -18,7 +19,8 @@ size_t ParserStates::VectorHash::operator()(const std::vector<uint32_t>& v) cons
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
-ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+ParserStates::ParserStates(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)), has_token_edges_(grammar_->has_token_edges()) {
   std::vector<uint32_t> seeds{frame(grammar_->rule(grammar_->root()).start, kNoFrame, 0)};
   initial_ = close(seeds);
 }
@@ -98,7 +100,7 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
     const Frame& fr = frames_[f];
     const Node& n = grammar_->node(fr.node);
     if (fr.adj_count == kGuarded) continue;
-    if (!n.byte_edges.empty()) tops_.push_back(f);
+    if (!n.byte_edges.empty() || n.has_token_edges) tops_.push_back(f);
     for (uint32_t k = 0; k < fr.adj_count; ++k) visit(adjacent_[fr.adj_begin + k]);
     if (n.is_rule_end) {
       if (fr.parent == kNoFrame) {
@@ -110,17 +112,91 @@ int32_t ParserStates::close(std::vector<uint32_t>& seeds) {
   }
   if (tops_.empty() && !accepting) return kDeadState;
   std::sort(tops_.begin(), tops_.end());
+  return intern(tops_, accepting);
+}
+
+int32_t ParserStates::intern(const std::vector<uint32_t>& tops, bool accepting) {
   auto& ids = state_ids_[accepting ? 1 : 0];
-  auto it = ids.find(tops_);
+  auto it = ids.find(tops);
   if (it != ids.end()) return it->second;
   const auto id = static_cast<int32_t>(states_.size());
   State s;
-  s.frames = tops_;
+  s.frames = tops;
   s.accepting = accepting;
+  if (has_token_edges_) {
+    for (uint32_t f : tops) s.token_edges = s.token_edges || grammar_->node(frames_[f].node).has_token_edges;
+  }
   std::fill(std::begin(s.next), std::end(s.next), kUnknown);
   states_.push_back(std::move(s));
-  ids.emplace(tops_, id);
+  ids.emplace(tops, id);
   return id;
+}
+
+int32_t ParserStates::merge(int32_t a, int32_t b) {
+  if (a == kDeadState || a == b) return b;
+  if (b == kDeadState) return a;
+  // Both are closed: the union of their tops, accepting when either is, is closed too.
+  const State& sa = states_[static_cast<size_t>(a)];
+  const State& sb = states_[static_cast<size_t>(b)];
+  std::vector<uint32_t> tops;
+  std::set_union(sa.frames.begin(), sa.frames.end(), sb.frames.begin(), sb.frames.end(), std::back_inserter(tops));
+  return intern(tops, sa.accepting || sb.accepting);
+}
+
+int32_t ParserStates::compute_token_step(int32_t state, int32_t token, bool not_text, bool other) {
+  seeds_.clear();
+  for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
+    const Frame fr = frames_[f];
+    for (const TokenEdge& e : grammar_->token_edges(fr.node)) {
+      const int32_t id = grammar_->token_refs()[e.ref].id;
+      if (id < 0) continue;  // an unresolved name matches nothing
+      const bool match = e.negated ? !not_text && (other || token != id) : !other && token == id;
+      if (match) seeds_.push_back(frame(e.target, fr.parent, fr.slots));
+    }
+  }
+  if (seeds_.empty()) return kDeadState;
+  std::vector<uint32_t> seeds = seeds_;
+  return close(seeds);
+}
+
+int32_t ParserStates::step_token(int32_t state, int32_t token, bool not_text) {
+  const State& s = states_[static_cast<size_t>(state)];
+  if (!s.token_edges) return kDeadState;
+  bool named = false;
+  for (uint32_t f : s.frames) {
+    for (const TokenEdge& e : grammar_->token_edges(frames_[f].node)) named = named || grammar_->token_refs()[e.ref].id == token;
+  }
+  if (!named) return not_text ? kDeadState : step_other_token(state);
+  for (const auto& [t, next] : token_caches_[state].next) {
+    if (t == token) return next;
+  }
+  const int32_t next = compute_token_step(state, token, not_text, false);
+  token_caches_[state].next.emplace_back(token, next);
+  return next;
+}
+
+int32_t ParserStates::step_other_token(int32_t state) {
+  if (!states_[static_cast<size_t>(state)].token_edges) return kDeadState;
+  if (token_caches_[state].other == kUnknown) {
+    const int32_t next = compute_token_step(state, -1, false, true);
+    token_caches_[state].other = next;
+  }
+  return token_caches_[state].other;
+}
+
+void ParserStates::token_edge_ids(int32_t state, std::vector<int32_t>& ids, bool& any_negated) const {
+  ids.clear();
+  any_negated = false;
+  for (uint32_t f : states_[static_cast<size_t>(state)].frames) {
+    for (const TokenEdge& e : grammar_->token_edges(frames_[f].node)) {
+      const int32_t id = grammar_->token_refs()[e.ref].id;
+      if (id < 0) continue;
+      ids.push_back(id);
+      any_negated = any_negated || e.negated;
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 }
 
 std::bitset<256> ParserStates::edge_bytes(int32_t state) const {

@@ -26,10 +26,26 @@ bool Recognizer::feed(std::string_view bytes) {
   return true;
 }
 
+bool Recognizer::feed_token(int32_t token, bool not_text, std::string_view bytes) {
+  const int32_t s = history_.back();
+  int32_t next = states_->step_token(s, token, not_text);
+  if (!bytes.empty()) {
+    int32_t b = s;
+    for (char c : bytes) {
+      b = states_->step(b, static_cast<unsigned char>(c));
+      if (b == kDeadState) break;
+    }
+    next = states_->merge(next, b);
+  }
+  if (next == kDeadState) return false;
+  history_.push_back(next);
+  return true;
+}
+
 std::string Recognizer::forced_bytes(size_t max_bytes) const {
   std::string out;
   int32_t s = history_.back();
-  while (out.size() < max_bytes && !states_->accepting(s)) {
+  while (out.size() < max_bytes && !states_->accepting(s) && !states_->has_token_edges(s)) {
     // Candidates from the stack tops' edges, confirmed by stepping (a step may still die, e.g. at
     // a slot guard); two live bytes make a choice point.
     const std::bitset<256> candidates = states_->edge_bytes(s);

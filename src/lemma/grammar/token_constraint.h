@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "lemma/grammar/grammar.h"
 #include "lemma/grammar/parser_states.h"
@@ -20,6 +22,14 @@ struct VocabularyIndex {
   TokenTrie trie;
 };
 
+// The id a token reference by text names in `vocab`: the special token with that text, else the
+// lowest-id text token whose bytes are exactly it; nullopt when there is none.
+std::optional<int32_t> find_token(const TokenVocabulary& vocab, std::string_view text);
+// Binds `grammar`'s token references to `vocab` (every TokenConstraint's grammar must be bound): names
+// get their ids (find_token), ids are checked. Throws InvalidArgument naming an unknown token text or
+// an id outside the vocabulary. A grammar without token references is returned unchanged.
+Grammar resolve_tokens(Grammar grammar, const TokenVocabulary& vocab);
+
 struct TokenConstraint {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const VocabularyIndex> vocabulary;
@@ -27,7 +37,8 @@ struct TokenConstraint {
 };
 
 // One sequence's matcher over a constraint: its own parser states and mask cache (neither is
-// thread-safe). Not movable (the matcher points into it): hold it by pointer.
+// thread-safe). Not movable (the matcher points into it): hold it by pointer. Throws
+// InvalidArgument when the grammar has a token reference resolve_tokens has not bound.
 class ConstraintState {
  public:
   explicit ConstraintState(const TokenConstraint& constraint);

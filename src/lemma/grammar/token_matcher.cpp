@@ -18,6 +18,37 @@ bool TokenMatcher::is_end_id(int32_t token) const {
   return std::find(vocab_->end_ids.begin(), vocab_->end_ids.end(), token) != vocab_->end_ids.end();
 }
 
+bool TokenMatcher::is_text_token(int32_t token) const {
+  return !vocab_->special[static_cast<size_t>(token)] && !is_end_id(token);
+}
+
+void TokenMatcher::add_token_edges(int32_t state, TokenMask& mask) {
+  ParserStates& ps = recognizer_.states();
+  bool any_negated = false;
+  ps.token_edge_ids(state, edge_ids_, any_negated);
+  // The tokens the edges name are decided one by one below, keeping what the byte walk allowed.
+  edge_bits_.clear();
+  for (int32_t id : edge_ids_) {
+    if (id < vocab_->size()) edge_bits_.emplace_back(id, mask_allows(mask, id));
+  }
+  if (any_negated && ps.step_other_token(state) != kDeadState) {
+    if (text_tokens_.empty()) {
+      text_tokens_.assign(mask.size(), 0);
+      for (int32_t id = 0; id < vocab_->size(); ++id) {
+        if (is_text_token(id))
+          text_tokens_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (static_cast<size_t>(id) & 63);
+      }
+    }
+    for (size_t w = 0; w < mask.size(); ++w) mask[w] |= text_tokens_[w];
+  }
+  for (const auto& [id, by_bytes] : edge_bits_) {
+    const bool allowed = by_bytes || ps.step_token(state, id, !is_text_token(id)) != kDeadState;
+    const uint64_t bit = uint64_t{1} << (static_cast<size_t>(id) & 63);
+    if (allowed) mask[static_cast<size_t>(id) >> 6] |= bit;
+    else mask[static_cast<size_t>(id) >> 6] &= ~bit;
+  }
+}
+
 bool TokenMatcher::reads_any_ascii_string_chars(int32_t state) {
   ParserStates& ps = recognizer_.states();
   if (ps.string_closed_memo(state) < 0) {
@@ -146,6 +177,7 @@ void TokenMatcher::compute_mask(int32_t state, TokenMask& mask) {
   } else {
     walk(*trie_, state, mask);
   }
+  if (ps.has_token_edges(state)) add_token_edges(state, mask);
   if (ps.accepting(state)) {
     for (int32_t id : vocab_->end_ids) mask[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (static_cast<size_t>(id) & 63);
   }
@@ -170,6 +202,15 @@ const TokenMask& TokenMatcher::next_mask() {
 bool TokenMatcher::accept(int32_t token) {
   if (token < 0 || token >= vocab_->size()) fail<InvalidArgument>("grammar: token id {} out of range", token);
   if (ended_) return false;
+  const auto& bytes = vocab_->bytes[static_cast<size_t>(token)];
+  if (recognizer_.states().has_token_edges(recognizer_.state())) {
+    const size_t before = recognizer_.position();
+    const bool text = is_text_token(token);
+    if (recognizer_.feed_token(token, !text, text ? std::string_view(bytes) : std::string_view())) {
+      token_starts_.push_back(before);
+      return true;
+    }
+  }
   if (is_end_id(token)) {
     if (!recognizer_.accepting()) return false;
     token_starts_.push_back(recognizer_.position());
@@ -178,7 +219,7 @@ bool TokenMatcher::accept(int32_t token) {
   }
   if (vocab_->special[static_cast<size_t>(token)]) return false;
   const size_t before = recognizer_.position();
-  if (!recognizer_.feed(vocab_->bytes[static_cast<size_t>(token)])) return false;
+  if (!recognizer_.feed(bytes)) return false;
   token_starts_.push_back(before);
   return true;
 }

@@ -2,6 +2,8 @@
 // tokens, rolling back N tokens (for speculation) and telling when the grammar is complete.
 // Masks are computed by walking the token trie from the recognizer's state; a mask depends only on
 // that state, so masks are cached per state in a MaskCache shared by matchers of one grammar.
+// Where the state has token edges (token references), the tokens they take are added to the mask:
+// the named ones (special ones included) and, for a negated edge, every text token it allows.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +42,11 @@ class TokenMatcher {
   // `states`, `vocab`, `trie` (and `cache`, which may be null) must outlive the matcher.
   TokenMatcher(ParserStates& states, const TokenVocabulary& vocab, const TokenTrie& trie, MaskCache* cache);
 
-  // The tokens allowed next: those whose bytes the grammar can read now, and the end ids when the
-  // input so far is complete.
+  // The tokens allowed next: those whose bytes the grammar can read now, those a live token edge
+  // takes, and the end ids when the input so far is complete.
   const TokenMask& next_mask();
-  // Feeds a token; false (and nothing changes) when the grammar refuses it. An end id is accepted
+  // Feeds a token; false (and nothing changes) when the grammar refuses it. A special token is
+  // accepted only through a token edge naming it. An end id no live token edge names is accepted
   // only when the grammar is complete, and ends the matcher.
   bool accept(int32_t token);
   // Undoes the last `n` accepted tokens.
@@ -67,6 +70,10 @@ class TokenMatcher {
   // ASCII string characters only, reached in a state that reads any run of them, is taken whole.
   void walk(const TokenTrie& trie, int32_t state, TokenMask& mask);
   bool is_end_id(int32_t token) const;
+  // Neither special nor an end id: what negated token edges take.
+  bool is_text_token(int32_t token) const;
+  // ORs in the tokens the token edges of `state` take (mask holds the byte walk's result).
+  void add_token_edges(int32_t state, TokenMask& mask);
 
   Recognizer recognizer_;
   const TokenVocabulary* vocab_;
@@ -75,6 +82,9 @@ class TokenMatcher {
   std::vector<size_t> token_starts_;  // byte position before each accepted token
   bool ended_ = false;
   TokenMask scratch_;
+  TokenMask text_tokens_;  // the text tokens, built when a negated token edge needs them
+  std::vector<int32_t> edge_ids_;
+  std::vector<std::pair<int32_t, bool>> edge_bits_;
   std::vector<int32_t> walk_states_;
   std::vector<int32_t> seen_states_, level_states_, after_states_, form_states_, form_next_;
 };

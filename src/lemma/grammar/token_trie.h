@@ -14,10 +14,13 @@
 namespace lemma::grammar {
 
 // What the matcher needs from a tokenizer: each token's bytes in mid-text, which tokens are special
-// (never allowed by a grammar) and which end generation (allowed once the grammar is complete).
+// (allowed only where a grammar's token reference names them) and which end generation (allowed once
+// the grammar is complete).
 struct TokenVocabulary {
   std::vector<std::string> bytes;   // by token id
   std::vector<bool> special;        // by token id
+  std::vector<std::string> special_text;  // by token id: a special token's text ("<|im_end|>"), for
+                                          // token references by name; "" for the others (may be empty)
   std::vector<int32_t> end_ids;     // EOS / end-of-turn ids
   int32_t size() const { return static_cast<int32_t>(bytes.size()); }
 };

@@ -4,6 +4,7 @@
 #include "lemma/grammar/gbnf.h"
 #include "lemma/grammar/json_schema.h"
 #include "lemma/grammar/text_grammars.h"
+#include "lemma/grammar/token_constraint.h"
 #include "lemma/server/api_error.h"
 
 namespace lemma::server {
@@ -17,7 +18,7 @@ using Kind = OutputConstraintSpec::Kind;
 // JSON's white space as llama.cpp's grammars allow it: a space, or a newline and up to 20 spaces or
 // tabs of indentation, in one place: room for indented output, none for a model that would rather
 // emit white space than the structure.
-const grammar::JsonSchemaOptions kServingJson{.compact = false, .max_whitespace = 20, .prefix = {}, .suffix = {}};
+const grammar::JsonSchemaOptions kServingJson{.compact = false, .max_whitespace = 20, .prefix = {}, .suffix = {}, .prefix_token = {}};
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw ApiError(400, field + " " + what, field, "invalid_request_error");
@@ -123,7 +124,10 @@ std::shared_ptr<const grammar::TokenConstraint> compile_output_constraint(
       case Kind::kJsonSchema: g = grammar::json_schema_grammar(spec.schema, kServingJson); break;
       case Kind::kRegex: g = grammar::regex_grammar(spec.regex); break;
       case Kind::kChoice: g = grammar::choice_grammar(spec.choices); break;
-      case Kind::kGbnf: g = grammar::gbnf_grammar(spec.gbnf); break;
+      case Kind::kGbnf:
+        g = grammar::gbnf_grammar(spec.gbnf);
+        if (vocabulary) g = grammar::resolve_tokens(std::move(g), vocabulary->vocab);  // <[id]>, <|name|>
+        break;
       case Kind::kNone: break;
     }
     return std::make_shared<const grammar::TokenConstraint>(
@@ -145,6 +149,12 @@ std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
       options.suffix = "\n</tool_call>";
       break;
     case ToolCallFormat::kLlama3Json: args_key = "parameters"; break;
+    case ToolCallFormat::kMistral:
+      // The marker is a special token: a token reference, then the calls' JSON array (one call).
+      options.prefix_token = "[TOOL_CALLS]";
+      options.prefix = "[";
+      options.suffix = "]";
+      break;
     default:
       bad("tool_choice", std::string("cannot force a call in this chat template's tool format (") +
                              tool_call_format_name(format) + "): use \"auto\"");
@@ -161,12 +171,26 @@ std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
                      {"additionalProperties", false}});
   }
   const ojson schema = calls.size() == 1 ? calls[0] : ojson{{"anyOf", calls}};
+  grammar::Grammar call;
   try {
-    auto g = std::make_shared<const grammar::Grammar>(grammar::json_schema_grammar(schema, options));
-    return std::make_shared<const grammar::TokenConstraint>(grammar::TokenConstraint{g, std::move(vocabulary), "tool_choice"});
+    call = grammar::json_schema_grammar(schema, options);
   } catch (const Error& e) {
     bad("tool_choice", std::string("a function's parameters cannot be honoured exactly: ") + e.what());
   }
+  if (!options.prefix_token.empty()) {
+    const auto unforceable = [&](const std::string& why) {
+      bad("tool_choice", std::string("cannot force a call in this chat template's tool format (") +
+                             tool_call_format_name(format) + "): " + why + "; use \"auto\"");
+    };
+    if (!vocabulary) unforceable("no vocabulary to find its marker token in");
+    try {
+      call = grammar::resolve_tokens(std::move(call), vocabulary->vocab);
+    } catch (const Error& e) {
+      unforceable(e.what());
+    }
+  }
+  auto g = std::make_shared<const grammar::Grammar>(std::move(call));
+  return std::make_shared<const grammar::TokenConstraint>(grammar::TokenConstraint{g, std::move(vocabulary), "tool_choice"});
 }
 
 }  // namespace lemma::server

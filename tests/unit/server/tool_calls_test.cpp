@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemma/grammar/token_constraint.h"
+#include "lemma/server/api_error.h"
+#include "lemma/server/output_constraint.h"
 #include "support/shared_data.h"
 
 namespace lemma::server {
@@ -118,6 +121,77 @@ TEST(ToolCalls, MistralArrayAndArgsForms) {
   EXPECT_EQ(got.calls[0].arguments, "{\"k\":1}");
   EXPECT_EQ(got.calls[1].name, "b");
   EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kMistral, "[TOOL_CALLS]a[ARGS]{\"k\": ").calls.empty());
+}
+
+// tool_choice "required" with Mistral's format: the marker is a special token, read through a token
+// reference; the forced output parses back into the call.
+TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
+  grammar::TokenVocabulary v;
+  v.bytes = {"", ""};  // 0 [TOOL_CALLS] (special), 1 </s> (special, end)
+  v.special = {true, true};
+  v.special_text = {"[TOOL_CALLS]", "</s>"};
+  v.end_ids = {1};
+  for (int c = 0x20; c < 0x7F; ++c) {  // then one token per printable ASCII byte
+    v.bytes.emplace_back(1, static_cast<char>(c));
+    v.special.push_back(false);
+    v.special_text.emplace_back();
+  }
+  const auto vocab = std::make_shared<const grammar::VocabularyIndex>(v);
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
+  const auto constraint = compile_forced_tool_call(tools, "", ToolCallFormat::kMistral, vocab);
+  grammar::ConstraintState state(*constraint);
+  for (int32_t id = 0; id < vocab->vocab.size(); ++id) EXPECT_EQ(grammar::mask_allows(state.allowed(), id), id == 0) << id;
+  EXPECT_FALSE(state.accept(1));
+  ASSERT_TRUE(state.accept(0));
+  std::string text = "[TOOL_CALLS]";  // as the server decodes it (special tokens kept with a tool format)
+  for (char c : std::string(R"([{"name":"get_weather","arguments":{"city":"Paris"}}])")) {
+    ASSERT_TRUE(state.accept(2 + (c - 0x20))) << text << c;
+    text += c;
+  }
+  EXPECT_TRUE(state.is_complete());
+  const auto got = parse_tool_calls(ToolCallFormat::kMistral, text);
+  ASSERT_EQ(got.calls.size(), 1u);
+  EXPECT_EQ(got.calls[0].name, "get_weather");
+  EXPECT_EQ(got.calls[0].arguments, R"({"city":"Paris"})");
+  // A vocabulary without the marker cannot be forced: 400 on tool_choice, naming it.
+  grammar::TokenVocabulary plain = v;
+  plain.special_text[0] = "<unused>";
+  try {
+    compile_forced_tool_call(tools, "get_weather", ToolCallFormat::kMistral,
+                             std::make_shared<const grammar::VocabularyIndex>(plain));
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("[TOOL_CALLS]"), std::string::npos) << e.what();
+  }
+}
+
+// A GBNF `grammar` field's token references are bound to the model's vocabulary; an unknown one is
+// a 400 naming the field and the token.
+TEST(ToolCalls, GbnfTokenReferencesAreBoundToTheVocabulary) {
+  grammar::TokenVocabulary v;
+  v.bytes = {"", "a"};
+  v.special = {true, false};
+  v.special_text = {"<|tool|>", ""};
+  const auto vocab = std::make_shared<const grammar::VocabularyIndex>(v);
+  OutputConstraintSpec spec;
+  spec.kind = OutputConstraintSpec::Kind::kGbnf;
+  spec.field = "grammar";
+  spec.gbnf = "root ::= <|tool|> \"a\"";
+  const auto constraint = compile_output_constraint(spec, vocab);
+  grammar::ConstraintState state(*constraint);
+  EXPECT_TRUE(grammar::mask_allows(state.allowed(), 0));
+  EXPECT_FALSE(grammar::mask_allows(state.allowed(), 1));
+  spec.gbnf = "root ::= <|nope|>";
+  try {
+    compile_output_constraint(spec, vocab);
+    ADD_FAILURE() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "grammar");
+    EXPECT_NE(std::string(e.what()).find("'<|nope|>'"), std::string::npos) << e.what();
+  }
 }
 
 // A stream releases text up to where a call may begin, holding back a partial marker.

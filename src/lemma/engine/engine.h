@@ -142,9 +142,9 @@ class Engine {
     RequestOptions options;       // until it starts
     int64_t num_blocks = 0;       // W x blocks of a whole sequence: what it may come to hold
     bool active = false;
-    std::vector<RequestId> sequences;
-    std::unordered_map<RequestId, std::vector<TokenLogprob>> ready;
-    StopConditions stop;
+    std::vector<RequestId> sequences = {};
+    std::unordered_map<RequestId, std::vector<TokenLogprob>> ready = {};
+    StopConditions stop = {};
     int64_t num_prompt_tokens = 0;
     int64_t num_cached_tokens = 0;
     RequestId first_sequence = 0;  // its first scheduling is the request's

@@ -32,10 +32,10 @@ struct JsonSchemaOptions {
   // it: a model may otherwise prefer white space forever, and a grammar that allows it cannot stop it.
   int max_whitespace = kUnbounded;
   // Literal text before and after the JSON value (e.g. a tool-call tag around a call's object).
-  std::string prefix, suffix;
+  std::string prefix = {}, suffix = {};
   // A token before `prefix`, named by its text (e.g. Mistral's special "[TOOL_CALLS]"): a token
   // reference that resolve_tokens (token_constraint.h) binds to a vocabulary.
-  std::string prefix_token;
+  std::string prefix_token = {};
   PropertyOrder property_order = PropertyOrder::kDefinition;
   std::string item_separator = ",", key_separator = ":";  // with compact only
 };

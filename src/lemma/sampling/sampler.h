@@ -23,7 +23,7 @@ struct SampleResult {
   float logprob = 0.0f;      // raw log-softmax of `token` when params.logprobs (-inf for kNoToken),
                              // else NaN (not computed: it costs a pass of exp over the vocabulary)
   int64_t nan_count = 0;     // NaN logits seen (they are never sampled)
-  std::vector<TokenLogprob> top;  // params.top_logprobs entries, most likely first
+  std::vector<TokenLogprob> top = {};  // params.top_logprobs entries, most likely first
 };
 
 // The buffers a draw works in, sized to the vocabulary on first use (about 17 bytes per entry):

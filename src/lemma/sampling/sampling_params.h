@@ -41,16 +41,16 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;  // > 0; 1: disabled (prompt and output tokens)
   float presence_penalty = 0.0f;    // [-2, 2] (output tokens)
   float frequency_penalty = 0.0f;   // [-2, 2] (output tokens)
-  std::vector<std::pair<int32_t, float>> logit_bias;  // token -> added logit
-  std::optional<uint64_t> seed;     // unset: the sampler's default seed
+  std::vector<std::pair<int32_t, float>> logit_bias = {};  // token -> added logit
+  std::optional<uint64_t> seed = {};  // unset: the sampler's default seed
   bool logprobs = false;            // report the sampled token's raw logprob (OpenAI `logprobs`)
   int32_t top_logprobs = 0;         // also the n most likely raw logprobs (needs logprobs)
   // Structured output: only tokens the grammar allows are sampled (grammar/token_constraint.h);
   // null: unconstrained. Shared, immutable.
-  std::shared_ptr<const grammar::TokenConstraint> constraint;
+  std::shared_ptr<const grammar::TokenConstraint> constraint = {};
   // Set: beam search. Ranking is by log-probability after logit_bias, the penalties and the
   // constraint; temperature, top_k, top_p, min_p and seed do not apply (the search is deterministic).
-  std::optional<BeamSearchParams> beam_search;
+  std::optional<BeamSearchParams> beam_search = {};
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   // Throws InvalidArgument for values outside the ranges above, non-finite values, or

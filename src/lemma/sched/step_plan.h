@@ -58,10 +58,10 @@ struct ScheduledRequest {
   int64_t num_computed_tokens = 0;
   int64_t num_new_tokens = 0;
   bool needs_sample = false;  // the granted tokens reach the end: sample the next token
-  std::vector<int32_t> draft_token_ids;
+  std::vector<int32_t> draft_token_ids = {};
   // The draft's distribution per draft ([drafts, vocab]) when it drew them at random: the runner then
   // keeps each by exact rejection sampling (sampling/speculative_sampling.h). Null: point masses.
-  std::shared_ptr<const std::vector<float>> draft_probs;
+  std::shared_ptr<const std::vector<float>> draft_probs = {};
   // Empty: the drafts are a chain. Else one per draft, its parent draft or -1 (sched/draft_tree.h);
   // point masses only (draft_probs null).
   std::vector<int32_t> draft_parents = {};
@@ -90,7 +90,7 @@ struct StepPlan {
 struct SampledTokens {
   RequestId id = 0;
   std::vector<SampleResult> samples;
-  std::vector<TokenLogprob> candidates;  // beam search only: most likely first
+  std::vector<TokenLogprob> candidates = {};  // beam search only: most likely first
 };
 
 struct StepResult {

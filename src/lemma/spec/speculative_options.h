@@ -25,9 +25,9 @@ std::string_view speculative_method_name(SpeculativeMethod method);
 struct SpeculativeOptions {
   SpeculativeMethod method = SpeculativeMethod::kNone;
   int num_tokens = 0;                  // drafts per decoding request per step (K)
-  NgramConfig ngram;                   // kNgram, kNgramTree
+  NgramConfig ngram = {};              // kNgram, kNgramTree
   int tree_branches = 3;               // kNgramTree: continuations per tree
-  std::shared_ptr<const Model> draft_model;  // kDraftModel
+  std::shared_ptr<const Model> draft_model = {};  // kDraftModel
   int layers = 0;                      // kLayerSkip: how many of the target's first layers draft (0: half)
   int64_t draft_kv_blocks = 0;         // the draft's KV pool in blocks; 0: as many as the target's
   int disable_by_batch_size = 0;       // no drafts while more requests run (0: no limit; the CLI says 4)

@@ -217,7 +217,9 @@ TEST_F(EngineConstrainedTest, EveryBeamFollowsItsGrammar) {
         f.tokens = got.at(id)[i].tokens;
         f.status = got.at(id)[i].status;
         expect_valid_object(f, *constraint->vocabulary, fmt::format("request {} choice {}", id, i));
-        if (i > 0) EXPECT_NE(got.at(id)[i].tokens, got.at(id)[i - 1].tokens);
+        if (i > 0) {
+          EXPECT_NE(got.at(id)[i].tokens, got.at(id)[i - 1].tokens);
+        }
       }
     }
     EXPECT_EQ(engine.scheduler().stats().kv_blocks_used, 0);

@@ -108,7 +108,9 @@ TEST_F(EngineDraftModelTest, SeededStochasticDraftsAreReproducible) {
     const DraftRun a = run(c, 0.8f), b = run(c, 0.8f);
     expect_same_tokens(a, b);
     EXPECT_GT(a.stats.num_accepted_draft_tokens, 0u);
-    if (method == spec::SpeculativeMethod::kDraftModel) EXPECT_GT(acceptance(a.stats), 0.9);  // q is p
+    if (method == spec::SpeculativeMethod::kDraftModel) {
+      EXPECT_GT(acceptance(a.stats), 0.9);  // q is p
+    }
   }
 }
 

@@ -27,7 +27,7 @@ SpecRun run_workload(EngineConfig config, int num_requests = 6) {
   config.keep_logits = false;
   Engine engine(stories_model(), config);
   const std::vector<int32_t>& story = kStory;
-  for (RequestId id = 1; id <= num_requests; ++id) {
+  for (RequestId id = 1; id <= static_cast<RequestId>(num_requests); ++id) {
     RequestOptions o = greedy(48);
     if (id % 2 == 0) {
       o.sampling.temperature = 0.8f;

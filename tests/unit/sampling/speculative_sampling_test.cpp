@@ -197,7 +197,9 @@ TEST(SamplerDistribution, MatchesWhatTheSamplerDraws) {
       continue;
     }
     EXPECT_LT(chi_square(counts, expected, kSamples, dof), chi_square_critical(std::max(dof, 1)));
-    if (c.top_k == 3) EXPECT_EQ(std::count_if(probs.begin(), probs.end(), [](float v) { return v > 0.0f; }), 3);
+    if (c.top_k == 3) {
+      EXPECT_EQ(std::count_if(probs.begin(), probs.end(), [](float v) { return v > 0.0f; }), 3);
+    }
   }
 }
 

@@ -40,7 +40,20 @@ struct GrammarBenchFlags {
   bool json = false;
   bool verbose = false;  // each compile error and each test decided wrong, on stderr
   std::string property_order = "any";
+  std::string shard;  // "I/N": only the files whose index in name order is I mod N
 };
+
+// Keeps the files of shard "I/N" (a whole directory split over several runs, e.g. parallel tests).
+void keep_shard(const std::string& shard, std::vector<std::filesystem::path>& files) {
+  if (shard.empty()) return;
+  size_t i = 0, n = 0;
+  if (std::sscanf(shard.c_str(), "%zu/%zu", &i, &n) != 2 || n == 0 || i >= n) {
+    fail<InvalidArgument>("bench grammar: --shard '{}' is not I/N with 0 <= I < N", shard);
+  }
+  std::vector<std::filesystem::path> kept;
+  for (size_t k = i; k < files.size(); k += n) kept.push_back(files[k]);
+  files = std::move(kept);
+}
 
 // Python's json.dumps(value, ensure_ascii=False): ", " and ": " separators, keys in order.
 void python_dumps(const ordered_json& v, std::string& out) {
@@ -100,6 +113,7 @@ int run_bench_grammar(const GrammarBenchFlags& f) {
     if (e.path().extension() == ".json") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
+  keep_shard(f.shard, files);
   if (files.empty()) fail<InvalidArgument>("bench grammar: no .json files in {}", f.dir);
 
   size_t compiled = 0, passing = 0, valid_rejected = 0, invalid_accepted = 0, masks = 0;
@@ -201,6 +215,7 @@ void register_bench_grammar(CLI::App* bench) {
   sub->add_flag("--json", flags->json, "One JSON object");
   sub->add_option("--property-order", flags->property_order, "Object properties in 'any' order (what a validator accepts) or in 'definition' order")
       ->check(CLI::IsMember({"any", "definition"}));
+  sub->add_option("--shard", flags->shard, "Only the files I, I+N, I+2N, ... in name order (I/N)");
   sub->add_flag("--verbose,-v", flags->verbose, "Print each compile error and each test decided wrong on stderr");
   bind(sub, [flags] { return run_bench_grammar(*flags); });
 }

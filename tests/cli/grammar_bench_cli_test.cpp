@@ -45,6 +45,26 @@ TEST(CliBenchGrammar, CompiledSchemasDecideEveryTestRight) {
   EXPECT_NE(r.err.find("[6/6]"), std::string::npos) << "progress line on stderr";
 }
 
+// The whole of ../shared/data/maskbench, in four shards run as separate tests (ctest -j): no valid
+// instance of a compiled schema refused, no invalid one accepted.
+class CliBenchGrammarShard : public ::testing::TestWithParam<int> {};
+
+TEST_P(CliBenchGrammarShard, EveryFileDecidesEveryTestRight) {
+  const auto tokenizer = shared_data("hf/llama3");
+  LEMMA_REQUIRE_SHARED(tokenizer / "tokenizer.json");
+  LEMMA_REQUIRE_SHARED(shared_data("maskbench") / kFiles[0]);
+  const auto r = lemma("bench grammar --tokenizer " + shell_quote(tokenizer.string()) + " " +
+                       shell_quote(shared_data("maskbench").string()) + " --json -v --shard " + std::to_string(GetParam()) + "/4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["schemas"].get<int>(), 400);
+  EXPECT_EQ(j["valid_rejected"], 0) << r.err;
+  EXPECT_EQ(j["invalid_accepted"], 0) << r.err;
+  EXPECT_EQ(j["passing"], j["compiled"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(MaskBench, CliBenchGrammarShard, ::testing::Range(0, 4));
+
 TEST(CliBenchGrammar, TableFormAndBadArguments) {
   const auto tokenizer = shared_data("hf/llama3");
   LEMMA_REQUIRE_SHARED(tokenizer / "tokenizer.json");
@@ -57,6 +77,9 @@ TEST(CliBenchGrammar, TableFormAndBadArguments) {
   }
   const auto empty = build_scratch("maskbench_empty");
   EXPECT_NE(lemma("bench grammar --tokenizer " + shell_quote(tokenizer.string()) + " " + shell_quote(empty.string())).exit_code, 0);
+  const auto bad_shard = lemma("bench grammar --tokenizer " + shell_quote(tokenizer.string()) + " " + shell_quote(dir.string()) + " --shard 4/4");
+  EXPECT_NE(bad_shard.exit_code, 0);
+  EXPECT_NE(bad_shard.err.find("--shard"), std::string::npos) << bad_shard.err;
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ ExprPtr token_named(std::string text, bool negated) {
   return e;
 }
 
+ExprPtr automaton(std::shared_ptr<const ByteAutomaton> a) {
+  if (a->edges.empty()) return nothing();
+  auto e = make(Expr::Kind::kAutomaton);
+  e->automaton = std::move(a);
+  return e;
+}
+
 bool is_nothing(const ExprPtr& e) { return e->kind == Expr::Kind::kAlt && e->items.empty(); }
 
 ExprPtr bytes(const std::bitset<256>& set) {

@@ -22,10 +22,21 @@ namespace lemma::grammar {
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
 
+// A finite automaton over bytes spelled out state by state (state 0 starts): what a regular
+// language computed by automaton operations (byte_dfa.h: complements, products) becomes in a grammar.
+struct ByteAutomaton {
+  struct Edge {
+    unsigned char lo, hi;
+    uint32_t target;
+  };
+  std::vector<std::vector<Edge>> edges;  // by state
+  std::vector<bool> accepting;           // by state
+};
+
 inline constexpr int kUnbounded = -1;
 
 struct Expr {
-  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule, kRequire, kToken };
+  enum class Kind { kBytes, kSeq, kAlt, kRepeat, kRule, kRequire, kToken, kAutomaton };
   Kind kind = Kind::kSeq;
   std::bitset<256> bytes;      // kBytes
   std::vector<ExprPtr> items;  // kSeq, kAlt; kRepeat: one item
@@ -38,6 +49,7 @@ struct Expr {
   int32_t token = -1;          // kToken: the token id, or -1 when named by `token_name`
   std::string token_name;      // kToken: the token's text (e.g. "<|im_end|>"), resolved later
   bool negated = false;        // kToken: any one text token except this one
+  std::shared_ptr<const ByteAutomaton> automaton;  // kAutomaton
 };
 
 inline constexpr int kMaxSlots = 64;
@@ -64,6 +76,9 @@ ExprPtr token_ref(int32_t id, bool negated = false);
 // The same with the token named by its text, resolved against the vocabulary when the constraint
 // is built (token_constraint.h: resolve_tokens).
 ExprPtr token_named(std::string text, bool negated = false);
+
+// The strings `a` leads from state 0 to an accepting state.
+ExprPtr automaton(std::shared_ptr<const ByteAutomaton> a);
 
 bool is_nothing(const ExprPtr& e);
 

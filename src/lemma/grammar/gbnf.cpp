@@ -121,6 +121,7 @@ class GbnfParser {
     switch (e.kind) {
       case Expr::Kind::kBytes: case Expr::Kind::kToken: return false;
       case Expr::Kind::kRequire: return true;
+      case Expr::Kind::kAutomaton: return e.automaton->accepting[0];
       case Expr::Kind::kRule: return rule_nullable[static_cast<size_t>(e.rule)];
       case Expr::Kind::kRepeat: return e.min == 0 || nullable(*e.items[0], rule_nullable);
       case Expr::Kind::kAlt:

@@ -103,6 +103,20 @@ class Compiler {
         link(from, to);
         return to;
       }
+      case Expr::Kind::kAutomaton: {
+        // One node per state, entered by an empty edge (the start state may be re-entered by
+        // its own loops, which must not leak into `from`'s other edges).
+        const ByteAutomaton& a = *e.automaton;
+        const auto base = static_cast<uint32_t>(nodes_.size());
+        for (size_t i = 0; i < a.edges.size(); ++i) fresh();
+        const uint32_t to = fresh();
+        link(from, base);
+        for (size_t s = 0; s < a.edges.size(); ++s) {
+          for (const auto& edge : a.edges[s]) nodes_[base + s].byte_edges.push_back({edge.lo, edge.hi, base + edge.target});
+          if (a.accepting[s]) link(base + static_cast<uint32_t>(s), to);
+        }
+        return to;
+      }
     }
     return from;
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lemma/base/error.h"
+#include "lemma/grammar/byte_dfa.h"
 #include "lemma/grammar/json_text.h"
 #include "lemma/grammar/regex.h"
 
@@ -18,14 +19,15 @@ using json = nlohmann::ordered_json;
 // Keywords that constrain instances but that this compiler does not implement: their presence is
 // an error (ignoring one would let invalid output through). Unknown keywords are annotations.
 const std::set<std::string> kUnsupported = {
-    "not", "patternProperties", "contains", "minContains", "maxContains", "dependentRequired", "dependentSchemas",
+    "not", "contains", "minContains", "maxContains", "dependentRequired", "dependentSchemas",
     "dependencies", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "multipleOf",
-    "$dynamicRef", "$recursiveRef", "minProperties", "maxProperties"};
+    "$dynamicRef", "$recursiveRef"};
 
 const std::set<std::string> kValidation = {
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
     "pattern", "format", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "required",
-    "additionalProperties", "properties", "anyOf", "oneOf", "allOf", "$ref"};
+    "additionalProperties", "properties", "patternProperties", "minProperties", "maxProperties", "anyOf", "oneOf", "allOf",
+    "$ref"};
 
 bool has_validation(const json& schema) {
   if (!schema.is_object()) return true;
@@ -38,6 +40,10 @@ bool has_validation(const json& schema) {
 
 // Inlining $refs (to merge them with siblings) could recurse forever on a recursive schema.
 constexpr int kMaxInlineDepth = 64;
+// Bounds on what the object compiler unrolls: automaton states for the keys of patternProperties,
+// members counted by minProperties/maxProperties.
+constexpr size_t kMaxKeyStates = 20000;
+constexpr int kMaxCountedMembers = 256;
 
 // Formats the JSON Schema specifications define. A validator may check these, so one lemma cannot
 // spell exactly is an error; any other name is an annotation (validators ignore unknown formats).
@@ -88,7 +94,7 @@ class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
       : root_(root), prefix_token_(options.prefix_token), prefix_(options.prefix), suffix_(options.suffix),
-        order_(options.property_order) {
+        order_(options.property_order), ref_ignores_siblings_(ref_ignores_siblings(root)) {
     if (options.compact) {
       ws_ = empty();
       comma_ = literal(options.item_separator);
@@ -204,22 +210,18 @@ class SchemaCompiler {
     if (a.is_boolean() || b.is_boolean()) {
       if (a == true) return b;
       if (b == true) return a;
-      unsupported("allOf with a false schema");
+      return json(false);  // nothing satisfies both
     }
     json out = a;
+    const bool objects = a.contains("properties") || b.contains("properties") || a.contains("additionalProperties") ||
+                         b.contains("additionalProperties");
+    if (objects) merge_members(a, b, out);
     for (const auto& [k, v] : b.items()) {
+      if (objects && (k == "properties" || k == "additionalProperties")) continue;
       if (!out.contains(k)) {
         out[k] = v;
       } else if (out[k] == v) {
         continue;
-      } else if (k == "properties") {
-        for (const auto& [name, s] : v.items()) {
-          if (out[k].contains(name) && out[k][name] != s) {
-            out[k][name] = json{{"allOf", json::array({out[k][name], s})}};
-          } else {
-            out[k][name] = s;
-          }
-        }
       } else if (k == "required") {
         for (const auto& name : v) {
           if (std::find(out[k].begin(), out[k].end(), name) == out[k].end()) out[k].push_back(name);
@@ -237,7 +239,7 @@ class SchemaCompiler {
         for (const auto& t : sa) {
           if (sb.count(t) && !(t == "number" && (!sb.count("number") || !sa.count("number")))) both.push_back(t);
         }
-        if (both.empty()) unsupported("allOf with disjoint types");
+        if (both.empty()) return json(false);  // no instance has both types
         out[k] = both;
       } else if (!kValidation.count(k)) {
         continue;  // annotations and unknown keywords constrain nothing
@@ -245,13 +247,44 @@ class SchemaCompiler {
         unsupported(fmt::format("allOf with two different '{}'", k));
       }
     }
-    // additionalProperties written for one part's properties cannot be widened by another's.
-    if (a.is_object() && b.is_object() && (a.contains("additionalProperties") || b.contains("additionalProperties")) &&
-        out.contains("properties") && (a.value("properties", json::object()).size() != out["properties"].size() ||
-                                       b.value("properties", json::object()).size() != out["properties"].size())) {
-      unsupported("allOf merging properties under additionalProperties");
-    }
     return out;
+  }
+
+  // Both parts' views of every key, exactly: a key one part names takes that part's property
+  // schema, any other key that part's additionalProperties (true when absent); the merged schema
+  // of a key is both views together, and additionalProperties (for keys neither names) both parts'.
+  void merge_members(const json& a, const json& b, json& out) {
+    if ((a.contains("patternProperties") || b.contains("patternProperties")) &&
+        a.value("patternProperties", json::object()) != b.value("patternProperties", json::object())) {
+      unsupported("allOf merging patternProperties with properties or additionalProperties");
+    }
+    auto extra_of = [](const json& part) { return part.contains("additionalProperties") ? part["additionalProperties"] : json(true); };
+    auto view = [&](const json& part, const std::string& name) -> json {
+      if (part.contains("properties") && part["properties"].contains(name)) return part["properties"][name];
+      return extra_of(part);
+    };
+    json props = json::object();
+    for (const json* part : {&a, &b}) {
+      if (!part->contains("properties")) continue;
+      for (const auto& [name, unused] : (*part)["properties"].items()) {
+        (void)unused;
+        if (!props.contains(name)) props[name] = both(view(a, name), view(b, name));
+      }
+    }
+    if (!props.empty()) out["properties"] = props;
+    if (a.contains("additionalProperties") || b.contains("additionalProperties")) {
+      out["additionalProperties"] = both(extra_of(a), extra_of(b));
+    }
+  }
+
+  // Two schemas an instance must both satisfy, simplified where one says nothing.
+  static json both(const json& x, const json& y) {
+    auto trivial = [](const json& s) { return s == json(true) || s == json::object(); };
+    if (trivial(x)) return y;
+    if (trivial(y)) return x;
+    if (x == json(false) || y == json(false)) return json(false);
+    if (x == y) return x;
+    return json{{"allOf", json::array({x, y})}};
   }
 
   ExprPtr compile(const json& schema) {
@@ -278,7 +311,7 @@ class SchemaCompiler {
       json rest = schema;
       rest.erase("$ref");
       for (const char* a : {"description", "title", "$comment", "examples", "default", "$schema", "$id", "definitions", "$defs"}) rest.erase(a);
-      if (rest.empty()) return compile_ref(schema["$ref"].get<std::string>());
+      if (rest.empty() || ref_ignores_siblings_) return compile_ref(schema["$ref"].get<std::string>());
       json target = resolve(schema["$ref"].get<std::string>());
       if (target.is_object() && target.contains("$ref")) unsupported("$ref with sibling keywords pointing at another $ref");
       return compile(merge(target, rest));
@@ -306,7 +339,8 @@ class SchemaCompiler {
         }
         json b = branch;
         while (b.is_object() && b.contains("$ref") && b.size() == 1) b = resolve(b["$ref"].get<std::string>());
-        branches.push_back(compile(merge(rest, b)));
+        const json merged = merge(rest, b);
+        if (merged != json(false)) branches.push_back(compile(merged));
       }
       return alt(std::move(branches));
     }
@@ -553,6 +587,30 @@ class SchemaCompiler {
     return seq({literal("["), ws_, body, ws_, literal("]")});
   }
 
+  // A key regex of patternProperties with its value schema, and its automaton over the key's text.
+  struct KeyPattern {
+    json schema;
+    ByteDfa dfa;
+  };
+
+  std::vector<KeyPattern> key_patterns(const json& s) {
+    std::vector<KeyPattern> out;
+    if (!s.contains("patternProperties")) return out;
+    const CharExpr chars = [](const CharClass& c) { return utf8_expr(c); };
+    for (const auto& [regex, schema] : s["patternProperties"].items()) {
+      out.push_back({schema, ByteDfa::from_expr(regex_to_expr(regex, chars, /*search=*/true), kMaxKeyStates)});
+    }
+    return out;
+  }
+
+  // A named property's value: its own schema and every pattern's that matches its name.
+  json property_schema(const std::string& name, json own, const std::vector<KeyPattern>& patterns) {
+    for (const auto& p : patterns) {
+      if (p.dfa.matches(name) && p.schema != json(true) && p.schema != json::object()) own = merge(own, p.schema);
+    }
+    return own;
+  }
+
   ExprPtr compile_object(const json& s) {
     std::vector<std::pair<std::string, ExprPtr>> props;
     std::set<std::string> required;
@@ -560,9 +618,11 @@ class SchemaCompiler {
     std::set<std::string> names;
     json extra = s.contains("additionalProperties") ? s["additionalProperties"] : json(true);
     const bool extra_allowed = !(extra.is_boolean() && !extra.get<bool>());
+    const std::vector<KeyPattern> patterns = key_patterns(s);
     if (s.contains("properties")) {
-      for (const auto& [name, sub] : s["properties"].items()) {
+      for (const auto& [name, own] : s["properties"].items()) {
         names.insert(name);
+        const json sub = property_schema(name, own, patterns);
         if (sub.is_boolean() && !sub.get<bool>()) {
           if (required.count(name)) unsupported(fmt::format("required property '{}' with the false schema", name));
           continue;  // may not appear; and extra keys exclude it below
@@ -572,18 +632,25 @@ class SchemaCompiler {
     }
     for (const auto& r : required) {
       if (names.count(r)) continue;
-      if (!extra_allowed) unsupported(fmt::format("required property '{}' that additionalProperties forbids", r));
+      bool matched = false;
+      for (const auto& p : patterns) matched = matched || p.dfa.matches(r);
+      if (!matched && !extra_allowed) unsupported(fmt::format("required property '{}' that additionalProperties forbids", r));
       names.insert(r);
-      props.push_back({r, compile(extra)});
+      props.push_back({r, compile(matched ? property_schema(r, json(true), patterns) : extra)});
     }
     auto member = [&](const std::string& name, const ExprPtr& value) {
       return seq({literal(json_quote(name)), colon_, value});
     };
     ExprPtr extra_member = nothing();
-    if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), colon_, compile(extra)}));
-    if (order_ == PropertyOrder::kAny && props.size() <= static_cast<size_t>(kMaxSlots)) {
-      return any_order_object(props, required, extra_member);
+    if (!patterns.empty()) extra_member = shared("extra_member", pattern_members(names, patterns, extra));
+    else if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), colon_, compile(extra)}));
+    const int min_members = s.contains("minProperties") ? s["minProperties"].get<int>() : 0;
+    const int max_members = s.contains("maxProperties") ? s["maxProperties"].get<int>() : kUnbounded;
+    const bool counted = min_members > 0 || max_members != kUnbounded;
+    if ((order_ == PropertyOrder::kAny || counted) && props.size() <= static_cast<size_t>(kMaxSlots)) {
+      return any_order_object(props, required, extra_member, min_members, max_members);
     }
+    if (counted) unsupported(fmt::format("minProperties/maxProperties with more than {} properties", kMaxSlots));
     // after[i]: the rest from property i on once something was written (so a comma comes first);
     // first[i]: the rest when nothing was written yet.
     const size_t n = props.size();
@@ -606,8 +673,10 @@ class SchemaCompiler {
   // Members in any order: one rule whose loop picks any member each time; member i is a call with
   // slot i (taken once per object), and the closing brace is guarded by the required members'
   // slots. Its own rule, so that each object (a nested one too) has its own marks.
+  // minProperties/maxProperties count members: unrolled copies of the member choice (slots keep
+  // each named one unique).
   ExprPtr any_order_object(const std::vector<std::pair<std::string, ExprPtr>>& props, const std::set<std::string>& required,
-                           const ExprPtr& extra_member) {
+                           const ExprPtr& extra_member, int min_members, int max_members) {
     std::vector<ExprPtr> choices;
     uint64_t required_slots = 0;
     for (size_t i = 0; i < props.size(); ++i) {
@@ -618,16 +687,72 @@ class SchemaCompiler {
     }
     choices.push_back(extra_member);  // nothing() when extra keys are not allowed
     const ExprPtr one = alt(std::move(choices));
+    // Without extra keys there are no more than props.size() members: a larger bound says nothing.
+    if (is_nothing(extra_member) && max_members != kUnbounded && max_members >= static_cast<int>(props.size())) {
+      max_members = kUnbounded;
+    }
+    if (max_members != kUnbounded && max_members > kMaxCountedMembers) {
+      unsupported(fmt::format("maxProperties over {}", kMaxCountedMembers));
+    }
+    if (min_members > kMaxCountedMembers) unsupported(fmt::format("minProperties over {}", kMaxCountedMembers));
+    ExprPtr members;
+    if (max_members == 0) {
+      members = empty();
+    } else {
+      members = seq({one, repeat(seq({comma_, one}), std::max(min_members - 1, 0),
+                                 max_members == kUnbounded ? kUnbounded : max_members - 1)});
+      if (min_members == 0) members = optional(members);
+    }
     const int object = b_.declare("object_any_order");
-    b_.define(object, seq({literal("{"), ws_, optional(seq({one, star(seq({comma_, one}))})), require_slots(required_slots), ws_,
-                           literal("}")}));
+    b_.define(object, seq({literal("{"), ws_, members, require_slots(required_slots), ws_, literal("}")}));
     return rule_ref(object);
+  }
+
+  // The members whose keys are not `names`, for an object with patternProperties: a key matching
+  // some patterns takes all their schemas, a key matching none takes additionalProperties. Keys are
+  // told apart by running the patterns' automata side by side (with the names' and that of keys
+  // written without escapes); each combination of matching patterns is one kind of member.
+  ExprPtr pattern_members(const std::set<std::string>& names, const std::vector<KeyPattern>& patterns, const json& extra) {
+    if (patterns.size() > 60) unsupported("more than 60 patternProperties");
+    const ByteDfa plain_keys = ByteDfa::from_expr(star(utf8_expr(plain_key_char())), kMaxKeyStates);
+    std::vector<ExprPtr> name_literals;
+    for (const auto& n : names) name_literals.push_back(literal(n));
+    const ByteDfa named = ByteDfa::from_expr(alt(std::move(name_literals)), kMaxKeyStates);
+    std::vector<const ByteDfa*> parts = {&plain_keys, &named};
+    for (const auto& p : patterns) parts.push_back(&p.dfa);
+    const DfaProduct keys = dfa_product(parts, kMaxKeyStates);
+    // Member kinds by value schema: combinations with the same schema share one key automaton.
+    std::vector<std::pair<json, std::set<uint64_t>>> kinds;
+    for (uint64_t sig : std::set<uint64_t>(keys.signature.begin(), keys.signature.end())) {
+      if (!(sig & 1) || (sig & 2)) continue;  // not a plain key, or a named one
+      json value = extra;
+      bool matched = false;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (!(sig >> (i + 2) & 1)) continue;
+        value = matched ? merge(value, patterns[i].schema) : patterns[i].schema;
+        matched = true;
+      }
+      if (value.is_boolean() && !value.get<bool>()) continue;
+      auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == value; });
+      if (it == kinds.end()) kinds.push_back({value, {sig}});
+      else it->second.insert(sig);
+    }
+    std::vector<ExprPtr> members;
+    for (const auto& [value, sigs] : kinds) {
+      const ExprPtr key = product_expr(keys, [&](uint64_t sig) { return sigs.count(sig) > 0; });
+      members.push_back(seq({literal("\""), key, literal("\""), colon_, compile(value)}));
+    }
+    return alt(std::move(members));
+  }
+
+  static CharClass plain_key_char() {
+    return CharClass::range(0x20, kMaxCodePoint).minus(CharClass::single('"')).minus(CharClass::single('\\'));
   }
 
   // A quoted key whose (escape-free) text is none of `names`: a trie over their code points where
   // leaving the trie at any character, or stopping at a node that is not a name, is allowed.
   ExprPtr key_not_in(const std::set<std::string>& names) {
-    const CharClass plain = CharClass::range(0x20, kMaxCodePoint).minus(CharClass::single('"')).minus(CharClass::single('\\'));
+    const CharClass plain = plain_key_char();
     if (names.empty()) return any_string();
     std::vector<std::vector<uint32_t>> words;
     for (const auto& name : names) words.push_back(decode(name));
@@ -669,10 +794,22 @@ class SchemaCompiler {
     return alt(std::move(branches));
   }
 
+  // Drafts 3 to 7: "All other properties in a $ref object MUST be ignored". From 2019-09 on (and
+  // without a $schema, which validators read as the latest draft) they apply beside the $ref.
+  static bool ref_ignores_siblings(const json& root) {
+    if (!root.is_object() || !root.contains("$schema") || !root["$schema"].is_string()) return false;
+    const std::string draft = root["$schema"].get<std::string>();
+    for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06", "draft-07"}) {
+      if (draft.find(old) != std::string::npos) return true;
+    }
+    return false;
+  }
+
   json root_;
   ExprPtr ws_, comma_, colon_;
   std::string prefix_token_, prefix_, suffix_;
   PropertyOrder order_;
+  bool ref_ignores_siblings_ = false;
   GrammarBuilder b_;
   std::map<std::string, int> named_;
   int depth_ = 0;

@@ -213,7 +213,7 @@ TEST(JsonSchemaGrammar, PatternsAndFormats) {
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
-  for (const char* kw : {"not", "patternProperties", "multipleOf", "if", "minProperties"}) {
+  for (const char* kw : {"not", "multipleOf", "if", "dependencies"}) {
     const std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{}})";
     try {
       json_schema_grammar(nlohmann::ordered_json::parse(schema));
@@ -225,6 +225,75 @@ TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
   EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"array","uniqueItems":true})")), Unsupported);
   EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"type":"string","format":"hostname"})")), Unsupported);
   EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"$ref":"http://x/y.json"})")), Unsupported);
+}
+
+// patternProperties: a key matching patterns takes all their schemas (and a named property's own
+// schema too), a key matching none takes additionalProperties.
+TEST(JsonSchemaGrammar, PatternPropertiesSplitKeysByPattern) {
+  const char* s = R"({"type":"object","properties":{"id":{"type":"integer"},"x-id":{"type":"integer"}},
+    "patternProperties":{"^x-":{"type":"string"}},"additionalProperties":false})";
+  EXPECT_TRUE(schema_accepts(s, R"({"id": 1, "x-a": "s", "x-b": "t"})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"x-a": 1})"));      // the pattern's schema
+  EXPECT_FALSE(schema_accepts(s, R"({"y": "s"})"));      // matches no pattern, additionalProperties false
+  EXPECT_FALSE(schema_accepts(s, R"({"x-id": 1})"));     // named and matching: integer and string
+  EXPECT_FALSE(schema_accepts(s, R"({"x-id": "s"})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"id": 1})"));
+  // Overlapping patterns: both schemas; keys matching none take additionalProperties' schema.
+  const char* two = R"({"patternProperties":{"a":{"type":"integer"},"b":{"minimum":3}},"additionalProperties":{"type":"null"}})";
+  EXPECT_TRUE(schema_accepts(two, R"({"a": 1, "b": 7, "ab": 4, "c": null})"));
+  EXPECT_FALSE(schema_accepts(two, R"({"ab": 2})"));
+  EXPECT_FALSE(schema_accepts(two, R"({"ab": 3.5})"));
+  EXPECT_FALSE(schema_accepts(two, R"({"c": 1})"));
+  EXPECT_TRUE(schema_accepts(two, R"({"": null})"));
+  // Unanchored patterns match anywhere (JSON Schema's search semantics); UTF-8 keys work.
+  const char* utf8 = R"({"patternProperties":{"é+$":{"type":"boolean"}},"additionalProperties":false})";
+  EXPECT_TRUE(schema_accepts(utf8, "{\"caf\xC3\xA9\": true}"));
+  EXPECT_FALSE(schema_accepts(utf8, "{\"caf\xC3\xA9s\": true}"));
+  EXPECT_FALSE(schema_accepts(utf8, "{\"caf\xC3\xA9\": 1}"));
+  // A required key no property names takes the matching patterns' schema.
+  const char* req = R"({"required":["n1"],"patternProperties":{"^n[0-9]$":{"type":"integer"}},"additionalProperties":false})";
+  EXPECT_TRUE(schema_accepts(req, R"({"n1": 5})"));
+  EXPECT_FALSE(schema_accepts(req, R"({"n2": 5})"));
+  EXPECT_FALSE(schema_accepts(req, R"({"n1": "5"})"));
+}
+
+TEST(JsonSchemaGrammar, MinAndMaxPropertiesCountMembers) {
+  const char* s = R"({"type":"object","properties":{"a":{},"b":{}},"minProperties":1,"maxProperties":2})";
+  EXPECT_FALSE(schema_accepts(s, "{}"));
+  EXPECT_TRUE(schema_accepts(s, R"({"b": 1})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"z": 1, "a": 2})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "b": 2, "c": 3})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "a": 2})"));  // still each named property once
+  const char* one = R"({"patternProperties":{"^.*$":{"type":"integer"}},"additionalProperties":false,"maxProperties":1})";
+  EXPECT_TRUE(schema_accepts(one, R"({"k": 1})"));
+  EXPECT_FALSE(schema_accepts(one, R"({"k": 1, "l": 2})"));
+}
+
+// allOf with additionalProperties: each part judges every key by its own properties, so a part
+// that forbids extra keys forbids what only another part names.
+TEST(JsonSchemaGrammar, AllOfKeepsEachPartsAdditionalProperties) {
+  const char* s = R"({"allOf":[{"properties":{"a":{"type":"integer"}},"additionalProperties":false},
+                               {"properties":{"a":{"minimum":2},"b":{}}}]})";
+  EXPECT_TRUE(schema_accepts(s, R"({"a": 3})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 3, "b": 1})"));
+  const char* open = R"({"allOf":[{"properties":{"a":{}},"additionalProperties":{"type":"string"}},
+                                  {"properties":{"b":{"type":["string","integer"]}}}]})";
+  EXPECT_TRUE(schema_accepts(open, R"({"a": 1, "b": "x", "c": "y"})"));
+  EXPECT_FALSE(schema_accepts(open, R"({"b": 1})"));  // "b" is extra to the first part: a string
+  EXPECT_FALSE(schema_accepts(open, R"({"c": 1})"));
+}
+
+// Up to draft 7 a $ref's siblings are ignored; from 2019-09 on (the default) they apply too.
+TEST(JsonSchemaGrammar, RefSiblingsFollowTheDraft) {
+  const std::string defs = R"("definitions":{"t":{"properties":{"a":{"type":"integer"}}}},"properties":{"p":{"$ref":"#/definitions/t","additionalProperties":false}})";
+  const std::string old = R"({"$schema":"http://json-schema.org/draft-07/schema#",)" + defs + "}";
+  const std::string now = "{" + defs + "}";
+  EXPECT_TRUE(schema_accepts(old, R"({"p": {"a": 1, "b": 2}})"));
+  EXPECT_FALSE(schema_accepts(old, R"({"p": {"a": "x"}})"));
+  EXPECT_FALSE(schema_accepts(now, R"({"p": {"a": 1, "b": 2}})"));
+  EXPECT_FALSE(schema_accepts(now, R"({"p": {"a": 1}})"));  // additionalProperties beside the $ref sees no properties
+  EXPECT_TRUE(schema_accepts(now, R"({"p": {}})"));
 }
 
 }  // namespace

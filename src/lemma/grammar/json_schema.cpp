@@ -6,6 +6,7 @@
 #include "lemma/base/error.h"
 #include "lemma/grammar/byte_dfa.h"
 #include "lemma/grammar/json_text.h"
+#include "lemma/grammar/key_automaton.h"
 #include "lemma/grammar/regex.h"
 
 namespace lemma::grammar {
@@ -749,49 +750,10 @@ class SchemaCompiler {
     return CharClass::range(0x20, kMaxCodePoint).minus(CharClass::single('"')).minus(CharClass::single('\\'));
   }
 
-  // A quoted key whose (escape-free) text is none of `names`: a trie over their code points where
-  // leaving the trie at any character, or stopping at a node that is not a name, is allowed.
+  // A quoted key whose (escape-free) text is none of `names` (key_automaton.h).
   ExprPtr key_not_in(const std::set<std::string>& names) {
-    const CharClass plain = plain_key_char();
     if (names.empty()) return any_string();
-    std::vector<std::vector<uint32_t>> words;
-    for (const auto& name : names) words.push_back(decode(name));
-    return seq({literal("\""), key_trie(words, 0, plain), literal("\"")});
-  }
-
-  static std::vector<uint32_t> decode(const std::string& s) {
-    std::vector<uint32_t> out;
-    for (size_t i = 0; i < s.size();) {
-      const auto b = static_cast<unsigned char>(s[i]);
-      uint32_t c = b;
-      size_t n = 1;
-      if (b >= 0xF0) { c = b & 7; n = 4; } else if (b >= 0xE0) { c = b & 15; n = 3; } else if (b >= 0xC0) { c = b & 31; n = 2; }
-      for (size_t k = 1; k < n && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 63);
-      out.push_back(c);
-      i += n;
-    }
-    return out;
-  }
-
-  // `words` all share their first `depth` code points.
-  ExprPtr key_trie(const std::vector<std::vector<uint32_t>>& words, size_t depth, const CharClass& plain) {
-    const ExprPtr any_rest = rule_of("plain_key_rest", [&] { return star(utf8_expr(plain)); });
-    bool is_word = false;
-    std::map<uint32_t, std::vector<std::vector<uint32_t>>> children;
-    for (const auto& w : words) {
-      if (w.size() == depth) is_word = true;
-      else children[w[depth]].push_back(w);
-    }
-    std::vector<ExprPtr> branches;
-    if (!is_word) branches.push_back(empty());
-    CharClass others = plain;
-    for (const auto& [c, ws] : children) {
-      others = others.minus(CharClass::single(c));
-      if (c < 0x20 || c == '"' || c == '\\') continue;  // such names need escapes: plain keys never equal them
-      branches.push_back(seq({literal(utf8_encode(c)), key_trie(ws, depth + 1, plain)}));
-    }
-    branches.push_back(seq({utf8_expr(others), any_rest}));
-    return alt(std::move(branches));
+    return seq({literal("\""), automaton(plain_key_not_in(names)), literal("\"")});
   }
 
   // Drafts 3 to 7: "All other properties in a $ref object MUST be ignored". From 2019-09 on (and

@@ -539,7 +539,9 @@ class SchemaCompiler {
       return seq({literal("\""), string_format_expr(format), literal("\"")});
     }
     if (max != kUnbounded && max > 10000) unsupported("maxLength over 10000");
-    return seq({literal("\""), repeat(json_char(), min, max), literal("\"")});
+    // One rule per length range: a bounded string unrolls max copies of its character.
+    return rule_of(fmt::format("string{{{},{}}}", min, max),
+                   [&] { return seq({literal("\""), repeat(json_char(), min, max), literal("\"")}); });
   }
 
   ExprPtr comma() { return comma_; }

@@ -212,4 +212,41 @@ ExprPtr product_expr(const DfaProduct& p, const std::function<bool(uint64_t)>& k
   return automaton(std::move(a));
 }
 
+ExprPtr length_bounded_expr(const ByteDfa& text, const ByteDfa& chars, int min, int max, size_t max_states) {
+  // States (text state, chars state, characters so far); without an upper bound the count stops at
+  // `min`, past which more characters change nothing.
+  const int cap = max == kUnbounded ? min : max;
+  DfaProduct p;
+  std::map<std::array<int32_t, 3>, int32_t> index;
+  std::vector<std::array<int32_t, 3>> tuples;
+  auto intern = [&](const std::array<int32_t, 3>& t) -> int32_t {
+    auto [it, inserted] = index.emplace(t, static_cast<int32_t>(tuples.size()));
+    if (inserted) {
+      if (tuples.size() >= max_states) fail<Unsupported>("a pattern with a length bound needing more than {} automaton states", max_states);
+      tuples.push_back(t);
+      p.next.emplace_back();
+      p.signature.push_back(text.accepting(t[0]) && chars.accepting(t[1]) && t[2] >= min ? 1 : 0);
+    }
+    return it->second;
+  };
+  intern({0, 0, 0});
+  for (size_t s = 0; s < tuples.size(); ++s) {
+    const auto from = tuples[s];
+    std::array<int32_t, 256> row;
+    for (int b = 0; b < 256; ++b) {
+      const auto byte = static_cast<unsigned char>(b);
+      const int32_t t = text.next(from[0], byte), c = chars.next(from[1], byte);
+      int32_t n = from[2];
+      if (t != ByteDfa::kDead && c != ByteDfa::kDead && chars.accepting(c)) ++n;
+      if (t == ByteDfa::kDead || c == ByteDfa::kDead || (max != kUnbounded && n > max)) {
+        row[static_cast<size_t>(b)] = ByteDfa::kDead;
+        continue;
+      }
+      row[static_cast<size_t>(b)] = intern({t, c, std::min(n, cap)});
+    }
+    p.next[s] = row;
+  }
+  return product_expr(p, [](uint64_t sig) { return sig == 1; });
+}
+
 }  // namespace lemma::grammar

@@ -47,4 +47,10 @@ DfaProduct dfa_product(const std::vector<const ByteDfa*>& parts, size_t max_stat
 // still be completed (nothing() when none can).
 ExprPtr product_expr(const DfaProduct& p, const std::function<bool(uint64_t)>& keep);
 
+// The strings of `text` with between `min` and `max` (kUnbounded: no upper bound) characters, where
+// a character ends wherever `chars` (an automaton of runs of characters, e.g. a JSON string's
+// inside) comes back to an accepting state: a pattern cut to a length. Throws Unsupported past
+// `max_states` states (about the pattern's states times the bound).
+ExprPtr length_bounded_expr(const ByteDfa& text, const ByteDfa& chars, int min, int max, size_t max_states);
+
 }  // namespace lemma::grammar

@@ -41,8 +41,8 @@ bool has_validation(const json& schema) {
 
 // Inlining $refs (to merge them with siblings) could recurse forever on a recursive schema.
 constexpr int kMaxInlineDepth = 64;
-// Bounds on what the object compiler unrolls: automaton states for the keys of patternProperties,
-// members counted by minProperties/maxProperties.
+// Bounds on what the compiler unrolls: automaton states (keys of patternProperties, patterns cut
+// to a length), members counted by minProperties/maxProperties.
 constexpr size_t kMaxKeyStates = 20000;
 constexpr int kMaxCountedMembers = 256;
 
@@ -530,9 +530,15 @@ class SchemaCompiler {
     const int max = s.contains("maxLength") ? s["maxLength"].get<int>() : kUnbounded;
     const bool lengths = s.contains("minLength") || s.contains("maxLength");
     if (s.contains("pattern")) {
-      if (lengths || !constraining_format(s).empty()) unsupported("pattern together with minLength/maxLength/format");
+      if (!constraining_format(s).empty()) unsupported("pattern together with format");
       const CharExpr chars = [](const CharClass& c) { return json_char_expr(c); };
-      return seq({literal("\""), regex_to_expr(s["pattern"].get<std::string>(), chars, /*search=*/true), literal("\"")});
+      const std::string pattern = s["pattern"].get<std::string>();
+      if (!lengths) return seq({literal("\""), regex_to_expr(pattern, chars, /*search=*/true), literal("\"")});
+      return rule_of(fmt::format("pattern{{{},{}}}:{}", min, max, pattern), [&] {
+        const ByteDfa text = ByteDfa::from_expr(regex_to_expr(pattern, chars, /*search=*/true), kMaxKeyStates);
+        const ByteDfa any_chars = ByteDfa::from_expr(star(json_any_char_expr()), kMaxKeyStates);
+        return seq({literal("\""), length_bounded_expr(text, any_chars, min, max, kMaxKeyStates), literal("\"")});
+      });
     }
     if (const std::string format = constraining_format(s); !format.empty()) {
       if (lengths) unsupported("format together with minLength/maxLength");

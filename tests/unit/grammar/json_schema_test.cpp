@@ -257,6 +257,21 @@ TEST(JsonSchemaGrammar, PatternPropertiesSplitKeysByPattern) {
   EXPECT_FALSE(schema_accepts(req, R"({"n1": "5"})"));
 }
 
+// A pattern cut to a length: characters counted as decoded (an escape is one, a UTF-8 sequence one).
+TEST(JsonSchemaGrammar, PatternWithLengthBounds) {
+  const char* s = R"({"type":"string","pattern":"^[a-z\\\"]+$","minLength":2,"maxLength":3})";
+  EXPECT_FALSE(schema_accepts(s, R"("a")"));
+  EXPECT_TRUE(schema_accepts(s, R"("ab")"));
+  EXPECT_TRUE(schema_accepts(s, R"("a\"b")"));  // three characters, one of them escaped
+  EXPECT_FALSE(schema_accepts(s, R"("abcd")"));
+  EXPECT_FALSE(schema_accepts(s, R"("aB")"));
+  const char* open = R"({"type":"string","pattern":"x","minLength":3})";  // search semantics, no upper bound
+  EXPECT_TRUE(schema_accepts(open, "\"\xC3\xA9x\xC3\xA9\""));
+  EXPECT_FALSE(schema_accepts(open, "\"\xC3\xA9x\""));
+  EXPECT_TRUE(schema_accepts(open, R"("yyyyyyyyyyxyyyy")"));
+  EXPECT_FALSE(schema_accepts(open, R"("yyyyyyyyyy")"));
+}
+
 TEST(JsonSchemaGrammar, MinAndMaxPropertiesCountMembers) {
   const char* s = R"({"type":"object","properties":{"a":{},"b":{}},"minProperties":1,"maxProperties":2})";
   EXPECT_FALSE(schema_accepts(s, "{}"));

@@ -20,7 +20,7 @@ class Nfa {
     g_ = b.build(root);
     for (size_t i = 0; i < g_.node_count(); ++i) {
       const Node& n = g_.node(static_cast<uint32_t>(i));
-      if (!n.calls.empty() || n.has_token_edges || n.required_slots != 0) {
+      if (!n.calls.empty() || n.has_token_edges || n.required_slots != 0 || n.forbidden_slots != 0) {
         fail<Unsupported>("an automaton over an expression with rule calls, tokens or slots");
       }
     }

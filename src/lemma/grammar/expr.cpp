@@ -112,6 +112,15 @@ ExprPtr rule_ref_once(int rule, int slot) {
   return e;
 }
 
+ExprPtr slot_guard(uint64_t required, uint64_t forbidden) {
+  if (required & forbidden) return nothing();
+  if (required == 0 && forbidden == 0) return empty();
+  auto e = make(Expr::Kind::kRequire);
+  e->slots = required;
+  e->forbidden = forbidden;
+  return e;
+}
+
 ExprPtr require_slots(uint64_t slots) {
   if (slots == 0) return empty();
   auto e = make(Expr::Kind::kRequire);

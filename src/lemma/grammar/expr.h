@@ -46,6 +46,7 @@ struct Expr {
   int slot = -1;               // kRule: the call marks this slot of the caller's invocation, and is
                                // refused when the slot is already marked (-1: no slot)
   uint64_t slots = 0;          // kRequire: matches "" when all these slots are marked, else nothing
+  uint64_t forbidden = 0;      // kRequire: ... and none of these is marked
   int32_t token = -1;          // kToken: the token id, or -1 when named by `token_name`
   std::string token_name;      // kToken: the token's text (e.g. "<|im_end|>"), resolved later
   bool negated = false;        // kToken: any one text token except this one
@@ -70,6 +71,8 @@ ExprPtr rule_ref(int rule);
 ExprPtr rule_ref_once(int rule, int slot);
 // "" when every slot in `slots` was marked in this invocation (by rule_ref_once), else no match.
 ExprPtr require_slots(uint64_t slots);
+// "" when every slot in `required` and none in `forbidden` was marked in this invocation.
+ExprPtr slot_guard(uint64_t required, uint64_t forbidden);
 
 // Exactly one token: token `id`, or (negated) any one text token but `id` (grammar.h: TokenEdge).
 ExprPtr token_ref(int32_t id, bool negated = false);

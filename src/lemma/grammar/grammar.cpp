@@ -100,6 +100,7 @@ class Compiler {
       case Expr::Kind::kRequire: {
         const uint32_t to = fresh();
         nodes_[to].required_slots = e.slots;
+        nodes_[to].forbidden_slots = e.forbidden;
         link(from, to);
         return to;
       }

@@ -50,6 +50,7 @@ struct Node {
   bool is_rule_end = false;  // reaching it returns from the node's rule
   bool has_token_edges = false;  // Grammar::token_edges(node) is not empty (kept aside: rare)
   uint64_t required_slots = 0;  // the node is dead unless its invocation has marked all of these
+  uint64_t forbidden_slots = 0;  // ... and dead when it has marked any of these
 };
 
 struct Rule {

@@ -17,18 +17,21 @@ using json = nlohmann::ordered_json;
 
 [[noreturn]] void unsupported(const std::string& what) { fail<Unsupported>("JSON Schema: {} is not supported", what); }
 
+// Set by the compiler itself: a oneOf whose branches only require properties, kept beside the
+// object's other keywords until compile_object turns it into slot guards.
+constexpr const char* kOneOfRequired = "$lemma:oneOfRequired";
+
 // Keywords that constrain instances but that this compiler does not implement: their presence is
 // an error (ignoring one would let invalid output through). Unknown keywords are annotations.
 const std::set<std::string> kUnsupported = {
-    "not", "contains", "minContains", "maxContains", "dependentRequired", "dependentSchemas",
-    "dependencies", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "multipleOf",
+    "not", "contains", "minContains", "maxContains", "dependentSchemas", "propertyNames", "if", "then", "else", "unevaluatedProperties", "unevaluatedItems", "multipleOf",
     "$dynamicRef", "$recursiveRef"};
 
 const std::set<std::string> kValidation = {
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
     "pattern", "format", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "required",
     "additionalProperties", "properties", "patternProperties", "minProperties", "maxProperties", "anyOf", "oneOf", "allOf",
-    "$ref"};
+    "$ref", "dependencies", "dependentRequired", kOneOfRequired};
 
 bool has_validation(const json& schema) {
   if (!schema.is_object()) return true;
@@ -331,6 +334,7 @@ class SchemaCompiler {
       if (!schema.contains(key)) continue;
       json rest = schema;
       rest.erase(key);
+      if (std::string(key) == "oneOf" && only_requires(schema[key])) return compile(one_of_required(schema[key], rest));
       if (std::string(key) == "oneOf") require_exclusive(schema[key], rest);
       std::vector<ExprPtr> branches;
       for (const auto& branch : schema[key]) {
@@ -439,6 +443,32 @@ class SchemaCompiler {
       if (va && vb && disjoint(*va, *vb)) return true;
     }
     return false;
+  }
+
+  // Branches that only require properties (and annotate): exactly one of the sets is complete.
+  static bool only_requires(const json& branches) {
+    for (const auto& b : branches) {
+      if (!b.is_object() || !b.contains("required")) return false;
+      for (const auto& [k, v] : b.items()) {
+        (void)v;
+        if (k != "required" && kValidation.count(k)) return false;
+      }
+    }
+    return branches.size() >= 2;
+  }
+  json one_of_required(const json& branches, json rest) {
+    if (rest.contains(kOneOfRequired)) unsupported("oneOf of required properties inside another");
+    // A non-object satisfies every branch (required constrains objects only): two or more match.
+    if (rest.contains("type")) {
+      const json& t = rest["type"];
+      const bool object = t == "object" || (t.is_array() && std::find(t.begin(), t.end(), "object") != t.end());
+      if (!object) unsupported("oneOf of required properties on a schema that is not an object");
+    }
+    rest["type"] = "object";
+    json sets = json::array();
+    for (const auto& b : branches) sets.push_back(b["required"]);
+    rest[kOneOfRequired] = sets;
+    return rest;
   }
 
   // oneOf is compiled as anyOf, which is exact only when no instance can match two branches.
@@ -647,6 +677,21 @@ class SchemaCompiler {
       names.insert(r);
       props.push_back({r, compile(matched ? property_schema(r, json(true), patterns) : extra)});
     }
+    // Names that dependencies and oneOf-required guards test get slots too (as optional members
+    // with the schema an extra key of that name would have); names no key can take never appear.
+    std::set<std::string> never;
+    for (const auto& name : guarded_names(s)) {
+      if (names.count(name)) continue;
+      bool matched = false;
+      for (const auto& p : patterns) matched = matched || p.dfa.matches(name);
+      if (!matched && !extra_allowed) {
+        never.insert(name);
+        continue;
+      }
+      names.insert(name);
+      props.push_back({name, compile(matched ? property_schema(name, json(true), patterns) : extra)});
+    }
+    const ExprPtr guard = slot_guards(s, props, never);
     auto member = [&](const std::string& name, const ExprPtr& value) {
       return seq({literal(json_quote(name)), colon_, value});
     };
@@ -655,11 +700,13 @@ class SchemaCompiler {
     else if (extra_allowed) extra_member = shared("extra_member", seq({key_not_in(names), colon_, compile(extra)}));
     const int min_members = s.contains("minProperties") ? s["minProperties"].get<int>() : 0;
     const int max_members = s.contains("maxProperties") ? s["maxProperties"].get<int>() : kUnbounded;
-    const bool counted = min_members > 0 || max_members != kUnbounded;
+    const bool counted = min_members > 0 || max_members != kUnbounded || guard != nullptr;
     if ((order_ == PropertyOrder::kAny || counted) && props.size() <= static_cast<size_t>(kMaxSlots)) {
-      return any_order_object(props, required, extra_member, min_members, max_members);
+      return any_order_object(props, required, extra_member, min_members, max_members, guard ? guard : empty());
     }
-    if (counted) unsupported(fmt::format("minProperties/maxProperties with more than {} properties", kMaxSlots));
+    if (counted) {
+      unsupported(fmt::format("minProperties/maxProperties/dependencies/oneOf of required with more than {} properties", kMaxSlots));
+    }
     // after[i]: the rest from property i on once something was written (so a comma comes first);
     // first[i]: the rest when nothing was written yet.
     const size_t n = props.size();
@@ -682,10 +729,74 @@ class SchemaCompiler {
   // Members in any order: one rule whose loop picks any member each time; member i is a call with
   // slot i (taken once per object), and the closing brace is guarded by the required members'
   // slots. Its own rule, so that each object (a nested one too) has its own marks.
+  // The property names dependencies (array form) and oneOf-required test.
+  static std::set<std::string> guarded_names(const json& s) {
+    std::set<std::string> out;
+    for (const char* k : {"dependencies", "dependentRequired"}) {
+      if (!s.contains(k)) continue;
+      for (const auto& [name, v] : s[k].items()) {
+        if (!v.is_array()) unsupported(fmt::format("'{}' with a schema", k));
+        out.insert(name);
+        for (const auto& d : v) out.insert(d.get<std::string>());
+      }
+    }
+    if (s.contains(kOneOfRequired)) {
+      for (const auto& set : s[kOneOfRequired]) for (const auto& n : set) out.insert(n.get<std::string>());
+    }
+    return out;
+  }
+
+  // What must hold of the members present when the object closes, as slot guards: each dependency
+  // "a needs b, c" is "a absent, or b and c present"; oneOf-required is "one set complete and every
+  // other set missing a member". nullptr when the schema has neither.
+  static ExprPtr slot_guards(const json& s, const std::vector<std::pair<std::string, ExprPtr>>& props,
+                             const std::set<std::string>& never) {
+    std::map<std::string, uint64_t> bit;
+    for (size_t i = 0; i < props.size() && i < static_cast<size_t>(kMaxSlots); ++i) bit[props[i].first] = uint64_t{1} << i;
+    auto bit_of = [&](const std::string& n) { return bit.count(n) ? bit[n] : 0; };
+    std::vector<ExprPtr> guards;
+    for (const char* k : {"dependencies", "dependentRequired"}) {
+      if (!s.contains(k)) continue;
+      for (const auto& [name, needs] : s[k].items()) {
+        if (never.count(name)) continue;  // its key never appears: nothing to check
+        uint64_t need = 0;
+        bool impossible = false;
+        for (const auto& d : needs) {
+          if (never.count(d.get<std::string>())) impossible = true;
+          need |= bit_of(d.get<std::string>());
+        }
+        guards.push_back(impossible ? slot_guard(0, bit_of(name)) : alt({slot_guard(0, bit_of(name)), slot_guard(need, 0)}));
+      }
+    }
+    if (s.contains(kOneOfRequired)) {
+      const json& sets = s[kOneOfRequired];
+      auto can_complete = [&](const json& set) {
+        for (const auto& n : set) if (never.count(n.get<std::string>())) return false;
+        return true;
+      };
+      std::vector<ExprPtr> options;
+      for (size_t i = 0; i < sets.size(); ++i) {
+        if (!can_complete(sets[i])) continue;
+        uint64_t all = 0;
+        for (const auto& n : sets[i]) all |= bit_of(n.get<std::string>());
+        std::vector<ExprPtr> parts = {slot_guard(all, 0)};
+        for (size_t j = 0; j < sets.size(); ++j) {
+          if (j == i || !can_complete(sets[j])) continue;  // a set that cannot complete is always missing one
+          std::vector<ExprPtr> missing;
+          for (const auto& n : sets[j]) missing.push_back(slot_guard(0, bit_of(n.get<std::string>())));
+          parts.push_back(alt(std::move(missing)));  // an empty set is always complete: no option
+        }
+        options.push_back(seq(std::move(parts)));
+      }
+      guards.push_back(alt(std::move(options)));
+    }
+    return guards.empty() ? nullptr : seq(std::move(guards));
+  }
+
   // minProperties/maxProperties count members: unrolled copies of the member choice (slots keep
   // each named one unique).
   ExprPtr any_order_object(const std::vector<std::pair<std::string, ExprPtr>>& props, const std::set<std::string>& required,
-                           const ExprPtr& extra_member, int min_members, int max_members) {
+                           const ExprPtr& extra_member, int min_members, int max_members, const ExprPtr& guard) {
     std::vector<ExprPtr> choices;
     uint64_t required_slots = 0;
     for (size_t i = 0; i < props.size(); ++i) {
@@ -713,7 +824,7 @@ class SchemaCompiler {
       if (min_members == 0) members = optional(members);
     }
     const int object = b_.declare("object_any_order");
-    b_.define(object, seq({literal("{"), ws_, members, require_slots(required_slots), ws_, literal("}")}));
+    b_.define(object, seq({literal("{"), ws_, members, require_slots(required_slots), guard, ws_, literal("}")}));
     return rule_ref(object);
   }
 

@@ -52,7 +52,7 @@ uint32_t ParserStates::frame(uint32_t node, uint32_t parent, uint64_t slots) {
 void ParserStates::expand(uint32_t f) {
   const Frame fr = frames_[f];  // frame() below may move frames_
   const Node& n = grammar_->node(fr.node);
-  if ((n.required_slots & ~fr.slots) != 0) {  // a guard whose slots are not all marked: dead
+  if ((n.required_slots & ~fr.slots) != 0 || (n.forbidden_slots & fr.slots) != 0) {  // a guard that fails: dead
     frames_[f].adj_count = kGuarded;
     return;
   }

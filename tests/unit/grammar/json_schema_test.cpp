@@ -179,9 +179,9 @@ TEST(JsonSchemaGrammar, OneOfOnlyWhenBranchesCannotOverlap) {
   EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "a", "x": 1})"));
   EXPECT_TRUE(schema_accepts(by_tag, R"({"kind": "c"})"));
   EXPECT_FALSE(schema_accepts(by_tag, R"({"kind": "d"})"));
-  // {"a": "", "b": ""} matches both branches, which oneOf forbids: not compilable as anyOf.
+  // {"a": 1} matches both branches, which oneOf forbids: not compilable as anyOf.
   EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(
-                   R"({"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}]})")),
+                   R"({"type":"object","oneOf":[{"required":["a"]},{"properties":{"a":{"type":"integer"}}}]})")),
                Unsupported);
 }
 
@@ -213,7 +213,7 @@ TEST(JsonSchemaGrammar, PatternsAndFormats) {
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
-  for (const char* kw : {"not", "multipleOf", "if", "dependencies"}) {
+  for (const char* kw : {"not", "multipleOf", "if", "propertyNames"}) {
     const std::string schema = std::string(R"({"type":"object",")") + kw + R"(":{}})";
     try {
       json_schema_grammar(nlohmann::ordered_json::parse(schema));
@@ -270,6 +270,36 @@ TEST(JsonSchemaGrammar, PatternWithLengthBounds) {
   EXPECT_FALSE(schema_accepts(open, "\"\xC3\xA9x\""));
   EXPECT_TRUE(schema_accepts(open, R"("yyyyyyyyyyxyyyy")"));
   EXPECT_FALSE(schema_accepts(open, R"("yyyyyyyyyy")"));
+}
+
+// dependencies (array form): "a needs b and c", checked on the members present when the object ends.
+TEST(JsonSchemaGrammar, DependenciesRequireTheirProperties) {
+  const char* s = R"({"type":"object","properties":{"a":{},"b":{},"c":{}},"dependencies":{"a":["b","c"]}})";
+  EXPECT_TRUE(schema_accepts(s, R"({"c": 3, "a": 1, "b": 2})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "b": 2})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"b": 2})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"z": 2})"));
+  // A needed name no key can take (additionalProperties false): the dependent key is forbidden.
+  const char* closed = R"({"properties":{"a":{}},"additionalProperties":false,"dependentRequired":{"a":["x"]}})";
+  EXPECT_FALSE(schema_accepts(closed, R"({"a": 1})"));
+  EXPECT_TRUE(schema_accepts(closed, "{}"));
+  EXPECT_THROW(json_schema_grammar(nlohmann::ordered_json::parse(R"({"dependencies":{"a":{"required":["b"]}}})")), Unsupported);
+}
+
+// oneOf whose branches only require properties: exactly one set complete.
+TEST(JsonSchemaGrammar, OneOfRequiredSetsIsExactlyOne) {
+  const char* s = R"({"properties":{"a":{},"b":{},"c":{}},"oneOf":[{"required":["a"]},{"required":["b","c"]}]})";
+  EXPECT_TRUE(schema_accepts(s, R"({"a": 1})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"c": 1, "b": 2})"));
+  EXPECT_TRUE(schema_accepts(s, R"({"a": 1, "b": 2})"));  // the second set is incomplete
+  EXPECT_FALSE(schema_accepts(s, R"({"a": 1, "b": 2, "c": 3})"));
+  EXPECT_FALSE(schema_accepts(s, R"({"b": 2})"));
+  EXPECT_FALSE(schema_accepts(s, "[]"));  // a non-object matches every branch
+  // Names only the branches mention are still extra keys with the additionalProperties schema.
+  const char* extra = R"({"additionalProperties":{"type":"integer"},"oneOf":[{"required":["x"]},{"required":["y"]}]})";
+  EXPECT_TRUE(schema_accepts(extra, R"({"y": 1})"));
+  EXPECT_FALSE(schema_accepts(extra, R"({"y": "s"})"));
+  EXPECT_FALSE(schema_accepts(extra, R"({"x": 1, "y": 2})"));
 }
 
 TEST(JsonSchemaGrammar, MinAndMaxPropertiesCountMembers) {

@@ -63,8 +63,8 @@ class DraftModelProposer final : public DraftSource {
     std::vector<int32_t> tokens;  // the request's tokens, then the drafts so far
     int64_t computed = 0;         // tokens of `tokens` with K/V in the cache
     std::vector<float> probs;     // the drafts' rows (stochastic only)
-    int32_t spine = -1;           // the draft the next level's candidates hang under (-1: the last token)
     bool stopped = false;         // no finite logit to draw from: keeps the drafts it has
+    int32_t spine = -1;           // the draft the next level's candidates hang under (-1: the last token)
   };
   // Grows `st` to cover `num_tokens` positions, taking blocks from requests not drafted in this call
   // when the pool is empty; false (nothing taken) when it cannot.

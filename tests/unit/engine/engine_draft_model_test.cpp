@@ -309,7 +309,7 @@ TEST_F(EngineDraftModelTest, ChainAndTreeAcceptanceAtEqualBudget) {
       c.speculative = base;
       c.speculative.tree_width = width;
       if (name == "tiny-qwen3") c.speculative.draft_model = unowned(*tiny_qwen3());
-      const DraftRun r = run(c, 1.0f, 8);
+      const DraftRun r = run(c, 1.0f, 16);
       EXPECT_GT(r.stats.num_draft_tokens, 0u);
       if (name == "self") {
         EXPECT_EQ(r.stats.num_verifications_by_accepted[0], 0u) << "width " << width;

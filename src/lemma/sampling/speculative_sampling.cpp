@@ -12,14 +12,15 @@ double total_of(std::span<const float> probs) {
   return total;
 }
 
-// Inverse CDF over a double row whose total is `total`: the smallest id whose cumulative mass exceeds
+// Inverse CDF over a row whose total is `total`: the smallest id whose cumulative mass exceeds
 // u * total (the last positive one when rounding leaves the target at the end); -1 when all are 0.
-int32_t draw_from_row(std::span<const double> row, double total, double u) {
+template <typename T>
+int32_t inverse_cdf(std::span<const T> row, double total, double u) {
   const double target = u * total;
   double cumulative = 0.0;
   int32_t last_positive = -1;
   for (size_t i = 0; i < row.size(); ++i) {
-    if (row[i] <= 0.0) continue;
+    if (row[i] <= T{0}) continue;
     cumulative += row[i];
     last_positive = static_cast<int32_t>(i);
     if (cumulative > target) break;
@@ -31,17 +32,7 @@ int32_t draw_from_row(std::span<const double> row, double total, double u) {
 
 int32_t draw_from(std::span<const float> probs, double u) {
   const double total = total_of(probs);
-  if (!(total > 0.0)) return -1;
-  const double target = u * total;
-  double cumulative = 0.0;
-  int32_t last_positive = -1;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] <= 0.0f) continue;
-    cumulative += probs[i];
-    last_positive = static_cast<int32_t>(i);
-    if (cumulative > target) return last_positive;
-  }
-  return last_positive;  // rounding left the target at the very end
+  return total > 0.0 ? inverse_cdf(probs, total, u) : -1;
 }
 
 CandidateVerdict verify_candidates(std::span<const float> p, std::span<const float> q,
@@ -79,7 +70,7 @@ CandidateVerdict verify_candidates(std::span<const float> p, std::span<const flo
       draft[x] = 0.0;
     }
   }
-  return {-1, draw_from_row(residual, residual_total, u_residual)};
+  return {-1, inverse_cdf(std::span<const double>(residual), residual_total, u_residual)};
 }
 
 DraftVerdict verify_draft(std::span<const float> p, std::span<const float> q, int32_t draft, double u_accept,

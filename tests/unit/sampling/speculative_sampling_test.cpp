@@ -118,21 +118,35 @@ TEST(SpeculativeSampling, OnePositionFollowsTheTargetForAnyDraft) {
   }
 }
 
+// A target p and a draft q over a 4-token vocabulary whose rows depend on the previous token
+// (p[prev][x], q[prev][x]; prev = kMarkovVocab is the start), and the exact law of the first three
+// tokens under p: expected[(a * 4 + b) * 4 + c] = p(a) p(b | a) p(c | b).
+constexpr size_t kMarkovVocab = 4;
+struct MarkovPair {
+  std::vector<std::vector<float>> p, q;
+  std::vector<double> expected;
+};
+
+MarkovPair markov_pair(Rng& rng) {
+  constexpr size_t v = kMarkovVocab;
+  MarkovPair m;
+  for (size_t prev = 0; prev <= v; ++prev) {
+    m.p.push_back(random_distribution(rng, v));
+    m.q.push_back(random_distribution(rng, v, 0.2));
+  }
+  m.expected.resize(v * v * v);
+  for (size_t a = 0; a < v; ++a)
+    for (size_t b = 0; b < v; ++b)
+      for (size_t c = 0; c < v; ++c) m.expected[(a * v + b) * v + c] = double(m.p[v][a]) * m.p[a][b] * m.p[b][c];
+  return m;
+}
+
 // A chain of K = 2 drafts and the bonus token over a 4-token vocabulary with a target and a draft
 // whose rows depend on the previous token: the three tokens that come out follow p's joint law.
 TEST(SpeculativeSampling, ChainOfDraftsFollowsTheTargetsJointDistribution) {
-  constexpr size_t kVocab = 4;
+  constexpr size_t kVocab = kMarkovVocab;
   Rng rng(4);
-  // p[prev][x], q[prev][x]: prev = kVocab is the start.
-  std::vector<std::vector<float>> p, q;
-  for (size_t prev = 0; prev <= kVocab; ++prev) {
-    p.push_back(random_distribution(rng, kVocab));
-    q.push_back(random_distribution(rng, kVocab, 0.2));
-  }
-  std::vector<double> expected(kVocab * kVocab * kVocab);
-  for (size_t a = 0; a < kVocab; ++a)
-    for (size_t b = 0; b < kVocab; ++b)
-      for (size_t c = 0; c < kVocab; ++c) expected[(a * kVocab + b) * kVocab + c] = double(p[kVocab][a]) * p[a][b] * p[b][c];
+  const auto [p, q, expected] = markov_pair(rng);
   std::vector<int64_t> counts(expected.size(), 0);
   constexpr int64_t kSamples = 300000;
   int64_t accepted = 0, proposed = 0;
@@ -316,17 +330,9 @@ TEST(MultiCandidateSampling, OneNodeFollowsTheTargetForAnyDraft) {
 // under each of them (nine nodes), rows depending on the previous token; the walk follows the kept
 // candidate, then the bonus token, then plain sampling: the first three tokens follow p's joint law.
 TEST(MultiCandidateSampling, DepthTwoTreeFollowsTheTargetsJointDistribution) {
-  constexpr size_t kVocab = 4;
+  constexpr size_t kVocab = kMarkovVocab;
   Rng rng(9);
-  std::vector<std::vector<float>> p, q;  // [prev][x]; prev = kVocab is the start
-  for (size_t prev = 0; prev <= kVocab; ++prev) {
-    p.push_back(random_distribution(rng, kVocab));
-    q.push_back(random_distribution(rng, kVocab, 0.2));
-  }
-  std::vector<double> expected(kVocab * kVocab * kVocab);
-  for (size_t a = 0; a < kVocab; ++a)
-    for (size_t b = 0; b < kVocab; ++b)
-      for (size_t c = 0; c < kVocab; ++c) expected[(a * kVocab + b) * kVocab + c] = double(p[kVocab][a]) * p[a][b] * p[b][c];
+  const auto [p, q, expected] = markov_pair(rng);
   CandidateScratch scratch;
   const auto run = [&](Verifier how, int64_t samples, int64_t* deep_accepts) {
     std::vector<int64_t> counts(expected.size(), 0);

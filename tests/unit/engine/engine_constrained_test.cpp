@@ -135,6 +135,48 @@ TEST_F(EngineConstrainedTest, SpeculationKeepsConstrainedOutputs) {
   EXPECT_GT(accepted, 0u);
 }
 
+// Token trees from a draft model (the model itself, and its first 3 layers) for constrained requests:
+// the target's rows are masked by the grammar before verification, so greedy requests give plain
+// constrained decoding's tokens and sampled ones (stochastic trees, recursive rejection sampling)
+// still only texts of the grammar.
+TEST_F(EngineConstrainedTest, DraftTreesKeepConstrainedOutputs) {
+  const auto constraint = object_constraint();
+  const auto run = [&](spec::SpeculativeOptions speculative) {
+    EngineConfig config = engine_config(64);
+    config.keep_logits = false;
+    config.speculative = std::move(speculative);
+    Engine engine(stories_model(), config);
+    for (RequestId id = 1; id <= 4; ++id) {
+      RequestOptions o = greedy(24);
+      o.stop.ignore_eos = false;
+      o.stop.eos_token_id = kEos;
+      o.sampling.constraint = constraint;
+      if (id % 2 == 0) {
+        o.sampling.temperature = 1.0f;
+        o.sampling.seed = id;
+      }
+      engine.add_request(id, prompt_of(5 + static_cast<int64_t>(id), static_cast<uint32_t>(id)), o);
+    }
+    auto done = run_to_completion(engine);
+    EXPECT_GT(engine.scheduler().stats().num_draft_tokens, 0u);
+    return done;
+  };
+  const auto plain = run({});
+  for (const auto method : {spec::SpeculativeMethod::kDraftModel, spec::SpeculativeMethod::kLayerSkip}) {
+    spec::SpeculativeOptions o;
+    o.method = method;
+    o.num_tokens = 6;
+    o.tree_width = 3;
+    o.layers = 3;
+    o.draft_model = {std::shared_ptr<const Model>{}, &stories_model()};
+    const auto spec = run(o);
+    for (RequestId id = 1; id <= 4; ++id) {
+      if (id % 2 == 1) EXPECT_EQ(spec.at(id).tokens, plain.at(id).tokens) << "greedy request " << id;
+      expect_valid_object(spec.at(id), *constraint->vocabulary, "request " + std::to_string(id));
+    }
+  }
+}
+
 // Jump-forward: the grammar's forced text ({"a": here) is proposed as drafts and verified: the same
 // outputs as without it (greedy and seeded, beside an unconstrained request), in fewer steps.
 TEST_F(EngineConstrainedTest, JumpForwardKeepsTheOutputsInFewerSteps) {

@@ -160,7 +160,8 @@ TEST_F(EngineDraftModelTest, SeededStochasticDraftsAreReproducible) {
 }
 
 // Parallel choices (n = 3, seeded) with logprobs: speculation (prompt lookup, trees, the model as its
-// own greedy draft) changes neither a choice's tokens nor its reported logprobs.
+// own greedy draft, greedy trees of its first layers' candidates) changes neither a choice's tokens
+// nor its reported logprobs.
 TEST_F(EngineDraftModelTest, ChoicesAndLogprobsAreUnchangedBySpeculation) {
   struct Seen {
     std::vector<int32_t> tokens;
@@ -199,7 +200,10 @@ TEST_F(EngineDraftModelTest, ChoicesAndLogprobsAreUnchangedBySpeculation) {
     ASSERT_EQ(plain.size(), 3u);
     std::vector<spec::SpeculativeOptions> methods = {{spec::SpeculativeMethod::kNgram, 4, {1, 3}},
                                                      {spec::SpeculativeMethod::kNgramTree, 4, {1, 3}}};
-    if (temperature == 0.0f) methods.push_back(draft_options(spec::SpeculativeMethod::kDraftModel, 3));
+    if (temperature == 0.0f) {
+      methods.push_back(draft_options(spec::SpeculativeMethod::kDraftModel, 3));
+      methods.push_back(tree_options(spec::SpeculativeMethod::kLayerSkip, 6, 3, 3));  // greedy trees
+    }
     for (const auto& m : methods) {
       SCOPED_TRACE(std::string(spec::speculative_method_name(m.method)));
       const auto [spec, accepted] = run_choices(m, temperature);

@@ -199,7 +199,8 @@ TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
                              sampling + " --model " + shell_quote(stories());
     const auto plain = lemma(args);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    for (const char* method : {"ngram", "ngram-tree"}) {  // a chain of drafts, a tree of them (G12)
+    // A chain of drafts, a tree of them (G12), a tree of two continuations (--speculative-tree-width).
+    for (const char* method : {"ngram", "ngram-tree", "ngram-tree --speculative-tree-width 2"}) {
       const auto spec = lemma(args + " --speculative-method " + method + " --num-speculative-tokens 4");
       ASSERT_EQ(spec.exit_code, 0) << method << "\n" << spec.err;
       EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << method << " " << sampling;

@@ -171,7 +171,9 @@ TEST_F(EngineConstrainedTest, DraftTreesKeepConstrainedOutputs) {
     o.draft_model = {std::shared_ptr<const Model>{}, &stories_model()};
     const auto spec = run(o);
     for (RequestId id = 1; id <= 4; ++id) {
-      if (id % 2 == 1) EXPECT_EQ(spec.at(id).tokens, plain.at(id).tokens) << "greedy request " << id;
+      if (id % 2 == 1) {
+        EXPECT_EQ(spec.at(id).tokens, plain.at(id).tokens) << "greedy request " << id;
+      }
       expect_valid_object(spec.at(id), *constraint->vocabulary, "request " + std::to_string(id));
     }
   }

@@ -5,6 +5,8 @@
 // model does not care what bytes its ids stand for, so the test can name them.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +56,23 @@ void expect_valid_object(const Finished& f, const grammar::VocabularyIndex& voca
   const auto j = nlohmann::json::parse(text, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << label << ": " << text;
   EXPECT_TRUE(j == nlohmann::json::parse(R"({"a":1})") || j == nlohmann::json::parse(R"({"a":2})")) << label << ": " << text;
+}
+
+// Requests 1..4 held to `constraint` (odd ids greedy, even ones seeded at temperature 1), each with
+// prompt(id), up to 24 tokens or EOS.
+void add_object_requests(Engine& engine, const std::shared_ptr<const grammar::TokenConstraint>& constraint,
+                         const std::function<std::vector<int32_t>(RequestId)>& prompt) {
+  for (RequestId id = 1; id <= 4; ++id) {
+    RequestOptions o = greedy(24);
+    o.stop.ignore_eos = false;
+    o.stop.eos_token_id = kEos;
+    o.sampling.constraint = constraint;
+    if (id % 2 == 0) {
+      o.sampling.temperature = 1.0f;
+      o.sampling.seed = id;
+    }
+    engine.add_request(id, prompt(id), o);
+  }
 }
 
 class EngineConstrainedTest : public ::testing::Test {
@@ -109,18 +128,10 @@ TEST_F(EngineConstrainedTest, SpeculationKeepsConstrainedOutputs) {
     config.keep_logits = false;
     config.speculative = {spec ? spec::SpeculativeMethod::kNgram : spec::SpeculativeMethod::kNone, 4, {1, 3}};
     Engine engine(stories_model(), config);
-    for (RequestId id = 1; id <= 4; ++id) {
-      RequestOptions o = greedy(24);
-      o.stop.ignore_eos = false;
-      o.stop.eos_token_id = kEos;
-      o.sampling.constraint = constraint;
-      if (id % 2 == 0) {
-        o.sampling.temperature = 1.0f;
-        o.sampling.seed = id;
-      }
-      // Prompts that already hold the grammar's pieces, so prompt lookup proposes them.
-      engine.add_request(id, {1, 10, 12, 13, 14, 11, 10, 12, 13, 15, 11, static_cast<int32_t>(20 + id)}, o);
-    }
+    // Prompts that already hold the grammar's pieces, so prompt lookup proposes them.
+    add_object_requests(engine, constraint, [](RequestId id) {
+      return std::vector<int32_t>{1, 10, 12, 13, 14, 11, 10, 12, 13, 15, 11, static_cast<int32_t>(20 + id)};
+    });
     runs[spec] = run_to_completion(engine);
     if (spec) {
       drafts = engine.scheduler().stats().num_draft_tokens;
@@ -146,17 +157,8 @@ TEST_F(EngineConstrainedTest, DraftTreesKeepConstrainedOutputs) {
     config.keep_logits = false;
     config.speculative = std::move(speculative);
     Engine engine(stories_model(), config);
-    for (RequestId id = 1; id <= 4; ++id) {
-      RequestOptions o = greedy(24);
-      o.stop.ignore_eos = false;
-      o.stop.eos_token_id = kEos;
-      o.sampling.constraint = constraint;
-      if (id % 2 == 0) {
-        o.sampling.temperature = 1.0f;
-        o.sampling.seed = id;
-      }
-      engine.add_request(id, prompt_of(5 + static_cast<int64_t>(id), static_cast<uint32_t>(id)), o);
-    }
+    add_object_requests(engine, constraint,
+                        [](RequestId id) { return prompt_of(5 + static_cast<int64_t>(id), static_cast<uint32_t>(id)); });
     auto done = run_to_completion(engine);
     EXPECT_GT(engine.scheduler().stats().num_draft_tokens, 0u);
     return done;

@@ -18,6 +18,11 @@ void SpeculativeFlags::add_to(CLI::App* sub) {
   sub->add_option("--speculative-model", model, "Draft model (same vocabulary) for --speculative-method draft");
   sub->add_option("--speculative-layers", layers,
                   "Layers of the model that draft for --speculative-method layer-skip (default: half)");
+  sub->add_option("--speculative-tree-width", tree_width,
+                  "Token trees: candidates per draft position for draft and layer-skip (W > 1: the draft's W "
+                  "likeliest tokens, or W draws without replacement verified by recursive rejection sampling; "
+                  "the first is extended while --num-speculative-tokens nodes last; default 1, a chain), "
+                  "continuations for ngram-tree (default 3)");
   sub->add_option("--speculative-disable-by-batch-size", disable_by_batch_size,
                   "No drafts in a step where more requests run (0: no limit): verifying drafts stops paying "
                   "once the forward is bound by arithmetic")
@@ -46,6 +51,13 @@ spec::SpeculativeOptions SpeculativeFlags::to_options(int64_t block_size) const 
   o.disable_by_batch_size = disable_by_batch_size;
   o.ngram = {ngram_min, ngram_max};
   o.layers = layers;  // 0: half of the model's (make_draft_source)
+  if (tree_width < 0 || tree_width > 16) fail<InvalidArgument>("--speculative-tree-width must be in [1, 16], got {}", tree_width);
+  if (tree_width > 1 && o.method == spec::SpeculativeMethod::kNgram)
+    fail<InvalidArgument>("--speculative-tree-width is for ngram-tree, draft and layer-skip, not ngram");
+  if (tree_width > 0) {
+    if (o.method == spec::SpeculativeMethod::kNgramTree) o.tree_branches = tree_width;
+    else o.tree_width = tree_width;
+  }
   o.draft_kv_blocks = draft_kv_tokens > 0 ? (draft_kv_tokens + block_size - 1) / block_size : 0;
   if (o.method == spec::SpeculativeMethod::kDraftModel) {
     if (model.empty()) fail<InvalidArgument>("--speculative-method draft needs --speculative-model");

@@ -1,6 +1,7 @@
 // Speculative decoding flags (vLLM's names), shared by generate, chat and serve:
 // --speculative-method none|ngram|draft|layer-skip, --num-speculative-tokens K,
-// --speculative-model M (draft), --speculative-layers L (layer-skip), the n-gram lookup sizes and
+// --speculative-model M (draft), --speculative-layers L (layer-skip), --speculative-tree-width W
+// (token trees of the draft's candidates, or ngram-tree's continuations), the n-gram lookup sizes and
 // the draft's KV pool. Drafts are verified in the engine's forward; greedy and point-mass drafts give
 // plain decoding's tokens exactly, stochastic drafts its distribution (spec/speculative_options.h).
 #pragma once
@@ -19,6 +20,8 @@ struct SpeculativeFlags {
   int ngram_min = 2, ngram_max = 4;
   std::string model;            // draft: its path
   int layers = 0;               // layer-skip: the target's first layers that draft (0: half of them)
+  int tree_width = 0;           // candidates per draft position (draft, layer-skip: 1) or continuations
+                                // (ngram-tree: 3); 0: the method's default
   int64_t draft_kv_tokens = 0;  // the draft's KV pool in tokens (0: as large as the target's)
   int disable_by_batch_size = 4;  // no drafts while more requests run (0: no limit)
 

@@ -199,7 +199,8 @@ TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
                              sampling + " --model " + shell_quote(stories());
     const auto plain = lemma(args);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    for (const char* method : {"ngram", "ngram-tree"}) {  // a chain of drafts, a tree of them (G12)
+    // A chain of drafts, a tree of them (G12), a tree of two continuations (--speculative-tree-width).
+    for (const char* method : {"ngram", "ngram-tree", "ngram-tree --speculative-tree-width 2"}) {
       const auto spec = lemma(args + " --speculative-method " + method + " --num-speculative-tokens 4");
       ASSERT_EQ(spec.exit_code, 0) << method << "\n" << spec.err;
       EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << method << " " << sampling;
@@ -209,12 +210,30 @@ TEST(CliGenerate, SpeculativeMethodsGiveTheSameGreedyTokens) {
   const std::string greedy = "generate --json --ignore-eos --max-tokens 60 --prompt 'Once upon a time' --temperature 0 --model " +
                              shell_quote(stories());
   const auto plain = lemma(greedy);
+  // Token trees from the draft (--speculative-tree-width): the draft's best candidates, same tokens.
   for (const std::string& flags : {"--speculative-method draft --speculative-model " + shell_quote(stories()),
-                                   std::string("--speculative-method layer-skip --speculative-layers 3")}) {
+                                   std::string("--speculative-method layer-skip --speculative-layers 3"),
+                                   "--speculative-method draft --num-speculative-tokens 6 --speculative-tree-width 3 "
+                                   "--speculative-model " + shell_quote(stories()),
+                                   std::string("--speculative-method layer-skip --speculative-layers 4 --speculative-tree-width 2")}) {
     const auto spec = lemma(greedy + " " + flags);
     ASSERT_EQ(spec.exit_code, 0) << flags << "\n" << spec.err;
     EXPECT_EQ(nlohmann::json::parse(spec.out)["ids"], nlohmann::json::parse(plain.out)["ids"]) << flags;
   }
+  // Stochastic trees: a seed reproduces the output.
+  const std::string sampled = "generate --json --ignore-eos --max-tokens 60 --prompt 'Once upon a time' --temperature 0.9 "
+                              "--seed 4 --speculative-method layer-skip --speculative-layers 4 --speculative-tree-width 3 "
+                              "--num-speculative-tokens 6 --model " + shell_quote(stories());
+  const auto first = lemma(sampled), second = lemma(sampled);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(nlohmann::json::parse(first.out)["ids"], nlohmann::json::parse(second.out)["ids"]);
+  const auto wide = lemma(greedy + " --speculative-method layer-skip --speculative-tree-width 17");
+  EXPECT_EQ(wide.exit_code, 1);
+  EXPECT_NE(wide.err.find("--speculative-tree-width must be in [1, 16], got 17"), std::string::npos) << wide.err;
+  const auto chain_only = lemma(greedy + " --speculative-method ngram --speculative-tree-width 2");
+  EXPECT_EQ(chain_only.exit_code, 1);
+  EXPECT_NE(chain_only.err.find("--speculative-tree-width is for ngram-tree, draft and layer-skip, not ngram"),
+            std::string::npos) << chain_only.err;
   const auto no_draft = lemma(greedy + " --speculative-method draft");
   EXPECT_EQ(no_draft.exit_code, 1);
   EXPECT_NE(no_draft.err.find("--speculative-method draft needs --speculative-model"), std::string::npos) << no_draft.err;

@@ -59,7 +59,9 @@ TEST(ServeSpeculative, AnswersEqualPlainDecoding) {
   ASSERT_EQ(plain.size(), 5u);
   // Without a speculative method only jump-forward drafts (the JSON schema's keys) are confirmed.
   for (const std::string& flags : {std::string("--speculative-method ngram --num-speculative-tokens 4 --ngram-prompt-lookup-min 1"),
-                                  "--speculative-method draft --speculative-model " + shell_quote(stories())}) {
+                                  "--speculative-method draft --speculative-model " + shell_quote(stories()),
+                                  "--speculative-method draft --num-speculative-tokens 6 --speculative-tree-width 3 "
+                                  "--speculative-model " + shell_quote(stories())}) {
     SCOPED_TRACE(flags);
     const bool stochastic = flags.find("draft") != std::string::npos;
     const auto spec = answers(flags);

@@ -100,9 +100,9 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
         s.draft_probs->size() < s.draft_token_ids.size() * static_cast<size_t>(model_.config().vocab_size))
       fail<InvalidArgument>("model runner: request {} has {} drafts but {} draft probabilities", s.id,
                             s.draft_token_ids.size(), s.draft_probs->size());
-    if (!s.draft_parents.empty() && (s.draft_parents.size() != s.draft_token_ids.size() || s.draft_probs != nullptr))
-      fail<InvalidArgument>("model runner: request {} has {} drafts, {} draft parents{}", s.id, s.draft_token_ids.size(),
-                            s.draft_parents.size(), s.draft_probs != nullptr ? " and draft probabilities" : "");
+    if (!s.draft_parents.empty() && s.draft_parents.size() != s.draft_token_ids.size())
+      fail<InvalidArgument>("model runner: request {} has {} drafts but {} draft parents", s.id, s.draft_token_ids.size(),
+                            s.draft_parents.size());
     SequenceInput in;
     in.token_ids = std::span<const int32_t>(st.tokens).subspan(static_cast<size_t>(s.num_computed_tokens),
                                                                static_cast<size_t>(s.num_new_tokens));
@@ -175,6 +175,7 @@ void ModelRunner::sample(const StepPlan& plan, RunnerOutput& out) {
   if (accepted_drafts_.size() < sampled_.size()) accepted_drafts_.resize(sampled_.size());
   if (masked_logits_.size() < sampled_.size()) masked_logits_.resize(sampled_.size());
   if (target_probs_.size() < sampled_.size()) target_probs_.resize(sampled_.size());
+  if (candidate_rows_.size() < sampled_.size()) candidate_rows_.resize(sampled_.size());
   // A 152K-entry row costs 0.1-0.4 ms to sample (bench/sampling_bench): at 32 sequences that is
   // milliseconds per step, which the team's other threads would otherwise spend waiting. Sequences
   // go one per tile whatever the vocabulary (a small one costs a team dispatch, about a microsecond).
@@ -238,7 +239,10 @@ std::span<const float> ModelRunner::constrained(State& st, std::span<const float
 // A draft tree is walked the same way: after each sample, the row of the child drafting it (the
 // first such child), so the samples are again plain decoding's, down the path that drafted them.
 // Drafts drawn at random (with their distribution) are kept by rejection sampling instead: the token
-// at each position is still distributed as plain decoding's, with draws of their own.
+// at each position is still distributed as plain decoding's, with draws of their own. Under a node of
+// a stochastic tree, its children (drawn without replacement from the distribution the first of them
+// carries, in index order) are verified together by recursive rejection sampling
+// (speculative_sampling.h): one uniform per child, then one for the residual.
 void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   const SampledSequence& seq = sampled_[i];
   State& st = *seq.state;
@@ -261,18 +265,25 @@ void ModelRunner::sample_sequence(size_t i, size_t vocab) {
   std::vector<int32_t>& verified = verified_outputs_[i];
   if (!seq.drafts.empty()) verified.assign(outputs.begin(), outputs.end());
   for (int32_t node = -1;;) {  // the draft whose row samples next (-1: the last token)
-    const size_t k = results.size();  // output position past the known ones
     st.sampler.seek(static_cast<uint64_t>(outputs.size()));
     auto logits = std::span<const float>(logits_).subspan((seq.first_row + static_cast<size_t>(node + 1)) * vocab, vocab);
     if (st.constraint) logits = constrained(st, logits, masked_logits_[i]);
-    if (seq.draft_probs != nullptr && k < seq.drafts.size()) {  // a chain: node + 1 == k
+    CandidateRows& c = candidate_rows_[i];
+    if (seq.draft_probs != nullptr)
+      draft_children(seq.draft_parents, static_cast<int64_t>(seq.drafts.size()), node, c.children);
+    if (seq.draft_probs != nullptr && !c.children.empty()) {
       std::vector<float>& p = target_probs_[i];
       p.resize(vocab);
       st.sampler.distribution(logits, prompt, outputs, sampler_scratch_[i], p);
-      const auto q = std::span<const float>(*seq.draft_probs).subspan(k * vocab, vocab);
-      const double u_accept = st.sampler.next_uniform();
+      const auto q = std::span<const float>(*seq.draft_probs).subspan(static_cast<size_t>(c.children[0]) * vocab, vocab);
+      c.tokens.clear();
+      c.uniforms.clear();
+      for (int32_t child : c.children) {
+        c.tokens.push_back(seq.drafts[static_cast<size_t>(child)]);
+        c.uniforms.push_back(st.sampler.next_uniform());
+      }
       const double u_residual = st.sampler.next_uniform();
-      const DraftVerdict verdict = verify_draft(p, q, seq.drafts[k], u_accept, u_residual);
+      const CandidateVerdict verdict = verify_candidates(p, q, c.tokens, c.uniforms, u_residual, c.scratch);
       results.push_back(st.sampler.describe(logits, verdict.token, sampler_scratch_[i]));
     } else {
       results.push_back(st.sampler.sample(logits, prompt, outputs, sampler_scratch_[i]));

@@ -17,6 +17,7 @@
 #include "lemma/grammar/token_constraint.h"
 #include "lemma/model/model.h"
 #include "lemma/sampling/sampler.h"
+#include "lemma/sampling/speculative_sampling.h"
 #include "lemma/sched/step_plan.h"
 
 namespace lemma {
@@ -111,6 +112,14 @@ class ModelRunner {
   std::vector<int32_t> draft_inputs_;  // the forward's input for drafted sequences: last token, drafts
   std::vector<std::vector<float>> masked_logits_;  // per sequence: a constrained row with refused tokens at -inf
   std::vector<std::vector<float>> target_probs_;   // per sequence: the target's distribution (rejection sampling)
+  // Per sequence: the children of the node being verified (stochastic drafts), their tokens, their
+  // acceptance uniforms, and verify_candidates' rows.
+  struct CandidateRows {
+    std::vector<int32_t> children, tokens;
+    std::vector<double> uniforms;
+    CandidateScratch scratch;
+  };
+  std::vector<CandidateRows> candidate_rows_;
   std::vector<std::vector<TokenLogprob>> candidates_;  // per beam-search sequence: its best 2W continuations
   std::vector<grammar::ConstraintState*> mask_states_;  // start_first_masks' sequences
   std::vector<SamplerScratch> sampler_scratch_;  // one per row, kept across requests

@@ -12,54 +12,73 @@ double total_of(std::span<const float> probs) {
   return total;
 }
 
+// Inverse CDF over a row whose total is `total`: the smallest id whose cumulative mass exceeds
+// u * total (the last positive one when rounding leaves the target at the end); -1 when all are 0.
+template <typename T>
+int32_t inverse_cdf(std::span<const T> row, double total, double u) {
+  const double target = u * total;
+  double cumulative = 0.0;
+  int32_t last_positive = -1;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i] <= T{0}) continue;
+    cumulative += row[i];
+    last_positive = static_cast<int32_t>(i);
+    if (cumulative > target) break;
+  }
+  return last_positive;
+}
+
 }  // namespace
 
 int32_t draw_from(std::span<const float> probs, double u) {
   const double total = total_of(probs);
-  if (!(total > 0.0)) return -1;
-  const double target = u * total;
-  double cumulative = 0.0;
-  int32_t last_positive = -1;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] <= 0.0f) continue;
-    cumulative += probs[i];
-    last_positive = static_cast<int32_t>(i);
-    if (cumulative > target) return last_positive;
+  return total > 0.0 ? inverse_cdf(probs, total, u) : -1;
+}
+
+CandidateVerdict verify_candidates(std::span<const float> p, std::span<const float> q,
+                                   std::span<const int32_t> candidates, std::span<const double> u_accept,
+                                   double u_residual, CandidateScratch& scratch) {
+  const double p_total = total_of(p);
+  if (!(p_total > 0.0)) return {-1, -1};
+  // residual = p_j up to the scale residual_total (p_1 = p / p_total, so 1); draft = q_j up to q_left.
+  std::vector<double>& residual = scratch.residual;
+  std::vector<double>& draft = scratch.draft;
+  residual.resize(p.size());
+  draft.assign(p.size(), 0.0);
+  for (size_t i = 0; i < p.size(); ++i) residual[i] = p[i] / p_total;
+  std::copy_n(q.begin(), std::min(q.size(), p.size()), draft.begin());
+  double residual_total = 1.0;
+  double q_left = total_of(q);
+  for (size_t j = 0; j < candidates.size() && j < u_accept.size(); ++j) {
+    if (!(q_left > 0.0)) break;  // q has nothing left to have drawn from
+    const auto x = static_cast<size_t>(candidates[j]);
+    const bool known = candidates[j] >= 0 && x < residual.size();
+    const double px = known ? residual[x] : 0.0;  // p_j(x) * residual_total
+    const double qx = known ? draft[x] / q_left : 0.0;
+    // Keep with probability min(1, p_j(x) / q_j(x)); qx = 0 cannot come from a draw from q_j.
+    if (qx > 0.0 && u_accept[j] * qx * residual_total < px) return {static_cast<int32_t>(j), candidates[j]};
+    // Refused: p_{j+1} = max(0, p_j - q_j), in both rows' own scales.
+    double next_total = 0.0;
+    for (size_t i = 0; i < residual.size(); ++i) next_total += std::max(0.0, residual[i] / residual_total - draft[i] / q_left);
+    // p_j == q_j (up to rounding) leaves no residual: the refusal had probability ~0, and p_j is the
+    // right distribution to fall back to.
+    if (!(next_total > 1e-12)) break;
+    for (size_t i = 0; i < residual.size(); ++i) residual[i] = std::max(0.0, residual[i] / residual_total - draft[i] / q_left);
+    residual_total = next_total;
+    if (known) {  // without replacement: the next candidate came from q without this one
+      q_left -= draft[x];
+      draft[x] = 0.0;
+    }
   }
-  return last_positive;  // rounding left the target at the very end
+  return {-1, inverse_cdf(std::span<const double>(residual), residual_total, u_residual)};
 }
 
 DraftVerdict verify_draft(std::span<const float> p, std::span<const float> q, int32_t draft, double u_accept,
                           double u_residual) {
-  const double p_total = total_of(p), q_total = total_of(q);
-  if (!(p_total > 0.0)) return {false, -1};
-  const auto x = static_cast<size_t>(draft);
-  const double px = draft >= 0 && x < p.size() ? p[x] / p_total : 0.0;
-  const double qx = draft >= 0 && x < q.size() && q_total > 0.0 ? q[x] / q_total : 0.0;
-  // Keep with probability min(1, px / qx). qx = 0 cannot come from a draw from q; such a draft is
-  // refused (the residual is then p itself wherever q has no mass).
-  if (qx > 0.0 && u_accept * qx < px) return {true, draft};
-  // The residual max(0, p - q) in p's and q's own scales, drawn by inverse CDF in id order.
-  double residual_total = 0.0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const double qi = i < q.size() && q_total > 0.0 ? q[i] / q_total : 0.0;
-    residual_total += std::max(0.0, p[i] / p_total - qi);
-  }
-  // p == q (up to rounding) leaves no residual: a rejection then has probability ~0, and p is the
-  // right distribution to fall back to.
-  if (!(residual_total > 1e-12)) return {false, draw_from(p, u_residual)};
-  const double target = u_residual * residual_total;
-  double cumulative = 0.0;
-  int32_t last_positive = -1;
-  for (size_t i = 0; i < p.size(); ++i) {
-    const double qi = i < q.size() && q_total > 0.0 ? q[i] / q_total : 0.0;
-    const double r = std::max(0.0, p[i] / p_total - qi);
-    if (r <= 0.0) continue;
-    cumulative += r;
-    last_positive = static_cast<int32_t>(i);
-    if (cumulative > target) break;
-  }
-  return {false, last_positive};
+  CandidateScratch scratch;
+  const CandidateVerdict v = verify_candidates(p, q, std::span<const int32_t>(&draft, 1),
+                                               std::span<const double>(&u_accept, 1), u_residual, scratch);
+  return {v.accepted == 0, v.token};
 }
 
 }  // namespace lemma

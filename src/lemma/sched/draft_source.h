@@ -27,10 +27,12 @@ struct Drafts {
   std::vector<int32_t> tokens;
   // Empty: a chain (each draft follows the one before). Else a token tree (G12), one entry per draft:
   // the index of its parent draft, or -1 for a child of the last token; parents precede children
-  // (sched/draft_tree.h). Trees are point masses (no probs). Truncating a tree to its first k drafts
-  // leaves a tree.
+  // (sched/draft_tree.h). Truncating a tree to its first k drafts leaves a tree. A stochastic tree
+  // (with probs) draws the children of each node without replacement from one distribution, in
+  // index order, so that a node's first j children are still such a draw.
   std::vector<int32_t> parents = {};
-  // [tokens.size(), vocab] row-major: the distribution each draft was drawn from; null for point
+  // [tokens.size(), vocab] row-major: the distribution each draft was drawn from (in a tree, the one
+  // at its parent, before its earlier siblings were removed: equal rows for siblings); null for point
   // masses (deterministic drafts). Shared so a plan carries it without a copy.
   std::shared_ptr<const std::vector<float>> probs;
 };

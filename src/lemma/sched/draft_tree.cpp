@@ -14,6 +14,16 @@ int32_t find_draft_child(std::span<const int32_t> parents, std::span<const int32
   return -1;
 }
 
+void draft_children(std::span<const int32_t> parents, int64_t num_drafts, int32_t parent, std::vector<int32_t>& out) {
+  out.clear();
+  if (parents.empty()) {
+    if (parent + 1 < num_drafts) out.push_back(parent + 1);
+    return;
+  }
+  for (int32_t i = parent + 1; i < static_cast<int32_t>(parents.size()); ++i)
+    if (parents[static_cast<size_t>(i)] == parent) out.push_back(i);
+}
+
 int64_t draft_tree_levels(std::span<const int32_t> parents, int64_t num_drafts) {
   if (parents.empty()) return num_drafts;
   std::vector<int64_t> depth(parents.size());

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace lemma {
 
@@ -14,6 +15,10 @@ namespace lemma {
 // or -1 when no child drafts it. `parents` empty: the chain, whose only child of `parent` is parent + 1.
 int32_t find_draft_child(std::span<const int32_t> parents, std::span<const int32_t> drafts, int32_t parent,
                          int32_t token);
+
+// The drafts under `parent` (-1: under the last token), in index order, into `out` (cleared first):
+// for a stochastic tree, the order the draft drew them in. `parents` empty: the chain's parent + 1.
+void draft_children(std::span<const int32_t> parents, int64_t num_drafts, int32_t parent, std::vector<int32_t>& out);
 
 // Levels of the tree (the deepest path's drafts): drafts.size() for a chain. Parents valid.
 int64_t draft_tree_levels(std::span<const int32_t> parents, int64_t num_drafts);

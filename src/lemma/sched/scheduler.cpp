@@ -211,7 +211,7 @@ void Scheduler::propose_drafts() {
     throw std::logic_error(fmt::format("Scheduler: the draft source answered {} of {} queries", proposals_.size(),
                                        draft_queries_.size()));
   for (const Drafts& d : proposals_)
-    if (!d.parents.empty() && (d.parents.size() != d.tokens.size() || d.probs != nullptr || !is_valid_draft_tree(d.parents)))
+    if (!d.parents.empty() && (d.parents.size() != d.tokens.size() || !is_valid_draft_tree(d.parents)))
       throw std::logic_error("Scheduler: the draft source proposed a malformed draft tree");
 }
 

@@ -62,8 +62,9 @@ struct ScheduledRequest {
   // The draft's distribution per draft ([drafts, vocab]) when it drew them at random: the runner then
   // keeps each by exact rejection sampling (sampling/speculative_sampling.h). Null: point masses.
   std::shared_ptr<const std::vector<float>> draft_probs = {};
-  // Empty: the drafts are a chain. Else one per draft, its parent draft or -1 (sched/draft_tree.h);
-  // point masses only (draft_probs null).
+  // Empty: the drafts are a chain. Else one per draft, its parent draft or -1 (sched/draft_tree.h).
+  // With draft_probs (a stochastic tree), the children of a node were drawn without replacement, in
+  // index order, from the row they carry, and are verified together (recursive rejection sampling).
   std::vector<int32_t> draft_parents = {};
 };
 

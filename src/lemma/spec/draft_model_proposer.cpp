@@ -21,6 +21,7 @@ DraftModelProposer::DraftModelProposer(const Model& draft, int64_t target_vocab_
   if (config.num_blocks <= 0 || config.block_size <= 0)
     fail<InvalidArgument>("draft model: KV blocks ({}) and block size ({}) must be positive", config.num_blocks,
                           config.block_size);
+  if (config.tree_width < 1) fail<InvalidArgument>("draft model: tree width {}; use at least 1", config.tree_width);
   if (draft.config().vocab_size != target_vocab_size)
     fail<InvalidArgument>("draft model: its vocabulary has {} tokens, the target's {}; speculation needs the same vocabulary",
                           draft.config().vocab_size, target_vocab_size);
@@ -126,20 +127,46 @@ void DraftModelProposer::draft_round(std::vector<Active>& active, std::span<cons
     const auto outputs = all.subspan(static_cast<size_t>(q.num_prompt_tokens));
     a.sampler.seek(outputs.size());
     const auto logits = std::span<const float>(logits_).subspan(r * vocab, vocab);
-    int32_t token = -1;
-    if (a.sampler.params().is_greedy()) {  // a point mass: no rows to keep
-      token = a.sampler.sample(logits, prompt, outputs, scratch_).token;
-    } else {
-      a.sampler.distribution(logits, prompt, outputs, scratch_, row_probs_);
-      token = draw_from(row_probs_, a.sampler.next_uniform());
-      if (token >= 0) a.probs.insert(a.probs.end(), row_probs_.begin(), row_probs_.end());
-    }
-    if (token < 0) {  // nothing finite to draw from: this request keeps the drafts it has
+    Drafts& d = out[a.query];
+    const int32_t budget = q.max_drafts - static_cast<int32_t>(d.tokens.size());
+    draw_candidates(a, logits, prompt, outputs, std::min(config_.tree_width, budget), candidates_);
+    if (candidates_.empty()) {  // nothing finite to draw from: this request keeps the drafts it has
       a.stopped = true;
       continue;
     }
-    out[a.query].tokens.push_back(token);
-    a.tokens.push_back(token);
+    const auto first = static_cast<int32_t>(d.tokens.size());
+    for (int32_t token : candidates_) {
+      d.tokens.push_back(token);
+      if (config_.tree_width > 1) d.parents.push_back(a.spine);
+    }
+    a.spine = first;  // the next level hangs under the first candidate
+    a.tokens.push_back(candidates_.front());
+  }
+}
+
+void DraftModelProposer::draw_candidates(Active& a, std::span<const float> logits, std::span<const int32_t> prompt,
+                                         std::span<const int32_t> outputs, int32_t count, std::vector<int32_t>& out) {
+  out.clear();
+  if (a.sampler.params().is_greedy()) {  // point masses: no rows to keep
+    if (count == 1) {  // the sampler's own argmax, as plain decoding takes it
+      const int32_t token = a.sampler.sample(logits, prompt, outputs, scratch_).token;
+      if (token >= 0) out.push_back(token);
+      return;
+    }
+    top_.resize(static_cast<size_t>(count));
+    top_.resize(a.sampler.top_candidates(logits, prompt, outputs, scratch_, top_));
+    for (const TokenLogprob& t : top_) out.push_back(t.token);
+    return;
+  }
+  a.sampler.distribution(logits, prompt, outputs, scratch_, row_probs_);
+  remaining_.assign(row_probs_.begin(), row_probs_.end());
+  for (int32_t c = 0; c < count; ++c) {
+    // Without replacement: each draw from what the earlier ones left (the verifier removes them too).
+    const int32_t token = draw_from(remaining_, a.sampler.next_uniform());
+    if (token < 0) break;  // fewer tokens than `count` carry mass: a count set by q alone
+    remaining_[static_cast<size_t>(token)] = 0.0f;
+    out.push_back(token);
+    a.probs.insert(a.probs.end(), row_probs_.begin(), row_probs_.end());
   }
 }
 

@@ -5,6 +5,13 @@
 // probability rows for exact rejection sampling. The same class serves layer-skip self-speculation
 // with a model made of the target's first layers (Model::first_layers).
 //
+// With tree_width W > 1 the drafts are a token tree (G12): each draft position gets up to W
+// candidates (the draft's W most likely tokens for greedy requests; otherwise W draws without
+// replacement from its distribution, which the runner verifies by recursive rejection sampling), and
+// only the first candidate (the one verified first, so the likeliest to be kept) is extended, as far
+// as the node budget (the query's max_drafts) goes: one draft forward per level, as for a chain.
+// A node's candidate count depends only on the budget, never on the draws, which exactness needs.
+//
 // Its cache follows each request lazily: it remembers which tokens it holds and, on the next call,
 // keeps the longest prefix they share with the request's tokens (rejected drafts simply fall off),
 // computing only the rest. A request the scheduler preempted keeps its draft cache until the pool
@@ -27,6 +34,7 @@ struct DraftModelConfig {
   int num_threads = 1;
   uint64_t default_seed = 0;    // as the runner's: requests without a seed use default_seed ^ id
   KvDtype kv_dtype = KvDtype::kF32;
+  int tree_width = 1;           // candidates per draft position (1: a chain)
 };
 
 class DraftModelProposer final : public DraftSource {
@@ -56,6 +64,7 @@ class DraftModelProposer final : public DraftSource {
     int64_t computed = 0;         // tokens of `tokens` with K/V in the cache
     std::vector<float> probs;     // the drafts' rows (stochastic only)
     bool stopped = false;         // no finite logit to draw from: keeps the drafts it has
+    int32_t spine = -1;           // the draft the next level's candidates hang under (-1: the last token)
   };
   // Grows `st` to cover `num_tokens` positions, taking blocks from requests not drafted in this call
   // when the pool is empty; false (nothing taken) when it cannot.
@@ -73,7 +82,14 @@ class DraftModelProposer final : public DraftSource {
   uint64_t call_ = 0;
   ForwardBatch batch_;
   std::vector<float> logits_;
+  // Up to `count` candidates of one position into `out`: the draft's best tokens (greedy), or draws
+  // without replacement from row_probs_ (appending their rows to a.probs).
+  void draw_candidates(Active& a, std::span<const float> logits, std::span<const int32_t> prompt,
+                       std::span<const int32_t> outputs, int32_t count, std::vector<int32_t>& out);
   std::vector<float> row_probs_;
+  std::vector<float> remaining_;   // row_probs_ less the candidates drawn so far
+  std::vector<TokenLogprob> top_;  // greedy trees: the draft's best tokens
+  std::vector<int32_t> candidates_;
   SamplerScratch scratch_;
 };
 

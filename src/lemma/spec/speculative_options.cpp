@@ -20,6 +20,13 @@ class LayerSkipProposer final : public DraftSource {
   DraftModelProposer proposer_;
 };
 
+// The forward takes no token tree on sliding-window layers (model/forward_batch.h): refused here, not
+// with every request's first verification.
+void require_tree_attention(const Model& target, std::string_view what) {
+  for (int64_t window : target.config().sliding_window)
+    if (window > 0) fail<InvalidArgument>("{}: token trees need a model without sliding-window layers", what);
+}
+
 }  // namespace
 
 SpeculativeMethod parse_speculative_method(std::string_view name) {
@@ -50,6 +57,12 @@ std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options
   if (options.draft_kv_blocks < 0) fail<InvalidArgument>("speculative decoding: negative draft KV blocks");
   if (options.draft_kv_blocks > 0) draft.num_blocks = options.draft_kv_blocks;
   const int64_t vocab = target.config().vocab_size;
+  if (options.tree_width < 1 || options.tree_width > 16)
+    fail<InvalidArgument>("speculative decoding: tree width {}; use 1 to 16", options.tree_width);
+  draft.tree_width = options.tree_width;
+  if (options.tree_width > 1 &&
+      (options.method == SpeculativeMethod::kDraftModel || options.method == SpeculativeMethod::kLayerSkip))
+    require_tree_attention(target, "draft-model tree speculation");
   switch (options.method) {
     case SpeculativeMethod::kNgram:
     case SpeculativeMethod::kNgramTree:
@@ -59,10 +72,7 @@ std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options
       if (options.method == SpeculativeMethod::kNgram) return std::make_unique<NgramProposer>(options.ngram);
       if (options.tree_branches < 1)
         fail<InvalidArgument>("n-gram tree speculation: {} branches; use at least 1", options.tree_branches);
-      // The forward takes no token tree on sliding-window layers (model/forward_batch.h): refuse here,
-      // not with every request's first verification.
-      for (int64_t window : target.config().sliding_window)
-        if (window > 0) fail<InvalidArgument>("n-gram tree speculation: token trees need a model without sliding-window layers");
+      require_tree_attention(target, "n-gram tree speculation");
       return std::make_unique<NgramTreeProposer>(NgramTreeConfig{options.ngram, options.tree_branches});
     case SpeculativeMethod::kDraftModel:
       if (options.draft_model == nullptr) fail<InvalidArgument>("draft-model speculation needs a draft model");

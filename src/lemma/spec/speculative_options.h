@@ -27,6 +27,7 @@ struct SpeculativeOptions {
   int num_tokens = 0;                  // drafts per decoding request per step (K)
   NgramConfig ngram = {};              // kNgram, kNgramTree
   int tree_branches = 3;               // kNgramTree: continuations per tree
+  int tree_width = 1;                  // kDraftModel, kLayerSkip: candidates per draft position (1: a chain)
   std::shared_ptr<const Model> draft_model = {};  // kDraftModel
   int layers = 0;                      // kLayerSkip: how many of the target's first layers draft (0: half)
   int64_t draft_kv_blocks = 0;         // the draft's KV pool in blocks; 0: as many as the target's
@@ -39,7 +40,7 @@ struct SpeculativeOptions {
 // block size, threads, default seed and KV dtype, and the target's block count (used when
 // options.draft_kv_blocks is 0). Throws InvalidArgument for impossible options (K outside [1, 16],
 // a missing draft model, layers outside [0, target layers - 1], a one-layer target for layer-skip, a vocabulary mismatch,
-// ngram-tree on a model with sliding-window layers).
+// a tree width outside [1, 16], token trees (ngram-tree, tree width > 1) on a model with sliding-window layers).
 std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options, const Model& target,
                                                DraftModelConfig draft);
 

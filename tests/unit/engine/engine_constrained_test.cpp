@@ -5,6 +5,8 @@
 // model does not care what bytes its ids stand for, so the test can name them.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +56,23 @@ void expect_valid_object(const Finished& f, const grammar::VocabularyIndex& voca
   const auto j = nlohmann::json::parse(text, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << label << ": " << text;
   EXPECT_TRUE(j == nlohmann::json::parse(R"({"a":1})") || j == nlohmann::json::parse(R"({"a":2})")) << label << ": " << text;
+}
+
+// Requests 1..4 held to `constraint` (odd ids greedy, even ones seeded at temperature 1), each with
+// prompt(id), up to 24 tokens or EOS.
+void add_object_requests(Engine& engine, const std::shared_ptr<const grammar::TokenConstraint>& constraint,
+                         const std::function<std::vector<int32_t>(RequestId)>& prompt) {
+  for (RequestId id = 1; id <= 4; ++id) {
+    RequestOptions o = greedy(24);
+    o.stop.ignore_eos = false;
+    o.stop.eos_token_id = kEos;
+    o.sampling.constraint = constraint;
+    if (id % 2 == 0) {
+      o.sampling.temperature = 1.0f;
+      o.sampling.seed = id;
+    }
+    engine.add_request(id, prompt(id), o);
+  }
 }
 
 class EngineConstrainedTest : public ::testing::Test {
@@ -109,18 +128,10 @@ TEST_F(EngineConstrainedTest, SpeculationKeepsConstrainedOutputs) {
     config.keep_logits = false;
     config.speculative = {spec ? spec::SpeculativeMethod::kNgram : spec::SpeculativeMethod::kNone, 4, {1, 3}};
     Engine engine(stories_model(), config);
-    for (RequestId id = 1; id <= 4; ++id) {
-      RequestOptions o = greedy(24);
-      o.stop.ignore_eos = false;
-      o.stop.eos_token_id = kEos;
-      o.sampling.constraint = constraint;
-      if (id % 2 == 0) {
-        o.sampling.temperature = 1.0f;
-        o.sampling.seed = id;
-      }
-      // Prompts that already hold the grammar's pieces, so prompt lookup proposes them.
-      engine.add_request(id, {1, 10, 12, 13, 14, 11, 10, 12, 13, 15, 11, static_cast<int32_t>(20 + id)}, o);
-    }
+    // Prompts that already hold the grammar's pieces, so prompt lookup proposes them.
+    add_object_requests(engine, constraint, [](RequestId id) {
+      return std::vector<int32_t>{1, 10, 12, 13, 14, 11, 10, 12, 13, 15, 11, static_cast<int32_t>(20 + id)};
+    });
     runs[spec] = run_to_completion(engine);
     if (spec) {
       drafts = engine.scheduler().stats().num_draft_tokens;
@@ -133,6 +144,41 @@ TEST_F(EngineConstrainedTest, SpeculationKeepsConstrainedOutputs) {
   }
   EXPECT_GT(drafts, 0u);
   EXPECT_GT(accepted, 0u);
+}
+
+// Token trees from a draft model (the model itself, and its first 3 layers) for constrained requests:
+// the target's rows are masked by the grammar before verification, so greedy requests give plain
+// constrained decoding's tokens and sampled ones (stochastic trees, recursive rejection sampling)
+// still only texts of the grammar.
+TEST_F(EngineConstrainedTest, DraftTreesKeepConstrainedOutputs) {
+  const auto constraint = object_constraint();
+  const auto run = [&](spec::SpeculativeOptions speculative) {
+    EngineConfig config = engine_config(64);
+    config.keep_logits = false;
+    config.speculative = std::move(speculative);
+    Engine engine(stories_model(), config);
+    add_object_requests(engine, constraint,
+                        [](RequestId id) { return prompt_of(5 + static_cast<int64_t>(id), static_cast<uint32_t>(id)); });
+    auto done = run_to_completion(engine);
+    EXPECT_GT(engine.scheduler().stats().num_draft_tokens, 0u);
+    return done;
+  };
+  const auto plain = run({});
+  for (const auto method : {spec::SpeculativeMethod::kDraftModel, spec::SpeculativeMethod::kLayerSkip}) {
+    spec::SpeculativeOptions o;
+    o.method = method;
+    o.num_tokens = 6;
+    o.tree_width = 3;
+    o.layers = 3;
+    o.draft_model = {std::shared_ptr<const Model>{}, &stories_model()};
+    const auto spec = run(o);
+    for (RequestId id = 1; id <= 4; ++id) {
+      if (id % 2 == 1) {
+        EXPECT_EQ(spec.at(id).tokens, plain.at(id).tokens) << "greedy request " << id;
+      }
+      expect_valid_object(spec.at(id), *constraint->vocabulary, "request " + std::to_string(id));
+    }
+  }
 }
 
 // Jump-forward: the grammar's forced text ({"a": here) is proposed as drafts and verified: the same

@@ -14,6 +14,7 @@
 #include "lemma/runtime/model_runner.h"
 #include "lemma/sched/scheduler.h"
 #include "lemma/spec/ngram_tree_proposer.h"
+#include "lemma/spec/speculative_options.h"
 #include "unit/engine/engine_fixture.h"
 #include "unit/model/random_model.h"
 
@@ -196,6 +197,78 @@ TEST(TreeSpeculationOptions, NgramTreesRefuseSlidingWindowModels) {
   ModelConfig windowed = small_config();
   windowed.sliding_window.assign(static_cast<size_t>(windowed.num_layers), 8);
   EXPECT_THROW(spec::make_draft_source(o, make_random_model(windowed, 1).build(), {}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace lemma::testing
+
+namespace lemma::testing {
+namespace {
+
+TEST(TreeSpeculationOptions, DraftTreesRefuseSlidingWindowModelsAndBadWidths) {
+  spec::SpeculativeOptions o;
+  o.method = spec::SpeculativeMethod::kLayerSkip;
+  o.num_tokens = 4;
+  o.layers = 1;
+  o.tree_width = 2;
+  const Model plain = make_random_model(small_config(), 1).build();
+  EXPECT_NE(spec::make_draft_source(o, plain, {1, 16, 1, 0, KvDtype::kF32}), nullptr);
+  ModelConfig windowed = small_config();
+  windowed.sliding_window.assign(static_cast<size_t>(windowed.num_layers), 8);
+  const Model windowed_model = make_random_model(windowed, 1).build();
+  EXPECT_THROW(spec::make_draft_source(o, windowed_model, {1, 16, 1, 0, KvDtype::kF32}), InvalidArgument);
+  o.tree_width = 1;  // a chain needs no tree attention
+  EXPECT_NE(spec::make_draft_source(o, windowed_model, {1, 16, 1, 0, KvDtype::kF32}), nullptr);
+  for (const int width : {0, 17}) {
+    o.tree_width = width;
+    EXPECT_THROW(spec::make_draft_source(o, plain, {1, 16, 1, 0, KvDtype::kF32}), InvalidArgument) << width;
+  }
+}
+
+// The shape of a draft model's tree: W candidates per position, the first extended, as far as the
+// node budget goes; siblings distinct and carrying their parent position's row; greedy candidates are
+// the draft's best tokens, the first the chain's draft.
+TEST(DraftModelTrees, CandidatesPerPositionUnderTheFirst) {
+  ModelConfig config = small_config();
+  const Model draft = make_random_model(config, 3).build();
+  const auto vocab = static_cast<size_t>(config.vocab_size);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4, 5};
+  const auto propose = [&](int width, float temperature) {
+    spec::DraftModelProposer proposer(draft, config.vocab_size, {8, 16, 1, 7, KvDtype::kF32, width});
+    SamplingParams params;
+    params.temperature = temperature;
+    params.seed = 21;
+    const DraftQuery query{9, tokens, 3, 7, &params};
+    std::vector<Drafts> out;
+    proposer.propose(std::span(&query, 1), out);
+    return out.at(0);
+  };
+  const Drafts tree = propose(3, 1.0f);
+  ASSERT_EQ(tree.tokens.size(), 7u);
+  EXPECT_EQ(tree.parents, (std::vector<int32_t>{-1, -1, -1, 0, 0, 0, 3}));
+  ASSERT_NE(tree.probs, nullptr);
+  ASSERT_EQ(tree.probs->size(), 7 * vocab);
+  const auto row = [&](size_t d) { return std::vector<float>(tree.probs->begin() + std::ptrdiff_t(d * vocab), tree.probs->begin() + std::ptrdiff_t((d + 1) * vocab)); };
+  for (const auto& [a, b] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{3, 4}, std::pair{3, 5}}) {
+    EXPECT_NE(tree.tokens[static_cast<size_t>(a)], tree.tokens[static_cast<size_t>(b)]);
+    EXPECT_EQ(row(static_cast<size_t>(a)), row(static_cast<size_t>(b)));
+  }
+  EXPECT_NE(row(0), row(3));
+  // The chain's first draft is the tree's first candidate (same draw), and a chain carries no parents.
+  const Drafts chain = propose(1, 1.0f);
+  EXPECT_TRUE(chain.parents.empty());
+  EXPECT_EQ(chain.tokens.at(0), tree.tokens[0]);
+  // Greedy: the draft's best tokens by logit, the first its argmax (the chain's draft), no rows.
+  const Drafts greedy_tree = propose(3, 0.0f), greedy_chain = propose(1, 0.0f);
+  EXPECT_EQ(greedy_tree.probs, nullptr);
+  EXPECT_EQ(greedy_tree.tokens.front(), greedy_chain.tokens.front());
+  std::vector<double> logits = reference_forward(make_random_model(config, 3), tokens);
+  const double* last = logits.data() + (tokens.size() - 1) * vocab;
+  std::vector<int32_t> order(vocab);
+  for (size_t i = 0; i < vocab; ++i) order[i] = static_cast<int32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return last[x] > last[y]; });
+  EXPECT_EQ(std::vector<int32_t>(greedy_tree.tokens.begin(), greedy_tree.tokens.begin() + 3),
+            std::vector<int32_t>(order.begin(), order.begin() + 3));
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // Exact speculative sampling: the verifier's output must be distributed as the target p whatever the
-// draft q, for one position and for a chain of positions (drafts, residual draws and the bonus token).
-// Checked by chi-square against the exact distribution and by the total-variation distance shrinking
-// with the number of samples; a verifier that keeps every draft fails the same checks.
+// draft q, for one position, for a chain of positions (drafts, residual draws and the bonus token),
+// and for several candidates per position drawn without replacement (one node with k = 2, 3, and a
+// depth-2 tree). Checked by chi-square against the exact distribution and by the total-variation
+// distance shrinking with the number of samples; a verifier that keeps every draft, one that forgets
+// to take the refused candidates out of q, and one whose acceptance is 5% too generous fail the same
+// checks.
 #include "lemma/sampling/speculative_sampling.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -114,21 +118,35 @@ TEST(SpeculativeSampling, OnePositionFollowsTheTargetForAnyDraft) {
   }
 }
 
+// A target p and a draft q over a 4-token vocabulary whose rows depend on the previous token
+// (p[prev][x], q[prev][x]; prev = kMarkovVocab is the start), and the exact law of the first three
+// tokens under p: expected[(a * 4 + b) * 4 + c] = p(a) p(b | a) p(c | b).
+constexpr size_t kMarkovVocab = 4;
+struct MarkovPair {
+  std::vector<std::vector<float>> p, q;
+  std::vector<double> expected;
+};
+
+MarkovPair markov_pair(Rng& rng) {
+  constexpr size_t v = kMarkovVocab;
+  MarkovPair m;
+  for (size_t prev = 0; prev <= v; ++prev) {
+    m.p.push_back(random_distribution(rng, v));
+    m.q.push_back(random_distribution(rng, v, 0.2));
+  }
+  m.expected.resize(v * v * v);
+  for (size_t a = 0; a < v; ++a)
+    for (size_t b = 0; b < v; ++b)
+      for (size_t c = 0; c < v; ++c) m.expected[(a * v + b) * v + c] = double(m.p[v][a]) * m.p[a][b] * m.p[b][c];
+  return m;
+}
+
 // A chain of K = 2 drafts and the bonus token over a 4-token vocabulary with a target and a draft
 // whose rows depend on the previous token: the three tokens that come out follow p's joint law.
 TEST(SpeculativeSampling, ChainOfDraftsFollowsTheTargetsJointDistribution) {
-  constexpr size_t kVocab = 4;
+  constexpr size_t kVocab = kMarkovVocab;
   Rng rng(4);
-  // p[prev][x], q[prev][x]: prev = kVocab is the start.
-  std::vector<std::vector<float>> p, q;
-  for (size_t prev = 0; prev <= kVocab; ++prev) {
-    p.push_back(random_distribution(rng, kVocab));
-    q.push_back(random_distribution(rng, kVocab, 0.2));
-  }
-  std::vector<double> expected(kVocab * kVocab * kVocab);
-  for (size_t a = 0; a < kVocab; ++a)
-    for (size_t b = 0; b < kVocab; ++b)
-      for (size_t c = 0; c < kVocab; ++c) expected[(a * kVocab + b) * kVocab + c] = double(p[kVocab][a]) * p[a][b] * p[b][c];
+  const auto [p, q, expected] = markov_pair(rng);
   std::vector<int64_t> counts(expected.size(), 0);
   constexpr int64_t kSamples = 300000;
   int64_t accepted = 0, proposed = 0;
@@ -157,6 +175,202 @@ TEST(SpeculativeSampling, ChainOfDraftsFollowsTheTargetsJointDistribution) {
   EXPECT_LT(stat, chi_square_critical(dof));
   EXPECT_GT(accepted, 0);
   EXPECT_LT(accepted, proposed);  // both the kept and the residual path ran
+}
+
+// Weights exp(4u), some zero: rows far apart, as a draft model and its target often are.
+std::vector<float> peaked_distribution(Rng& rng, size_t n, double zero_chance) {
+  std::vector<float> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = i > 0 && rng.next_double() < zero_chance ? 0.0f : static_cast<float>(std::exp(4.0 * rng.next_double()));
+  double total = 0.0;
+  for (float v : p) total += v;
+  for (auto& v : p) v = static_cast<float>(v / total);
+  return p;
+}
+
+// `k` candidates drawn from q without replacement (fewer when q has fewer tokens with mass).
+std::vector<int32_t> draw_without_replacement(std::span<const float> q, size_t k, Rng& rng) {
+  std::vector<float> left(q.begin(), q.end());
+  std::vector<int32_t> out;
+  while (out.size() < k) {
+    const int32_t x = draw_from(left, rng.next_double());
+    if (x < 0) break;
+    left[static_cast<size_t>(x)] = 0.0f;
+    out.push_back(x);
+  }
+  return out;
+}
+
+// How a candidate verifier may be wrong (the checks must catch each).
+enum class Verifier { kExact, kStaleDraft, kGenerous };
+
+// A plain double-precision recursive rejection sampler, independent of verify_candidates, that can
+// be made slightly wrong: kStaleDraft keeps refused candidates in q (the rule for i.i.d. candidates
+// applied to draws without replacement), kGenerous accepts with min(1, 1.05 p/q).
+CandidateVerdict reference_verifier(std::span<const float> p, std::span<const float> q,
+                                    std::span<const int32_t> candidates, Rng& rng, Verifier how) {
+  std::vector<double> r(p.begin(), p.end()), d(q.begin(), q.end());
+  const auto normalise = [](std::vector<double>& v) {
+    double t = 0.0;
+    for (double x : v) t += x;
+    for (double& x : v) x /= t;
+  };
+  normalise(r);
+  normalise(d);
+  for (size_t j = 0; j < candidates.size(); ++j) {
+    const auto x = static_cast<size_t>(candidates[j]);
+    const double ratio = (how == Verifier::kGenerous ? 1.05 : 1.0) * r[x] / d[x];
+    if (rng.next_double() < ratio) return {static_cast<int32_t>(j), candidates[j]};
+    for (size_t i = 0; i < r.size(); ++i) r[i] = std::max(0.0, r[i] - d[i]);
+    normalise(r);
+    if (how != Verifier::kStaleDraft) {
+      d[x] = 0.0;
+      normalise(d);
+    }
+  }
+  const double u = rng.next_double();
+  double c = 0.0;
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i] > 0.0 && (c += r[i]) > u) return {-1, static_cast<int32_t>(i)};
+  return {-1, static_cast<int32_t>(std::max_element(r.begin(), r.end()) - r.begin())};
+}
+
+// verify_candidates with fresh uniforms for `candidates`.
+CandidateVerdict verify(std::span<const float> p, std::span<const float> q, std::span<const int32_t> candidates, Rng& rng,
+                        CandidateScratch& scratch) {
+  std::vector<double> u(candidates.size());
+  for (double& v : u) v = rng.next_double();
+  return verify_candidates(p, q, candidates, u, rng.next_double(), scratch);
+}
+
+TEST(MultiCandidateSampling, OneCandidateIsVerifyDraft) {
+  Rng rng(5);
+  CandidateScratch scratch;
+  for (int i = 0; i < 500; ++i) {
+    const auto p = random_distribution(rng, 7, 0.3), q = random_distribution(rng, 7, 0.3);
+    const int32_t x = draw_from(q, rng.next_double());
+    const double u = rng.next_double(), v = rng.next_double();
+    const DraftVerdict one = verify_draft(p, q, x, u, v);
+    const CandidateVerdict many = verify_candidates(p, q, std::span(&x, 1), std::span(&u, 1), v, scratch);
+    ASSERT_EQ(one.accepted, many.accepted == 0);
+    ASSERT_EQ(one.token, many.token);
+  }
+}
+
+TEST(MultiCandidateSampling, RefusedCandidatesNeverComeBackAndEqualRowsKeepTheFirst) {
+  Rng rng(6);
+  CandidateScratch scratch;
+  for (int i = 0; i < 2000; ++i) {
+    const auto p = random_distribution(rng, 6, 0.2), q = random_distribution(rng, 6, 0.2);
+    const auto c = draw_without_replacement(q, 3, rng);
+    const CandidateVerdict v = verify(p, q, c, rng, scratch);
+    ASSERT_GE(v.token, 0);
+    if (v.accepted >= 0) {
+      ASSERT_EQ(v.token, c[static_cast<size_t>(v.accepted)]);
+    } else {
+      ASSERT_EQ(std::count(c.begin(), c.end(), v.token), 0) << "the residual drew a refused candidate";
+    }
+    const CandidateVerdict same = verify(q, q, c, rng, scratch);  // p == q: the first is always kept
+    ASSERT_EQ(same.accepted, 0);
+  }
+}
+
+// One node with k = 2 and 3 candidates drawn without replacement from q, over a 6-token vocabulary
+// (dense rows, zeros in q, zeros in p): the output follows p in each trial. A wrong verifier may be
+// nearly right for one pair of rows, so each is judged on the three trials together (the sum of
+// independent chi-squares is a chi-square with the summed degrees of freedom) and must be refused.
+TEST(MultiCandidateSampling, OneNodeFollowsTheTargetForAnyDraft) {
+  Rng rng(7);
+  constexpr size_t kVocab = 6;
+  constexpr int kTrials = 3;
+  CandidateScratch scratch;
+  for (const size_t k : {2u, 3u}) {
+    double chi_stale = 0.0, chi_generous = 0.0;
+    for (int trial = 0; trial < kTrials; ++trial) {
+      SCOPED_TRACE(::testing::Message() << "k " << k << " trial " << trial);
+      const auto p = peaked_distribution(rng, kVocab, trial == 2 ? 0.3 : 0.0);
+      const auto q = peaked_distribution(rng, kVocab, trial == 1 ? 0.3 : 0.0);
+      const std::vector<double> expected(p.begin(), p.end());
+      std::vector<int64_t> counts(kVocab, 0), stale(kVocab, 0), generous(kVocab, 0), reference(kVocab, 0);
+      double tv_small = 0.0;
+      int64_t kept_later = 0;  // a candidate after the first was kept: the recursion ran
+      constexpr int64_t kSamples = 150000;
+      for (int64_t n = 1; n <= kSamples; ++n) {
+        const auto c = draw_without_replacement(q, k, rng);
+        const CandidateVerdict v = verify(p, q, c, rng, scratch);
+        ++counts[static_cast<size_t>(v.token)];
+        kept_later += v.accepted > 0;
+        ++reference[static_cast<size_t>(reference_verifier(p, q, c, rng, Verifier::kExact).token)];
+        ++stale[static_cast<size_t>(reference_verifier(p, q, c, rng, Verifier::kStaleDraft).token)];
+        ++generous[static_cast<size_t>(reference_verifier(p, q, c, rng, Verifier::kGenerous).token)];
+        if (n == 1500) tv_small = total_variation(counts, expected, n);
+      }
+      int dof = 0;
+      const double critical = chi_square_critical(static_cast<int>(kVocab) - 1);
+      const double chi = chi_square(counts, expected, kSamples, dof);
+      EXPECT_LT(chi, critical);
+      EXPECT_LT(chi_square(reference, expected, kSamples, dof), critical);
+      const double tv = total_variation(counts, expected, kSamples);
+      EXPECT_LT(tv, tv_small);
+      EXPECT_LT(tv, 0.006);  // ~ sqrt(vocab / samples) / 2
+      EXPECT_GT(kept_later, 0);
+      const double stale_now = chi_square(stale, expected, kSamples, dof);
+      const double generous_now = chi_square(generous, expected, kSamples, dof);
+      chi_stale += stale_now;
+      chi_generous += generous_now;
+      std::printf("k %zu trial %d: chi-square exact %.1f, stale q %.1f, 5%% generous %.1f (critical %.1f); TV %.4f\n", k,
+                  trial, chi, stale_now, generous_now, critical, tv);
+    }
+    const double critical_all = chi_square_critical(kTrials * (static_cast<int>(kVocab) - 1));
+    EXPECT_GT(chi_stale, critical_all) << "k " << k << ": a verifier that keeps refused candidates in q passed";
+    EXPECT_GT(chi_generous, critical_all) << "k " << k << ": a verifier 5% too generous passed";
+  }
+}
+
+// A depth-2 stochastic tree over a 4-token vocabulary: three candidates under the last token, two
+// under each of them (nine nodes), rows depending on the previous token; the walk follows the kept
+// candidate, then the bonus token, then plain sampling: the first three tokens follow p's joint law.
+TEST(MultiCandidateSampling, DepthTwoTreeFollowsTheTargetsJointDistribution) {
+  constexpr size_t kVocab = kMarkovVocab;
+  Rng rng(9);
+  const auto [p, q, expected] = markov_pair(rng);
+  CandidateScratch scratch;
+  const auto run = [&](Verifier how, int64_t samples, int64_t* deep_accepts) {
+    std::vector<int64_t> counts(expected.size(), 0);
+    for (int64_t n = 0; n < samples; ++n) {
+      const auto level1 = draw_without_replacement(q[kVocab], 3, rng);
+      std::vector<std::vector<int32_t>> level2;
+      for (const int32_t a : level1) level2.push_back(draw_without_replacement(q[static_cast<size_t>(a)], 2, rng));
+      const auto check = [&](size_t prev, std::span<const int32_t> c) {
+        return how == Verifier::kExact ? verify(p[prev], q[prev], c, rng, scratch)
+                                       : reference_verifier(p[prev], q[prev], c, rng, how);
+      };
+      std::vector<int32_t> out;
+      const CandidateVerdict v1 = check(kVocab, level1);
+      out.push_back(v1.token);
+      if (v1.accepted >= 0) {
+        const CandidateVerdict v2 = check(static_cast<size_t>(v1.token), level2[static_cast<size_t>(v1.accepted)]);
+        out.push_back(v2.token);
+        if (deep_accepts != nullptr && v2.accepted >= 0) ++*deep_accepts;
+      }
+      while (out.size() < 3) out.push_back(draw_from(p[static_cast<size_t>(out.back())], rng.next_double()));
+      ++counts[(static_cast<size_t>(out[0]) * kVocab + static_cast<size_t>(out[1])) * kVocab + static_cast<size_t>(out[2])];
+    }
+    return counts;
+  };
+  constexpr int64_t kSamples = 200000;
+  int64_t deep = 0;
+  int dof = 0;
+  const auto counts = run(Verifier::kExact, kSamples, &deep);
+  const double critical = chi_square_critical(static_cast<int>(expected.size()) - 1);
+  const double chi = chi_square(counts, expected, kSamples, dof);
+  EXPECT_LT(chi, critical);
+  EXPECT_GT(deep, 0);  // both levels kept candidates
+  const double chi_stale = chi_square(run(Verifier::kStaleDraft, kSamples, nullptr), expected, kSamples, dof);
+  const double chi_generous = chi_square(run(Verifier::kGenerous, kSamples, nullptr), expected, kSamples, dof);
+  EXPECT_GT(chi_stale, critical);
+  EXPECT_GT(chi_generous, critical);
+  std::printf("depth-2 tree: chi-square exact %.1f, stale q %.1f, 5%% generous %.1f (critical %.1f)\n", chi, chi_stale,
+              chi_generous, critical);
 }
 
 TEST(SamplerDistribution, MatchesWhatTheSamplerDraws) {

@@ -68,6 +68,18 @@ TEST(DraftTree, WalksChainsAndTrees) {
   EXPECT_FALSE(is_valid_draft_tree(std::vector<int32_t>{0}));
   // Two children with the sampled token: the first one is followed.
   EXPECT_EQ(find_draft_child(std::vector<int32_t>{-1, -1}, std::vector<int32_t>{8, 8}, -1, 8), 0);
+  // Children in index order (the order a stochastic tree drew them in).
+  std::vector<int32_t> children;
+  draft_children(parents, 5, -1, children);
+  EXPECT_EQ(children, (std::vector<int32_t>{0, 3}));
+  draft_children(parents, 5, 0, children);
+  EXPECT_EQ(children, (std::vector<int32_t>{1, 2}));
+  draft_children(parents, 5, 2, children);
+  EXPECT_TRUE(children.empty());
+  draft_children({}, 5, 1, children);
+  EXPECT_EQ(children, (std::vector<int32_t>{2}));
+  draft_children({}, 5, 4, children);
+  EXPECT_TRUE(children.empty());
 }
 
 }  // namespace

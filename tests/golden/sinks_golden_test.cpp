@@ -1,0 +1,128 @@
+// Attention sinks (G10) against golden sinks/{tiny,stories260K}-s4-w60.json (float64 numpy
+// reference, shared/tools/sink_attention_ref.py): 300 ids streamed with S = 4 sinks and a window of
+// W = 60, the logits of every step within golden/README.md's tolerance and the argmax equal at
+// every step, fed one token per forward (the reference's way) and in chunks (same logits), in a
+// KV cache that never holds more than the sinks' and the window's blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+
+#include "golden_models.h"
+#include "lemma/base/error.h"
+#include "lemma/model/sequence_logits.h"
+#include "lemma/model/streaming_logits.h"
+#include "support/shared_data.h"
+
+namespace lemma::testing {
+namespace {
+
+struct SinksCase {
+  std::string golden;  // under shared/data/golden/
+  std::string preset;  // a make_bench_model.py preset, or empty for `model`
+  std::string model;   // under shared/data/
+};
+
+class SinksGolden : public ::testing::TestWithParam<SinksCase> {
+ protected:
+  void SetUp() override {
+    LEMMA_REQUIRE_SHARED(shared_data("golden/" + GetParam().golden));
+    golden_ = &golden_json(GetParam().golden);
+    if (GetParam().preset.empty()) {
+      LEMMA_REQUIRE_SHARED(shared_data(GetParam().model));
+      model_.emplace(Model::open(shared_data(GetParam().model)));
+      return;
+    }
+    std::string why;
+    const auto files = ensure_preset(GetParam().preset, why);
+    if (!files) {
+      if (running_in_ci()) FAIL() << why;
+      GTEST_SKIP() << why;
+    }
+    if (const auto sha = sha256_of(files->gguf)) {
+      ASSERT_EQ(*sha, (*golden_)["files"]["gguf"]["sha256"].get<std::string>()) << files->gguf;
+    }
+    model_.emplace(Model::open(files->gguf));
+  }
+
+  StreamingWindow window() const { return {(*golden_)["sinks"].get<int64_t>(), (*golden_)["window"].get<int64_t>()}; }
+  std::vector<int32_t> tokens() const { return (*golden_)["tokens"].get<std::vector<int32_t>>(); }
+
+  void expect_golden(const std::vector<float>& logits, const std::string& what) const {
+    const LogitComparison cmp = compare_logits(logits, model_->config().vocab_size, (*golden_)["logits"], (*golden_)["argmax"]);
+    EXPECT_LE(cmp.max_abs_diff, cmp.tolerance()) << what;
+    EXPECT_EQ(cmp.argmax_mismatches, 0) << what;
+  }
+
+  const nlohmann::json* golden_ = nullptr;
+  std::optional<Model> model_;
+};
+
+TEST_P(SinksGolden, OneTokenPerStepMatchesReference) {
+  const auto ids = tokens();
+  ASSERT_EQ(ids.size(), 300u);
+  const StreamingWindow w = window();
+  ASSERT_EQ(w, (StreamingWindow{4, 60}));
+  const StreamingLogits r = streaming_sequence_logits(*model_, ids, w, 1);
+  expect_golden(r.logits, "one token per step");
+  // Memory: the sinks' block plus the window's: ceil(4/16) + (60 - 1 + 15) / 16 + 1 = 6 blocks of
+  // 16, while the 300 tokens would need 19.
+  EXPECT_EQ(r.cache_blocks, 6);
+  EXPECT_LE(r.max_held_blocks, 6);
+}
+
+TEST_P(SinksGolden, ChunkedStreamsGiveTheSameLogits) {
+  const auto ids = tokens();
+  // 37 and 128 tokens per forward (the query-block path, 2 threads), and a bf16-free f32 cache:
+  // every row still attends as if fed alone.
+  for (const int64_t step : {37, 128}) {
+    const StreamingLogits r = streaming_sequence_logits(*model_, ids, window(), step, 2);
+    expect_golden(r.logits, "step of " + std::to_string(step));
+    EXPECT_LE(r.max_held_blocks, window().max_live_blocks(r.block_size, step));
+  }
+}
+
+TEST_P(SinksGolden, DiffersFromFullAttentionAfterTheWindow) {
+  // Documented: NOT full attention. Equal while t < S + W = 64, different afterwards.
+  const auto ids = tokens();
+  const int64_t vocab = model_->config().vocab_size;
+  const std::vector<float> full = sequence_logits(*model_, ids, 1);
+  const std::vector<float> streamed = streaming_sequence_logits(*model_, ids, window(), 1).logits;
+  double before = 0.0, after = 0.0;
+  for (size_t i = 0; i < full.size(); ++i) {
+    double& worst = static_cast<int64_t>(i) < 64 * vocab ? before : after;
+    worst = std::max(worst, static_cast<double>(std::fabs(full[i] - streamed[i])));
+  }
+  const double scale = (*golden_)["max_abs_logit"].get<double>();
+  EXPECT_LE(before, 1e-4 * scale + 1e-5);
+  EXPECT_GT(after, 100 * (1e-4 * scale + 1e-5));
+}
+
+TEST(SinksGoldenErrors, BadWindowsAreClearErrors) {
+  LEMMA_REQUIRE_SHARED(shared_data("models/stories260K/stories260K.gguf"));
+  const Model model = Model::open(shared_data("models/stories260K/stories260K.gguf"));
+  const std::vector<int32_t> ids = {1, 403, 407};
+  const auto message = [&](StreamingWindow w, int64_t step = 1) {
+    try {
+      streaming_sequence_logits(model, ids, w, step);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message({4, 0}).find("streaming_window"), std::string::npos) << message({4, 0});
+  EXPECT_NE(message({-1, 8}).find("attention_sinks must be >= 0"), std::string::npos) << message({-1, 8});
+  const int64_t context = model.config().max_position_embeddings;
+  ASSERT_GT(context, 0);
+  EXPECT_NE(message({4, context}).find("exceeds the context"), std::string::npos) << message({4, context});
+  EXPECT_NE(message({4, 8}, 0).find("step_tokens"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, SinksGolden,
+                         ::testing::Values(SinksCase{"sinks/tiny-s4-w60.json", "tiny", ""},
+                                           SinksCase{"sinks/stories260K-s4-w60.json", "",
+                                                     "models/stories260K/stories260K.gguf"}),
+                         [](const auto& info) { return info.param.preset.empty() ? std::string("stories260K") : info.param.preset; });
+
+}  // namespace
+}  // namespace lemma::testing

@@ -4,12 +4,14 @@
 // pool). The convention is the reference's (../shared/tools/sink_attention_ref.py): RoPE positions
 // are positions inside the cache, so a query at t >= S + W sees the sinks from position S + W - 1
 // and each window key at its true distance t - p. NOT equal to full attention once t >= S + W.
-// Plain data and pure inline functions (kv/ depends on nothing; model/ and sched/ share it).
+// Plain data and pure inline functions (model/, sched/ and server/ share it).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+
+#include <fmt/format.h>
 
 namespace lemma {
 
@@ -56,14 +58,13 @@ struct StreamingWindow {
 // Empty when `w` is usable with a context of `max_context` tokens, else what is wrong, naming the
 // field (attention_sinks / streaming_window) and the values.
 inline std::string streaming_window_error(const StreamingWindow& w, int64_t max_context) {
-  if (w.num_sinks < 0) return "attention_sinks must be >= 0, got " + std::to_string(w.num_sinks);
-  if (w.window < 0) return "streaming_window must be >= 1, got " + std::to_string(w.window);
+  if (w.num_sinks < 0) return fmt::format("attention_sinks must be >= 0, got {}", w.num_sinks);
+  if (w.window < 0) return fmt::format("streaming_window must be >= 1, got {}", w.window);
   if (w.window == 0)
-    return w.num_sinks > 0 ? "attention_sinks " + std::to_string(w.num_sinks) + " needs streaming_window >= 1"
-                           : std::string();
+    return w.num_sinks > 0 ? fmt::format("attention_sinks {} needs streaming_window >= 1", w.num_sinks) : std::string();
   if (max_context > 0 && w.cache_tokens() > max_context)
-    return "attention_sinks + streaming_window = " + std::to_string(w.cache_tokens()) + " exceeds the context of " +
-           std::to_string(max_context) + " tokens";
+    return fmt::format("attention_sinks + streaming_window = {} exceeds the context of {} tokens", w.cache_tokens(),
+                       max_context);
   return {};
 }
 

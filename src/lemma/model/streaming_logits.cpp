@@ -10,9 +10,8 @@
 
 namespace lemma {
 
-StreamingLogits streaming_sequence_logits(const Model& model, std::span<const int32_t> tokens,
-                                          const StreamingWindow& streaming, int64_t step_tokens, int num_threads,
-                                          KvDtype kv_dtype) {
+StreamingLogits stream_sequence(const Model& model, std::span<const int32_t> tokens, const StreamingWindow& streaming,
+                                int64_t step_tokens, int num_threads, KvDtype kv_dtype, const StreamingRowsFn& on_rows) {
   if (tokens.empty()) fail<InvalidArgument>("streaming logits: give at least one token");
   if (step_tokens < 1) fail<InvalidArgument>("streaming logits: step_tokens {} < 1", step_tokens);
   if (!streaming.enabled()) fail<InvalidArgument>("streaming logits: streaming_window must be >= 1, got {}", streaming.window);
@@ -31,7 +30,7 @@ StreamingLogits streaming_sequence_logits(const Model& model, std::span<const in
   for (int64_t b = out.cache_blocks; b-- > 0;) free_blocks.push_back(static_cast<int32_t>(b));
   const int64_t vocab = model.config().vocab_size;
   const auto n = static_cast<int64_t>(tokens.size());
-  out.logits.resize(static_cast<size_t>(n * vocab));
+  std::vector<float> logits(static_cast<size_t>(std::min(step_tokens, n) * vocab));
   int64_t held = 0;
   for (int64_t c = 0; c < n;) {
     const int64_t step = std::min(step_tokens, n - c);
@@ -55,10 +54,24 @@ StreamingLogits streaming_sequence_logits(const Model& model, std::span<const in
     batch.sequences.push_back({tokens.subspan(static_cast<size_t>(c), static_cast<size_t>(step)), c, table,
                                LogitsRequest::kAll});
     batch.sequences.back().streaming = streaming;
-    model.forward(batch, cache, workspace,
-                  std::span(out.logits).subspan(static_cast<size_t>(c * vocab), static_cast<size_t>(step * vocab)));
+    const auto rows = std::span(logits).first(static_cast<size_t>(step * vocab));
+    model.forward(batch, cache, workspace, rows);
+    on_rows(c, rows);
     c += step;
   }
+  return out;
+}
+
+StreamingLogits streaming_sequence_logits(const Model& model, std::span<const int32_t> tokens,
+                                          const StreamingWindow& streaming, int64_t step_tokens, int num_threads,
+                                          KvDtype kv_dtype) {
+  std::vector<float> all(tokens.size() * static_cast<size_t>(model.config().vocab_size));
+  StreamingLogits out = stream_sequence(model, tokens, streaming, step_tokens, num_threads, kv_dtype,
+                                        [&](int64_t first, std::span<const float> rows) {
+                                          std::copy(rows.begin(), rows.end(),
+                                                    all.begin() + first * model.config().vocab_size);
+                                        });
+  out.logits = std::move(all);
   return out;
 }
 

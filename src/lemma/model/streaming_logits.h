@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct StreamingLogits {
   int64_t max_held_blocks = 0;   // the most blocks the sequence held at once
   int64_t block_size = 0;
 };
+
+// Streams `tokens` as streaming_sequence_logits does, handing each forward's logits to `on_rows`
+// (first position, [rows, vocab]) instead of keeping them all; returns the cache figures (empty logits).
+using StreamingRowsFn = std::function<void(int64_t first_position, std::span<const float> logits)>;
+StreamingLogits stream_sequence(const Model& model, std::span<const int32_t> tokens, const StreamingWindow& streaming,
+                                int64_t step_tokens, int num_threads, KvDtype kv_dtype, const StreamingRowsFn& on_rows);
 
 // Throws InvalidArgument for an empty sequence, ids outside the vocabulary, step_tokens < 1 or a
 // window streaming_window_error() refuses (S + W beyond the model's context).

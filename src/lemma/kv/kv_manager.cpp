@@ -200,17 +200,20 @@ int32_t KvManager::drop_dead_blocks(SeqId seq, int64_t num_computed_tokens, std:
   const auto it = seqs_.find(seq);
   if (config_.sliding_window <= 0 || it == seqs_.end() || it->second.swapped) return 0;
   Sequence& s = it->second;
-  const size_t dead = std::min(num_dead_blocks(num_computed_tokens), s.table.size());
-  if (dead <= s.num_dropped) return 0;
+  return drop_until(s, std::min(num_dead_blocks(num_computed_tokens), s.table.size()), dropped);
+}
+
+int32_t KvManager::drop_until(Sequence& s, size_t end, std::vector<int32_t>* dropped) {
+  if (end <= s.num_dropped) return 0;
   // Newest first, as in free(): the older blocks, likelier shared prefixes, stay cached longest.
-  for (size_t i = dead; i-- > s.num_dropped;) {
+  for (size_t i = end; i-- > s.num_dropped;) {
     device_.free(s.table[i]);
     s.table[i] = kNoBlock;
   }
   if (dropped != nullptr)
-    for (size_t i = s.num_dropped; i < dead; ++i) dropped->push_back(static_cast<int32_t>(i));
-  const auto n = static_cast<int32_t>(dead - s.num_dropped);
-  s.num_dropped = dead;
+    for (size_t i = s.num_dropped; i < end; ++i) dropped->push_back(static_cast<int32_t>(i));
+  const auto n = static_cast<int32_t>(end - s.num_dropped);
+  s.num_dropped = end;
   return n;
 }
 
@@ -228,16 +231,7 @@ int32_t KvManager::drop_streaming_blocks(SeqId seq, int64_t num_computed_tokens,
   if (s.num_dropped == 0) s.drop_begin = s.num_dropped = begin;  // nothing dropped yet
   if (s.drop_begin != begin)
     throw std::logic_error(fmt::format("KvManager: seq {} dropped from block {}, its sinks end at {}", seq, s.drop_begin, begin));
-  if (end <= s.num_dropped) return 0;
-  for (size_t i = end; i-- > s.num_dropped;) {
-    device_.free(s.table[i]);
-    s.table[i] = kNoBlock;
-  }
-  if (dropped != nullptr)
-    for (size_t i = s.num_dropped; i < end; ++i) dropped->push_back(static_cast<int32_t>(i));
-  const auto n = static_cast<int32_t>(end - s.num_dropped);
-  s.num_dropped = end;
-  return n;
+  return drop_until(s, end, dropped);
 }
 
 bool KvManager::can_swap_out(SeqId seq) const {

@@ -171,6 +171,8 @@ class KvManager {
     // Writes `blocks` (one per held entry, in table order) over the held entries.
     void replace_held(std::span<const BlockId> blocks);
   };
+  // Frees s.table[num_dropped, end) (kNoBlock), appending their indices to `dropped`; how many.
+  int32_t drop_until(Sequence& s, size_t end, std::vector<int32_t>* dropped);
   // Table entries wholly before first_live_position(num_computed_tokens).
   size_t num_dead_blocks(int64_t num_computed_tokens) const;
 

@@ -1,4 +1,5 @@
-// `lemma logits`: the logits of every position of a token sequence, as JSON.
+// `lemma logits`: the logits of every position of a token sequence, as JSON; with attention sinks
+// (G10) those of streaming it one token per step, as the sinks reference does.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -8,12 +9,15 @@
 #include "lemma/base/error.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
+#include "lemma/model/streaming_logits.h"
+#include "cli/streaming_option.h"
 
 namespace lemma::cli {
 
 namespace {
 struct LogitsOptions {
   std::string model, ids;
+  StreamingFlags streaming;
 };
 }  // namespace
 
@@ -22,13 +26,16 @@ void register_logits(CLI::App& app) {
   auto* sub = app.add_subcommand("logits", "Print the logits of every position as a JSON array of arrays");
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
+  opts->streaming.add_to(sub);  // then: the logits of streaming the ids one token per step
   bind(sub, [opts] {
     const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
     const int64_t vocab = model.config().vocab_size;
     const int64_t n = static_cast<int64_t>(ids.size());
-    const std::vector<float> logits = sequence_logits(model, ids);
+    const StreamingWindow streaming = opts->streaming.to_window();
+    const std::vector<float> logits = streaming.enabled() ? streaming_sequence_logits(model, ids, streaming).logits
+                                                          : sequence_logits(model, ids);
     // Print row by row: a long sequence's JSON can be large, so avoid building it whole.
     std::printf("[");
     for (int64_t row = 0; row < n; ++row) {

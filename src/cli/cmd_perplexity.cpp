@@ -1,4 +1,5 @@
-// `lemma perplexity`: perplexity of a text file by llama-perplexity's method (see model/perplexity.h).
+// `lemma perplexity`: perplexity of a text file by llama-perplexity's method, or with attention sinks
+// (G10) of one long stream through them (see model/perplexity.h).
 #include <cstdio>
 
 #include "cli/runtime_flags.h"
@@ -6,6 +7,7 @@
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
 #include "cli/model_source.h"
+#include "cli/streaming_option.h"
 #include "lemma/base/error.h"
 #include "lemma/model/model.h"
 #include "lemma/model/perplexity.h"
@@ -18,6 +20,8 @@ struct PerplexityCliOptions {
   int64_t ctx = 512;
   int threads = 0;
   std::string kv_cache_dtype = "auto";
+  StreamingFlags streaming;
+  int64_t stream_tokens = 0;
 };
 }  // namespace
 
@@ -29,15 +33,32 @@ void register_perplexity(CLI::App& app) {
   sub->add_option("--ctx,-c", opts->ctx, "Tokens per chunk")->capture_default_str();
   sub->add_option("--threads", opts->threads, "Threads per forward (default: one per core)");
   add_kv_cache_dtype_option(sub, opts->kv_cache_dtype);
+  opts->streaming.add_to(sub);
+  sub->add_option("--stream-tokens", opts->stream_tokens,
+                  "With --streaming-window: read the first N tokens of the file as one stream, every token scored "
+                  "(default: all of them); --ctx then only groups the per-chunk report");
   bind(sub, [opts] {
+    const StreamingWindow streaming = opts->streaming.to_window();
+    if (opts->stream_tokens < 0) fail<InvalidArgument>("--stream-tokens must be >= 0, got {}", opts->stream_tokens);
+    if (opts->stream_tokens > 0 && !streaming.enabled())
+      fail<InvalidArgument>("--stream-tokens needs --streaming-window (attention sinks)");
     const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype, model.weights().layers.at(0).q.dtype);
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const std::string text = read_text_file(opts->file);
     const auto tokens = tokenizer.encode(text, /*add_special=*/true, /*parse_special=*/false);
-    std::fprintf(stderr, "%s: %zu tokens, %lld-token chunks, %s KV cache\n", opts->file.c_str(), tokens.size(),
+    auto tokens_used = std::span<const int32_t>(tokens);
+    if (opts->stream_tokens > 0) tokens_used = tokens_used.first(std::min(tokens.size(), static_cast<size_t>(opts->stream_tokens)));
+    std::fprintf(stderr, "%s: %zu tokens, %lld-token chunks, %s KV cache", opts->file.c_str(), tokens_used.size(),
                  static_cast<long long>(opts->ctx), kernels::kv_dtype_name(kv_dtype));
+    if (streaming.enabled())
+      std::fprintf(stderr, ", one stream with %lld attention sinks and a window of %lld",
+                   static_cast<long long>(streaming.num_sinks), static_cast<long long>(streaming.window));
+    std::fprintf(stderr, "\n");
+    if (const std::string error = streaming_window_error(streaming, model.config().max_position_embeddings);
+        !error.empty())
+      fail<InvalidArgument>("{}", error);
     PerplexityOptions options;
     options.context = opts->ctx;
     options.kv_dtype = kv_dtype;
@@ -47,7 +68,8 @@ void register_perplexity(CLI::App& app) {
       std::fprintf(stderr, "[%lld/%lld] running PPL %.4f\n", static_cast<long long>(chunk + 1),
                    static_cast<long long>(chunks), ppl);
     };
-    const auto result = compute_perplexity(model, tokens, options);
+    const auto result = streaming.enabled() ? compute_streaming_perplexity(model, tokens_used, streaming, options)
+                                            : compute_perplexity(model, tokens, options);
     std::printf("chunks: %lld, scored tokens: %lld\n", static_cast<long long>(result.num_chunks),
                 static_cast<long long>(result.num_scored_tokens));
     std::printf("PPL = %.4f\n", result.perplexity);

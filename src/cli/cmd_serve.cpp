@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "cli/speculative_option.h"
+#include "cli/streaming_option.h"
 #include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
@@ -32,6 +33,7 @@ struct ServeOptions {
   std::string preemption_mode = "recompute";
   std::string kv_cache_dtype = "auto";
   SpeculativeFlags speculative;
+  StreamingFlags streaming;  // the default of requests that give no attention_sinks / streaming_window
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -139,6 +141,9 @@ int serve(const ServeOptions& o) {
   config.max_request_bytes = static_cast<size_t>(o.max_request_bytes);
   config.served_model_name = o.served_model_name.empty() ? default_served_name(o.model) : o.served_model_name;
   config.max_model_len = max_model_len;
+  config.default_streaming = o.streaming.to_window();
+  if (const std::string error = streaming_window_error(config.default_streaming, max_model_len); !error.empty())
+    fail<InvalidArgument>("--attention-sinks / --streaming-window: {}", error);
   // Each beam is a running sequence: a wider search could never be admitted.
   config.max_beam_width = std::min<int64_t>(config.max_beam_width, o.max_num_seqs);
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout_s * 1000));
@@ -179,6 +184,7 @@ void register_serve(CLI::App& app) {
   sub->add_option("--block-size", o->block_size, "Tokens per KV block")->capture_default_str();
   add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
   o->speculative.add_to(sub);
+  o->streaming.add_to(sub);
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")

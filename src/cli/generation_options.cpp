@@ -30,6 +30,7 @@ void SamplingFlags::add_to(CLI::App* sub) {
       ->capture_default_str();
   add_kv_cache_dtype_option(sub, kv_cache_dtype);
   speculative.add_to(sub);
+  streaming.add_to(sub);
 }
 
 GenerationOptions SamplingFlags::to_options(int64_t vocab_size, DType weights) const {
@@ -41,6 +42,7 @@ GenerationOptions SamplingFlags::to_options(int64_t vocab_size, DType weights) c
   options.ignore_eos = ignore_eos;
   options.kv_dtype = parse_kv_cache_dtype(kv_cache_dtype, weights);
   options.speculative = speculative.to_options(kGenerationBlockSize);
+  options.streaming = streaming.to_window();
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;
   options.sampling.top_p = top_p;

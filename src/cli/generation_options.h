@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/speculative_option.h"
+#include "cli/streaming_option.h"
 #include "lemma/engine/generate.h"
 
 namespace lemma::cli {
@@ -28,6 +29,7 @@ struct SamplingFlags {
   std::string load = "lazy";
   std::string kv_cache_dtype = "auto";
   SpeculativeFlags speculative;
+  StreamingFlags streaming;  // attention sinks (G10)
 
   void add_to(CLI::App* sub);
   // Validated options (throws InvalidArgument naming the flag).

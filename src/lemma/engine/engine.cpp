@@ -61,6 +61,19 @@ std::unique_ptr<DraftSource> draft_source(const Model& model, const EngineConfig
   return std::make_unique<spec::JumpForwardSource>(std::move(source), c.speculative.enabled() ? c.speculative.num_tokens : 0);
 }
 
+// Attention sinks (G10): refused up front what the forward could not run, so step() never throws.
+void validate_streaming(const ModelConfig& m, const RequestOptions& options, RequestId id) {
+  const StreamingWindow& w = options.streaming;
+  if (const std::string error = streaming_window_error(w, m.max_position_embeddings); !error.empty())
+    fail<InvalidArgument>("request {}: {}", id, error);
+  if (!w.enabled()) return;
+  if (options.sampling.beam_search) fail<InvalidArgument>("request {}: beam search is not supported with attention sinks", id);
+  if (std::any_of(m.sliding_window.begin(), m.sliding_window.end(), [](int64_t x) { return x > 0; }))
+    fail<InvalidArgument>("request {}: attention sinks are not supported on a model with sliding-window layers", id);
+  if (m.rope.scaling.type == RopeScalingType::kDynamicNtk && m.rope.scaling.freq_divisors.empty())
+    fail<InvalidArgument>("request {}: attention sinks need fixed RoPE frequencies, not dynamic NTK", id);
+}
+
 }  // namespace
 
 Engine::Engine(const Model& model, const EngineConfig& config)
@@ -87,6 +100,7 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
     if (prompt[i] < 0 || prompt[i] >= vocab)
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
+  validate_streaming(model_.config(), options, id);
   if (id >= kFirstBeamSequence || static_cast<RequestId>(n) > kFirstBeamSequence - id)
     fail<InvalidArgument>("request {}: ids from {} are the engine's own (beam sequences)", id, kFirstBeamSequence);
   for (int i = 0; i < n; ++i)  // checked first, so a refused request queues nothing

@@ -35,6 +35,12 @@ EngineConfig single_request_config(int64_t total, const GenerationOptions& optio
   c.num_threads = std::max(1, options.num_threads);
   c.default_seed = options.default_seed;
   c.speculative = options.speculative;
+  if (options.streaming.enabled()) {  // attention sinks: prefill W tokens a step in a bounded cache
+    const int64_t step = std::min(total, options.streaming.window);
+    c.scheduler.max_num_batched_tokens = step;
+    c.kv.num_device_blocks = static_cast<int32_t>(
+        std::min<int64_t>(c.kv.num_device_blocks, options.streaming.max_live_blocks(kBlockSize, step)));
+  }
   return c;
 }
 
@@ -54,7 +60,10 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   if (prompt.empty()) fail<InvalidArgument>("the prompt is empty: give at least one token");
   if (options.max_tokens < 0) fail<InvalidArgument>("max_tokens must be >= 0, got {}", options.max_tokens);
   const int64_t total = static_cast<int64_t>(prompt.size()) + options.max_tokens;
-  if (config.max_position_embeddings > 0 && total > config.max_position_embeddings)
+  if (options.streaming.enabled() && options.speculative.enabled())
+    fail<InvalidArgument>("speculative decoding is not supported with attention sinks (--attention-sinks / "
+                          "--streaming-window)");
+  if (!options.streaming.enabled() && config.max_position_embeddings > 0 && total > config.max_position_embeddings)
     fail<InvalidArgument>("prompt ({} tokens) + max_tokens ({}) exceeds the model's context length {}",
                           prompt.size(), options.max_tokens, config.max_position_embeddings);
 
@@ -67,6 +76,7 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   request.stop.stop_token_ids = options.stop_token_ids;
   request.stop.eos_token_id = config.eos_token_id.value_or(-1);
   request.stop.ignore_eos = options.ignore_eos;
+  request.streaming = options.streaming;
   const bool beam = options.sampling.beam_search.has_value();
   // Beam search returns every hypothesis it keeps (choice i: the i-th best).
   const int n = beam ? options.sampling.beam_search->width : 1;

@@ -28,6 +28,10 @@ struct GenerationOptions {
   int num_threads = 1;                  // threads per forward (results do not depend on it)
   KvDtype kv_dtype = KvDtype::kF32;     // KV cache element type (G23)
   spec::SpeculativeOptions speculative;  // drafts verified in the forward (fewer steps, same outputs)
+  // Attention sinks (G10): the first S tokens plus the last W; the KV cache then holds only
+  // StreamingWindow::max_live_blocks blocks and the prompt is prefilled W tokens per step, so
+  // prompt + max_tokens may pass the model's context. Not with speculation or beam search.
+  StreamingWindow streaming = {};
 };
 
 struct GenerationTimings {
@@ -63,7 +67,8 @@ struct GenerationResult {
 using TokenCallback = std::function<bool(int32_t token)>;
 
 // Throws InvalidArgument for an empty prompt, ids outside the vocabulary, invalid sampling
-// parameters, or a prompt + max_tokens beyond the model's context length.
+// parameters, or a prompt + max_tokens beyond the model's context length (without attention sinks;
+// with them: S + W beyond it, or speculation / beams asked for too).
 GenerationResult generate(const Model& model, std::span<const int32_t> prompt, const GenerationOptions& options,
                           const TokenCallback& on_token = {});
 

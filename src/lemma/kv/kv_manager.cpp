@@ -17,6 +17,20 @@ KvManager::KvManager(const KvManagerConfig& config)
   prefix_cache_ = std::make_unique<PrefixCache>(device_, config.block_size);
 }
 
+std::vector<BlockId> KvManager::Sequence::held() const {
+  std::vector<BlockId> blocks;
+  blocks.reserve(table.size());
+  for (size_t i = 0; i < table.size(); ++i)
+    if (!is_dropped(i)) blocks.push_back(table[i]);
+  return blocks;
+}
+
+void KvManager::Sequence::replace_held(std::span<const BlockId> blocks) {
+  size_t next = 0;
+  for (size_t i = 0; i < table.size(); ++i)
+    if (!is_dropped(i)) table[i] = blocks[next++];
+}
+
 int32_t KvManager::blocks_for(int64_t num_tokens) const {
   return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
 }
@@ -133,7 +147,7 @@ void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_
     throw std::logic_error(fmt::format("KvManager: seq {} has {} computed of {} tokens", seq, num_computed_tokens,
                                        token_ids.size()));
   const size_t num_full = std::min(static_cast<size_t>(num_computed_tokens / config_.block_size), s.table.size());
-  if (s.num_registered >= num_full) return;
+  if (s.num_registered >= num_full || s.streaming) return;  // streaming K/V is no plain prefix
   prefix_cache_->extend_hashes(token_ids.first(num_full * config_.block_size), extra_keys, s.hashes);
   for (size_t i = std::max(s.num_registered, s.num_dropped); i < num_full; ++i)
     prefix_cache_->insert(s.table[i], s.hashes[i], token_ids.subspan(i * config_.block_size, config_.block_size));
@@ -143,8 +157,9 @@ void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_
 bool KvManager::can_fork(SeqId parent, int64_t num_tokens) const {
   const auto it = seqs_.find(parent);
   if (it == seqs_.end()) return false;
-  if (num_tokens < 0) return true;
+  if (num_tokens < 0) return !it->second.streaming;
   const Sequence& s = it->second;
+  if (s.streaming) return false;  // its middle is evicted, its K/V no plain prefix
   const size_t num_blocks = std::min(s.table.size(), static_cast<size_t>(blocks_for(num_tokens)));
   return s.num_dropped <= std::min(num_blocks, num_dead_blocks(num_tokens));
 }
@@ -185,18 +200,38 @@ int32_t KvManager::drop_dead_blocks(SeqId seq, int64_t num_computed_tokens, std:
   const auto it = seqs_.find(seq);
   if (config_.sliding_window <= 0 || it == seqs_.end() || it->second.swapped) return 0;
   Sequence& s = it->second;
-  const size_t dead = std::min(num_dead_blocks(num_computed_tokens), s.table.size());
-  if (dead <= s.num_dropped) return 0;
+  return drop_until(s, std::min(num_dead_blocks(num_computed_tokens), s.table.size()), dropped);
+}
+
+int32_t KvManager::drop_until(Sequence& s, size_t end, std::vector<int32_t>* dropped) {
+  if (end <= s.num_dropped) return 0;
   // Newest first, as in free(): the older blocks, likelier shared prefixes, stay cached longest.
-  for (size_t i = dead; i-- > s.num_dropped;) {
+  for (size_t i = end; i-- > s.num_dropped;) {
     device_.free(s.table[i]);
     s.table[i] = kNoBlock;
   }
   if (dropped != nullptr)
-    for (size_t i = s.num_dropped; i < dead; ++i) dropped->push_back(static_cast<int32_t>(i));
-  const auto n = static_cast<int32_t>(dead - s.num_dropped);
-  s.num_dropped = dead;
+    for (size_t i = s.num_dropped; i < end; ++i) dropped->push_back(static_cast<int32_t>(i));
+  const auto n = static_cast<int32_t>(end - s.num_dropped);
+  s.num_dropped = end;
   return n;
+}
+
+int32_t KvManager::drop_streaming_blocks(SeqId seq, int64_t num_computed_tokens, const StreamingWindow& streaming,
+                                         std::vector<int32_t>* dropped) {
+  if (config_.sliding_window > 0)
+    throw std::logic_error(fmt::format("KvManager: seq {}: attention sinks with a sliding window", seq));
+  const auto it = seqs_.find(seq);
+  if (!streaming.enabled() || it == seqs_.end() || it->second.swapped) return 0;
+  Sequence& s = it->second;
+  s.streaming = true;
+  const size_t begin = static_cast<size_t>(streaming.first_dead_block(config_.block_size));
+  const size_t end = std::min(static_cast<size_t>(streaming.dead_block_end(num_computed_tokens, config_.block_size)),
+                              s.table.size());
+  if (s.num_dropped == 0) s.drop_begin = s.num_dropped = begin;  // nothing dropped yet
+  if (s.drop_begin != begin)
+    throw std::logic_error(fmt::format("KvManager: seq {} dropped from block {}, its sinks end at {}", seq, s.drop_begin, begin));
+  return drop_until(s, end, dropped);
 }
 
 bool KvManager::can_swap_out(SeqId seq) const {
@@ -213,7 +248,7 @@ std::vector<BlockCopy> KvManager::swap_out(SeqId seq) {
   std::vector<BlockCopy> copies;
   for (size_t i = 0; i < host.size(); ++i) copies.push_back({held[i], host[i]});
   for (auto b = held.rbegin(); b != held.rend(); ++b) device_.free(*b);
-  std::copy(host.begin(), host.end(), s.table.begin() + static_cast<std::ptrdiff_t>(s.num_dropped));
+  s.replace_held(host);
   s.swapped = true;
   s.num_registered = 0;
   return copies;
@@ -234,7 +269,7 @@ std::vector<BlockCopy> KvManager::swap_in(SeqId seq) {
   std::vector<BlockCopy> copies;
   for (size_t i = 0; i < device.size(); ++i) copies.push_back({held[i], device[i]});
   for (auto b = held.rbegin(); b != held.rend(); ++b) host_.free(*b);
-  std::copy(device.begin(), device.end(), s.table.begin() + static_cast<std::ptrdiff_t>(s.num_dropped));
+  s.replace_held(device);
   s.swapped = false;
   s.num_registered = 0;
   return copies;
@@ -270,7 +305,7 @@ void KvManager::check_invariants() const {
     auto& refs = s.swapped ? host_refs : device_refs;
     if (s.num_dropped > s.table.size())
       throw std::logic_error(fmt::format("KvManager: seq {} dropped {} of {} blocks", id, s.num_dropped, s.table.size()));
-    for (size_t i = 0; i < s.num_dropped; ++i)
+    for (size_t i = s.drop_begin; i < s.num_dropped; ++i)
       if (s.table[i] != kNoBlock)
         throw std::logic_error(fmt::format("KvManager: seq {} holds block {} at dropped index {}", id, s.table[i], i));
     for (BlockId b : s.held()) {

@@ -15,13 +15,15 @@
 #include "lemma/kv/block_hash.h"
 #include "lemma/kv/block_pool.h"
 #include "lemma/kv/prefix_cache.h"
+#include "lemma/kv/streaming_window.h"
 
 namespace lemma {
 
 using SeqId = uint64_t;
 
-// A block table entry whose block was dropped: its positions lie wholly before the sliding window, so
-// no forward reads them again. Dropped entries form a prefix of the table.
+// A block table entry whose block was dropped: its positions lie wholly before the sliding window (or
+// inside a streaming sequence's evicted middle), so no forward reads them again. Dropped entries form
+// a prefix of the table (sliding window) or one range after the sinks' blocks (attention sinks, G10).
 inline constexpr BlockId kNoBlock = -1;
 
 struct KvManagerConfig {
@@ -104,6 +106,13 @@ class KvManager {
   // A cached block keeps its prefix-cache entry until the pool evicts it (its K/V is unchanged).
   // No-op without a window, for unknown or swapped sequences.
   int32_t drop_dead_blocks(SeqId seq, int64_t num_computed_tokens, std::vector<int32_t>* dropped = nullptr);
+  // Attention sinks (G10): frees the device blocks of `seq` that lie wholly inside the evicted middle
+  // [streaming.num_sinks, streaming.dead_end(num_computed_tokens)) and marks them kNoBlock, as
+  // drop_dead_blocks (same `dropped` and return value). Such a sequence is never registered in the
+  // prefix cache nor forked again: its later blocks hold streaming K/V, not a plain prefix's.
+  // Throws std::logic_error with a sliding window configured. No-op for unknown or swapped sequences.
+  int32_t drop_streaming_blocks(SeqId seq, int64_t num_computed_tokens, const StreamingWindow& streaming,
+                                std::vector<int32_t>* dropped = nullptr);
   // The most blocks one sequence holds at once on its way to num_tokens tokens when a step adds at most
   // max_step_tokens: blocks_for(num_tokens) without a window; with one, the blocks spanned by the
   // window and a step's tokens (sliding_window + max_step_tokens - 1 positions), if fewer.
@@ -128,6 +137,7 @@ class KvManager {
   int32_t blocks_for(int64_t num_tokens) const;
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
 
+  const KvManagerConfig& config() const { return config_; }
   int32_t block_size() const { return config_.block_size; }
   int32_t watermark_blocks() const { return watermark_blocks_; }
   int32_t num_free_blocks() const { return device_.num_free_blocks(); }
@@ -149,11 +159,20 @@ class KvManager {
     std::vector<BlockId> table;  // device blocks, or host blocks while swapped; kNoBlock for dropped ones
     std::vector<BlockHash> hashes;
     size_t num_registered = 0;  // leading blocks already offered to the prefix cache
-    size_t num_dropped = 0;     // table[0, num_dropped) are kNoBlock, the rest are held
+    // table[drop_begin, num_dropped) are kNoBlock, the rest are held: a prefix for a sliding window
+    // (drop_begin 0), the middle after the sinks for a streaming sequence (attention sinks, G10).
+    size_t drop_begin = 0;
+    size_t num_dropped = 0;
     bool swapped = false;
+    bool streaming = false;  // attention sinks: never registered in the prefix cache, never forked
 
-    std::span<const BlockId> held() const { return std::span(table).subspan(num_dropped); }
+    bool is_dropped(size_t index) const { return index >= drop_begin && index < num_dropped; }
+    std::vector<BlockId> held() const;
+    // Writes `blocks` (one per held entry, in table order) over the held entries.
+    void replace_held(std::span<const BlockId> blocks);
   };
+  // Frees s.table[num_dropped, end) (kNoBlock), appending their indices to `dropped`; how many.
+  int32_t drop_until(Sequence& s, size_t end, std::vector<int32_t>* dropped);
   // Table entries wholly before first_live_position(num_computed_tokens).
   size_t num_dead_blocks(int64_t num_computed_tokens) const;
 

@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "lemma/kv/streaming_window.h"
+
 namespace lemma {
 
 enum class LogitsRequest {
@@ -19,7 +21,8 @@ struct SequenceInput {
   std::span<const int32_t> token_ids;  // new tokens; they get positions num_cached .. num_cached + n - 1
   int64_t num_cached = 0;              // tokens of this sequence already in the cache (positions 0..num_cached-1)
   // Block ids covering positions 0 .. num_cached + n - 1; entries wholly before
-  // config.first_attended_position(num_cached) are not read (may be -1 once freed).
+  // config.first_attended_position(num_cached) (or in a streaming sequence's evicted middle) are not
+  // read (may be -1 once freed).
   std::span<const int32_t> block_table;
   LogitsRequest logits = LogitsRequest::kLast;
   // Token tree (tree speculation, G12), or empty for the usual causal chain. Else one entry per new
@@ -29,6 +32,12 @@ struct SequenceInput {
   // depth 0) and it attends to the cached tokens plus its ancestors and itself, seen in depth order:
   // its logits are the bits the same path run as a chain would give (model/token_tree.h).
   std::span<const int32_t> tree_parents = {};
+  // Attention sinks (G10): when enabled, each new token attends to the sequence's first
+  // streaming.num_sinks tokens and its last streaming.window tokens (itself included), positions as
+  // kv/streaming_window.h says; block table entries wholly inside the evicted middle
+  // [num_sinks, streaming.dead_end(num_cached)) are not read (may be -1). Not with a token tree, a
+  // model with sliding-window layers or dynamic-NTK RoPE (InvalidArgument).
+  StreamingWindow streaming = {};
 
   bool is_tree() const { return !tree_parents.empty(); }
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

@@ -45,6 +45,12 @@ struct ForwardWorkspace {
   std::vector<int64_t> positions;  // [tokens]
   std::vector<float> rope_cos;     // [tokens, rotary_dim / 2]: each token's RoPE angles, for every layer
   std::vector<float> rope_sin;     // [tokens, rotary_dim / 2]
+  // Attention sinks (G10): the rows of streaming sequences rotated for their sink query position
+  // (kv/streaming_window.h); grown only by batches that have such sequences.
+  std::vector<int64_t> sink_positions;  // [tokens]
+  std::vector<float> sink_rope_cos;     // [tokens, rotary_dim / 2]
+  std::vector<float> sink_rope_sin;     // [tokens, rotary_dim / 2]
+  std::vector<float> sink_q;            // [tokens, num_heads, head_dim]
   // Per-sequence lists the forward rebuilds each step (cleared, never shrunk).
   std::vector<layers::AttentionSequence> slices;
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step

@@ -85,12 +85,19 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
       if (std::any_of(c.sliding_window.begin(), c.sliding_window.end(), [](int64_t w) { return w > 0; }))
         fail<InvalidArgument>("forward: sequence {}: token trees are not supported with a sliding window", s);
     }
+    if (seq.streaming.enabled()) validate_streaming(seq, s);
     const int64_t needed_blocks = (seq.context_length() + cache.block_size() - 1) / cache.block_size();
     if (static_cast<int64_t>(seq.block_table.size()) < needed_blocks)
       fail<InvalidArgument>("forward: sequence {}: {} tokens need {} blocks, block table has {}", s,
                             seq.context_length(), needed_blocks, seq.block_table.size());
-    // Blocks wholly before the sliding window are never read and may have been freed.
-    for (int64_t b = c.first_attended_position(seq.num_cached) / cache.block_size(); b < needed_blocks; ++b) {
+    // Blocks wholly before the sliding window, or wholly inside a streaming sequence's evicted
+    // middle, are never read and may have been freed.
+    const int64_t bs = cache.block_size();
+    const int64_t dead_begin = seq.streaming.enabled() ? (seq.streaming.num_sinks + bs - 1) / bs : 0;
+    const int64_t dead_end = seq.streaming.enabled() ? seq.streaming.dead_end(seq.num_cached) / bs
+                                                     : c.first_attended_position(seq.num_cached) / bs;
+    for (int64_t b = 0; b < needed_blocks; ++b) {
+      if (b >= dead_begin && b < dead_end) continue;
       const int32_t id = seq.block_table[static_cast<size_t>(b)];
       if (id < 0 || id >= cache.num_blocks())
         fail<InvalidArgument>("forward: sequence {}: block id {} outside the cache's {} blocks", s, id,
@@ -100,6 +107,18 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
   const int64_t needed = batch.num_logit_rows() * c.vocab_size;
   if (static_cast<int64_t>(logits.size()) < needed)
     fail<InvalidArgument>("forward: logits buffer has {} floats, needs {}", logits.size(), needed);
+}
+
+void Model::validate_streaming(const SequenceInput& seq, size_t s) const {
+  const ModelConfig& c = config_;
+  if (const std::string error = streaming_window_error(seq.streaming, 0); !error.empty())
+    fail<InvalidArgument>("forward: sequence {}: {}", s, error);
+  if (seq.is_tree()) fail<InvalidArgument>("forward: sequence {}: token trees are not supported with attention sinks", s);
+  if (std::any_of(c.sliding_window.begin(), c.sliding_window.end(), [](int64_t w) { return w > 0; }))
+    fail<InvalidArgument>("forward: sequence {}: attention sinks are not supported on a model with sliding-window "
+                          "layers", s);
+  if (c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty())
+    fail<InvalidArgument>("forward: sequence {}: attention sinks need fixed RoPE frequencies, not dynamic NTK", s);
 }
 
 namespace {
@@ -204,6 +223,12 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
     for (const layers::AttentionSequence& sl : st.slices) {
       const int64_t r0 = std::max(t0, sl.token_offset), r1 = std::min(t1, sl.token_offset + sl.num_tokens);
       for (int64_t r = r0; r < r1; ++r) {
+        if (sl.streaming.enabled()) {  // the row's query for the sinks (G10), from the unrotated q
+          float* sink_q = ws.sink_q.data() + r * nh * hd;
+          std::copy_n(ws.q.data() + r * nh * hd, nh * hd, sink_q);
+          layers::rotate_heads(sink_q, nh, hd, ws.sink_rope_cos.data() + static_cast<size_t>(r) * half,
+                               ws.sink_rope_sin.data() + static_cast<size_t>(r) * half, half, c.rope.layout);
+        }
         const float* cos = ws.rope_cos.data() + static_cast<size_t>(r) * half;
         const float* sin = ws.rope_sin.data() + static_cast<size_t>(r) * half;
         layers::rotate_heads(ws.q.data() + r * nh * hd, nh, hd, cos, sin, half, c.rope.layout);
@@ -275,6 +300,20 @@ void build_tree_keys(const ForwardBatch& batch, int64_t block_size, ForwardWorks
   });
 }
 
+// Attention sinks (G10): the RoPE angles of each of a streaming sequence's rows at its sink query
+// position, and its slice's sink_q rows (filled by the layers' RoPE pass). ws.sink_* hold T rows.
+void add_sink_queries(const SequenceInput& seq, std::span<const int64_t> positions, size_t first,
+                      const RopeFrequencies& freqs, int64_t q_dim, ForwardWorkspace& ws,
+                      layers::AttentionSequence& slice) {
+  const size_t half = freqs.inv_freq.size();
+  const auto sink_positions = std::span(ws.sink_positions).subspan(first, positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) sink_positions[i] = seq.streaming.sink_query_position(positions[i]);
+  layers::rope_angles(sink_positions, freqs, std::span(ws.sink_rope_cos).subspan(first * half),
+                      std::span(ws.sink_rope_sin).subspan(first * half));
+  slice.streaming = seq.streaming;
+  slice.sink_q = ws.sink_q.data() + static_cast<int64_t>(first) * q_dim;
+}
+
 }  // namespace
 
 void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
@@ -301,6 +340,14 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   const bool dynamic_rope = c.rope.scaling.type == RopeScalingType::kDynamicNtk && c.rope.scaling.freq_divisors.empty();
   if (dynamic_rope) dynamic_tables.reserve(batch.sequences.size());
   const auto half = static_cast<size_t>(c.rope.rotary_dim / 2);
+  if (std::any_of(batch.sequences.begin(), batch.sequences.end(),
+                  [](const SequenceInput& seq) { return seq.streaming.enabled(); })) {
+    const auto rows = static_cast<size_t>(T);
+    if (ws.sink_positions.size() < rows) ws.sink_positions.resize(rows);
+    if (ws.sink_rope_cos.size() < rows * half) ws.sink_rope_cos.resize(rows * half);
+    if (ws.sink_rope_sin.size() < rows * half) ws.sink_rope_sin.resize(rows * half);
+    if (ws.sink_q.size() < rows * static_cast<size_t>(c.q_dim())) ws.sink_q.resize(rows * static_cast<size_t>(c.q_dim()));
+  }
   int64_t row = 0;
   for (const SequenceInput& seq : batch.sequences) {
     const auto first = static_cast<size_t>(row);
@@ -322,6 +369,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     layers::rope_angles(positions, freqs, std::span(ws.rope_cos).subspan(first * half),
                         std::span(ws.rope_sin).subspan(first * half));
     slices.push_back({static_cast<int64_t>(first), seq.num_tokens(), seq.context_length(), seq.block_table});
+    if (seq.streaming.enabled()) add_sink_queries(seq, positions, first, freqs, c.q_dim(), ws, slices.back());
   }
   build_tree_keys(batch, cache.block_size(), ws);
 

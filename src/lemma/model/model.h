@@ -59,6 +59,7 @@ class Model {
  private:
   Model() = default;
   void validate(const ForwardBatch& batch, const KvCache& cache, std::span<float> logits) const;
+  void validate_streaming(const SequenceInput& seq, size_t index) const;  // attention sinks (G10)
 
   ModelConfig config_;
   WeightFormat format_ = WeightFormat::kGguf;

@@ -3,12 +3,10 @@
 #include <cmath>
 
 #include "lemma/base/error.h"
+#include "lemma/model/streaming_logits.h"
 
 namespace lemma {
 
-namespace {
-
-// -log softmax(logits)[target], in double.
 double negative_log_likelihood(std::span<const float> logits, int32_t target) {
   float max_logit = logits[0];
   for (float v : logits) max_logit = std::max(max_logit, v);
@@ -17,7 +15,38 @@ double negative_log_likelihood(std::span<const float> logits, int32_t target) {
   return std::log(sum) - (static_cast<double>(logits[static_cast<size_t>(target)]) - max_logit);
 }
 
-}  // namespace
+PerplexityResult compute_streaming_perplexity(const Model& model, std::span<const int32_t> tokens,
+                                              const StreamingWindow& streaming, const PerplexityOptions& options) {
+  if (tokens.size() < 2) fail<InvalidArgument>("perplexity: {} tokens, a stream needs at least 2", tokens.size());
+  if (options.context < 1) fail<InvalidArgument>("perplexity: context must be at least 1, got {}", options.context);
+  const auto vocab = static_cast<size_t>(model.config().vocab_size);
+  const auto n = static_cast<int64_t>(tokens.size());
+  PerplexityResult result;
+  result.num_chunks = (n - 1 + options.context - 1) / options.context;
+  double total_nll = 0.0, chunk_nll = 0.0;
+  stream_sequence(model, tokens, streaming, streaming.window, options.num_threads, options.kv_dtype,
+                  [&](int64_t first, std::span<const float> rows) {
+                    for (size_t r = 0; r < rows.size() / vocab; ++r) {
+                      const int64_t position = first + static_cast<int64_t>(r);
+                      if (position + 1 >= n) break;
+                      const double nll = negative_log_likelihood(rows.subspan(r * vocab, vocab),
+                                                                 tokens[static_cast<size_t>(position + 1)]);
+                      total_nll += nll;
+                      chunk_nll += nll;
+                      ++result.num_scored_tokens;
+                      const int64_t in_chunk = result.num_scored_tokens - options.context * std::ssize(result.chunk_mean_nll);
+                      if (in_chunk == options.context || position + 2 == n) {
+                        result.chunk_mean_nll.push_back(chunk_nll / static_cast<double>(in_chunk));
+                        chunk_nll = 0.0;
+                        if (options.on_chunk)
+                          options.on_chunk(std::ssize(result.chunk_mean_nll) - 1, result.num_chunks,
+                                           std::exp(total_nll / static_cast<double>(result.num_scored_tokens)));
+                      }
+                    }
+                  });
+  result.perplexity = std::exp(total_nll / static_cast<double>(result.num_scored_tokens));
+  return result;
+}
 
 PerplexityResult compute_perplexity(const Model& model, std::span<const int32_t> tokens,
                                     const PerplexityOptions& options) {

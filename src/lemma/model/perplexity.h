@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "lemma/kv/streaming_window.h"
 #include "lemma/model/model.h"
 
 namespace lemma {
@@ -30,6 +31,18 @@ struct PerplexityResult {
   int64_t num_chunks = 0;
   int64_t num_scored_tokens = 0;
 };
+
+// Attention sinks (G10): `tokens` (the tokenised text, BOS first) read as ONE stream through
+// `streaming` (kv/streaming_window.h), W tokens per forward, every token after the first scored
+// (from its predecessor's logits); chunk_mean_nll per consecutive options.context scored tokens
+// (the last chunk may be shorter). Shows whether perplexity holds far past the model's context;
+// bos_token_id is not used. Throws InvalidArgument for
+// fewer than 2 tokens or a window streaming_window_error() refuses.
+PerplexityResult compute_streaming_perplexity(const Model& model, std::span<const int32_t> tokens,
+                                              const StreamingWindow& streaming, const PerplexityOptions& options);
+
+// -log softmax(logits)[target], in double.
+double negative_log_likelihood(std::span<const float> logits, int32_t target);
 
 // `tokens` is the whole tokenised text (with its leading BOS, as llama.cpp tokenises it).
 // Throws InvalidArgument when context < 4 or fewer than `context` tokens are given.

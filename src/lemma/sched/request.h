@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "lemma/kv/streaming_window.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
 #include "lemma/sched/stop_conditions.h"
@@ -23,6 +24,9 @@ struct RequestOptions {
   double deadline = 0.0;              // seconds on the engine's clock; <= 0: none (see abort_expired)
   int32_t priority = 0;               // lower runs first under the priority policy
   std::vector<uint64_t> extra_keys;   // prefix-cache namespace: adapter id, model id, cache salt
+  // Attention sinks (G10): attend to the first S tokens and the last W only, the middle's KV blocks
+  // freed as the request goes on; no prefix cache, no drafts, no beams (kv/streaming_window.h).
+  StreamingWindow streaming = {};
 };
 
 class Request {
@@ -50,6 +54,8 @@ class Request {
   double deadline() const { return options_.deadline; }
   int32_t priority() const { return options_.priority; }
   std::span<const uint64_t> extra_keys() const { return options_.extra_keys; }
+  const StreamingWindow& streaming() const { return options_.streaming; }
+  bool is_streaming() const { return options_.streaming.enabled(); }
 
   int64_t num_cached_tokens() const { return num_cached_tokens_; }  // prefix-cache hit at first admission
   int32_t num_preemptions() const { return num_preemptions_; }

@@ -38,9 +38,24 @@ void Scheduler::validate(const Request& request) const {
   int64_t max_step_tokens = std::min(num_tokens, config_.max_num_batched_tokens);
   if (config_.enable_chunked_prefill && config_.long_prefill_token_threshold > 0)
     max_step_tokens = std::min(max_step_tokens, config_.long_prefill_token_threshold);
-  if (kv_.max_live_blocks(num_tokens, max_step_tokens) > capacity)
+  if (request.is_streaming()) validate_streaming(request);
+  const int32_t live_blocks = request.is_streaming()
+                                  ? static_cast<int32_t>(std::min<int64_t>(
+                                        kv_.blocks_for(num_tokens),
+                                        request.streaming().max_live_blocks(kv_.block_size(), max_step_tokens)))
+                                  : kv_.max_live_blocks(num_tokens, max_step_tokens);
+  if (live_blocks > capacity)
     fail<InvalidArgument>("request {}: {} tokens need more than the KV cache's {} usable blocks", id, num_tokens,
                           capacity);
+}
+
+void Scheduler::validate_streaming(const Request& request) const {
+  const RequestId id = request.id();
+  if (const std::string error = streaming_window_error(request.streaming(), 0); !error.empty())
+    fail<InvalidArgument>("request {}: {}", id, error);
+  if (request.is_beam()) fail<InvalidArgument>("request {}: beam search is not supported with attention sinks", id);
+  if (kv_.config().sliding_window > 0)
+    fail<InvalidArgument>("request {}: attention sinks are not supported on a model with sliding-window layers", id);
 }
 
 void Scheduler::add_request(Request request) {
@@ -102,8 +117,10 @@ StepPlan Scheduler::schedule() {
 void Scheduler::drop_dead_blocks() {
   for (RequestId id : running_) {
     Entry& e = entry(id);
+    const Request& r = e.request;
     num_blocks_dropped_ += static_cast<uint64_t>(
-        kv_.drop_dead_blocks(id, e.request.num_computed_tokens(), &e.dropped_unsent));
+        r.is_streaming() ? kv_.drop_streaming_blocks(id, r.num_computed_tokens(), r.streaming(), &e.dropped_unsent)
+                         : kv_.drop_dead_blocks(id, r.num_computed_tokens(), &e.dropped_unsent));
   }
 }
 
@@ -193,7 +210,9 @@ void Scheduler::propose_drafts() {
     Entry& e = entry(id);
     const Request& r = e.request;
     // Only a request whose next step is its one decode token (the runner has its state); never a beam.
-    if (r.is_beam() || r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0) continue;
+    // Nor a streaming request (attention sinks): plain decoding, one token per step.
+    if (r.is_beam() || r.is_streaming() || r.num_computed_tokens() + 1 != r.num_tokens() || e.num_tokens_sent == 0)
+      continue;
     if (e.draft_pause > 0) {
       --e.draft_pause;
       continue;
@@ -277,7 +296,9 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
       if (!alloc || !alloc->replaced.empty())
         throw std::logic_error(fmt::format("Scheduler: swap-in of request {} planned but slots failed", id));
     } else {
-      const PrefixHit hit = kv_.find_cached_prefix(r.token_ids(), r.extra_keys());
+      // A streaming request neither reads nor feeds the prefix cache: its blocks past S + W hold
+      // streaming K/V, never a plain prefix's.
+      const PrefixHit hit = r.is_streaming() ? PrefixHit{} : kv_.find_cached_prefix(r.token_ids(), r.extra_keys());
       c = hit.num_tokens;
       n = grant(r, c, budget);
       if (!config_.enable_chunked_prefill && c + n < r.num_tokens()) break;
@@ -310,6 +331,7 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
   const auto table = kv_.block_table(r.id());
   d.block_table.assign(table.begin(), table.end());
   d.sampling = r.sampling();
+  d.streaming = r.streaming();
   e.num_tokens_sent = r.num_tokens();
   e.dropped_unsent.clear();  // the table above shows them
   plan.new_requests.push_back(std::move(d));
@@ -339,7 +361,7 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
     const bool drafted = !s.draft_token_ids.empty();
     if (!drafted) {
       r.set_num_computed_tokens(s.num_computed_tokens + s.num_new_tokens);
-      kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
+      if (!r.is_streaming()) kv_.cache_computed_blocks(s.id, r.token_ids(), r.num_computed_tokens(), r.extra_keys());
     }
     if (!s.needs_sample || r.is_beam()) continue;  // a beam's candidates go to the engine, which picks
     SampledTokens* sampled = find_sampled(s.id);

@@ -148,6 +148,7 @@ class Scheduler {
   bool before(const Request& a, const Request& b) const;  // queue order under the policy
   void enqueue_waiting(RequestId id, bool at_front);
   void drop_dead_blocks();
+  void validate_streaming(const Request& request) const;  // attention sinks (G10)
   void preempt_back(StepPlan& plan);
   // Takes running request `id` out (swap when the mode and host tier allow and it has tokens left
   // to compute, else recompute) and queues it again.

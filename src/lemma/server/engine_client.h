@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "lemma/kv/streaming_window.h"
 #include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
@@ -30,6 +31,7 @@ struct CompletionRequest {
   std::vector<int32_t> stop_token_ids;  // end a choice like EOS (the token counts in usage)
   bool ignore_eos = false;            // keep going past the model's end-of-generation ids
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
+  StreamingWindow streaming = {};     // attention sinks (G10); off: ordinary attention
 };
 
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and

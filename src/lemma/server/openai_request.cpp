@@ -176,6 +176,25 @@ void parse_sampling(const json& body, ApiKind kind, ParsedCompletion& out) {
 // vLLM's beam search fields: use_beam_search, best_of (the beam width; default n), length_penalty,
 // early_stopping (true, false or "never"). Without beam search best_of must equal n (best-of
 // sampling is not offered) and the other two are refused rather than ignored.
+// Attention sinks (G10): "attention_sinks" / "streaming_window" override the server's default
+// (--attention-sinks / --streaming-window) field by field.
+void parse_streaming(const json& body, const ServerConfig& config, ParsedCompletion& out) {
+  out.streaming = config.default_streaming;
+  const bool sinks = present(body, "attention_sinks"), window = present(body, "streaming_window");
+  if (!sinks && !window) return;
+  const int64_t context = config.max_model_len > 0 ? config.max_model_len : std::numeric_limits<int32_t>::max();
+  if (sinks) out.streaming.num_sinks = get_int(body, "attention_sinks", 0, context - 1);
+  if (window) out.streaming.window = get_int(body, "streaming_window", 1, context);
+  if (sinks && out.streaming.window == 0)
+    fail_field("attention_sinks", "needs \"streaming_window\" >= 1 (this server has no default window)");
+  if (out.streaming.cache_tokens() > context)
+    fail_field(window ? "streaming_window" : "attention_sinks",
+               fmt::format("attention_sinks + streaming_window = {} exceeds max_model_len {}",
+                           out.streaming.cache_tokens(), context));
+  if (out.streaming.enabled() && out.sampling.beam_search)
+    fail_field("use_beam_search", "beam search is not supported with attention sinks (streaming_window)");
+}
+
 void parse_beam_search(const json& body, const ServerConfig& config, ParsedCompletion& out) {
   const bool beam = present(body, "use_beam_search") && get_bool(body, "use_beam_search");
   if (!beam) {
@@ -252,6 +271,7 @@ ParsedCompletion parse_completion_request(const std::string& text, ApiKind kind,
   if (kind == ApiKind::kCompletions && present(body, "echo")) out.echo = get_bool(body, "echo");
   if (present(body, "user")) out.user = get_string(body.at("user"), "user");
   parse_beam_search(body, config, out);
+  parse_streaming(body, config, out);
   return out;
 }
 

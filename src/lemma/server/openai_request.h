@@ -12,6 +12,7 @@
 #include "lemma/server/output_constraint.h"
 #include "lemma/server/tool_calls.h"
 
+#include "lemma/kv/streaming_window.h"
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/server/server_config.h"
 
@@ -42,6 +43,7 @@ struct ParsedCompletion {
   bool ignore_eos = false;
   bool echo = false;                       // completions: prepend the prompt text
   std::string user;
+  StreamingWindow streaming = {};          // attention sinks (G10): the request's or the server's default
 };
 
 // `body` is the raw request text; throws ApiError(400) for malformed JSON or bad fields.

@@ -13,7 +13,7 @@ using nlohmann::json;
 namespace {
 
 // Honoured by both endpoints (see server/README.md for what each does).
-constexpr std::array<std::string_view, 31> kCommonFields = {
+constexpr std::array<std::string_view, 33> kCommonFields = {
     "model", "stream", "stream_options", "temperature", "top_p", "top_k", "min_p", "presence_penalty",
     "frequency_penalty", "repetition_penalty", "seed", "logit_bias", "max_tokens", "max_completion_tokens", "n",
     "stop", "stop_token_ids", "ignore_eos", "logprobs",
@@ -21,7 +21,9 @@ constexpr std::array<std::string_view, 31> kCommonFields = {
     "use_beam_search", "best_of", "length_penalty", "early_stopping",
     // structured output (output_constraint.h)
     "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs", "json_schema",
-    "grammar"};
+    "grammar",
+    // attention sinks (G10, openai_request.cpp)
+    "attention_sinks", "streaming_window"};
 // Accepted and ignored: they change nothing a client can observe here (README lists them).
 constexpr std::array<std::string_view, 4> kIgnoredFields = {"user", "metadata", "store", "service_tier"};
 constexpr std::array<std::string_view, 2> kCompletionFields = {"prompt", "echo"};

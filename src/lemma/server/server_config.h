@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "lemma/kv/streaming_window.h"
+
 namespace lemma::server {
 
 struct ServerConfig {
@@ -20,6 +22,9 @@ struct ServerConfig {
   int64_t default_max_tokens = 256;         // when a request gives none (completions: 16, as OpenAI)
   int64_t max_n = 16;                       // largest `n`
   int64_t max_beam_width = 16;              // largest beam width (`best_of` with use_beam_search)
+  // Attention sinks (G10) for requests that give no "attention_sinks" / "streaming_window": off
+  // unless `lemma serve --attention-sinks S --streaming-window W`.
+  StreamingWindow default_streaming = {};
   // Read special-token text in chat content (and roles, tools) as control tokens, so that a
   // message can end its turn and forge another: the old behaviour, for clients that rely on it.
   bool allow_special_tokens_in_content = false;

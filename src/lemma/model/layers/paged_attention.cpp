@@ -24,6 +24,7 @@ constexpr int64_t kMinFoldItemsPerTeam = 256;
 
 struct SequencePlan {
   bool split_mode = false;
+  int64_t sink_units = 0;   // 1 when a streaming sequence's sink pass is unit 0 (split mode)
   int64_t first_split = 0;  // splits [first_split, end_split) hold keys some query sees
   int64_t end_split = 0;
   int64_t num_units = 0;    // per KV head: splits (split mode) or query blocks
@@ -34,18 +35,24 @@ int64_t first_visible_key(int64_t position, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
 }
 
+// The sliding window of a sequence's split passes: its streaming window, else the layer's.
+int64_t window_of(const AttentionSequence& s, const AttentionParams& p) {
+  return s.streaming.enabled() ? s.streaming.window : p.sliding_window;
+}
+
 SequencePlan plan_sequence(const AttentionSequence& s, const AttentionParams& p, int64_t head_dim) {
   SequencePlan plan;
   if (s.num_tokens <= 0) return plan;
   const int64_t first_pos = s.context_length - s.num_tokens;
   plan.split_mode = s.num_tokens <= kSplitModeMaxTokens || s.tree != nullptr;
-  plan.first_split = first_visible_key(first_pos, p.sliding_window) / kFlashSplitKeys;
+  plan.first_split = first_visible_key(first_pos, window_of(s, p)) / kFlashSplitKeys;
   // A tree's keys end at its deepest node's position, which its slots (context_length) may pass.
   const int64_t key_end = s.tree != nullptr ? s.tree->end_position() : s.context_length;
   plan.end_split = (key_end - 1) / kFlashSplitKeys + 1;
   const int64_t ps = kernels::flash_partial_stride(head_dim);
   if (plan.split_mode) {
-    plan.num_units = plan.end_split - plan.first_split;
+    plan.sink_units = s.streaming.enabled() ? 1 : 0;
+    plan.num_units = plan.sink_units + plan.end_split - plan.first_split;
     plan.scratch_floats = plan.num_units * s.num_tokens * p.num_heads * ps;  // [split, kv head, row, group, ps]
   } else {
     plan.num_units = (s.num_tokens + kQueryBlock - 1) / kQueryBlock;
@@ -75,7 +82,7 @@ kernels::FlashSplitArgs split_args(const Job& job, const AttentionSequence& s, i
   a.group = job.group;
   a.head_dim = hd;
   a.first_position = s.context_length - s.num_tokens + row_begin;
-  a.sliding_window = job.p.sliding_window;
+  a.sliding_window = window_of(s, job.p);
   a.key_begin = split * kFlashSplitKeys;
   a.key_end = std::min((split + 1) * kFlashSplitKeys, s.context_length);
   a.scale = job.p.scale;
@@ -128,6 +135,35 @@ void run_tree_split(const Job& job, const AttentionSequence& s, int64_t kv_head,
   }
 }
 
+// The sink pass of a streaming sequence (G10) for rows [row_begin, row_begin + rows): each row's
+// sink_q against the sinks its window pass does not reach, keys [0, sink_pass_keys(t)), at the
+// sink query position; partial row r - row_begin as a split's. A row with no such key gets the
+// empty partial, which every fold skips.
+void run_sink_pass(const Job& job, const AttentionSequence& s, int64_t kv_head, int64_t row_begin, int64_t rows,
+                   float* partial, kernels::KernelScratch* kernel_scratch) {
+  const int64_t hd = job.cache.head_dim;
+  for (int64_t r = row_begin; r < row_begin + rows; ++r) {
+    float* row_partial = partial + (r - row_begin) * job.group * job.ps;
+    const int64_t position = s.context_length - s.num_tokens + r;
+    const int64_t keys = s.streaming.sink_pass_keys(position);
+    if (keys == 0) {
+      for (int64_t g = 0; g < job.group; ++g) {
+        float* part = row_partial + g * job.ps;
+        part[0] = -std::numeric_limits<float>::infinity();
+        std::fill(part + 1, part + job.ps, 0.0f);
+      }
+      continue;
+    }
+    kernels::FlashSplitArgs a = split_args(job, s, kv_head, r, 1, 0, row_partial, kernel_scratch);
+    a.q = s.sink_q + ((r * job.p.num_heads) + kv_head * job.group) * hd;
+    a.first_position = s.streaming.sink_query_position(position);
+    a.sliding_window = 0;
+    a.key_begin = 0;
+    a.key_end = keys;
+    kernels::flash_attention_split(a, job.isa);
+  }
+}
+
 // A query block of a long sequence: every split it sees, folded in order, then normalised into out.
 void run_query_block(const Job& job, const AttentionSequence& s, const SequencePlan& plan, int64_t kv_head,
                      int64_t block, float* seq_scratch, std::span<float> out, kernels::KernelScratch* kernel_scratch) {
@@ -140,8 +176,12 @@ void run_query_block(const Job& job, const AttentionSequence& s, const SequenceP
     total[i * job.ps] = -std::numeric_limits<float>::infinity();
     total[i * job.ps + 1] = 0.0f;
   }
+  if (s.streaming.enabled()) {  // the sinks first, as split mode's unit 0
+    run_sink_pass(job, s, kv_head, row_begin, rows, part, kernel_scratch);
+    for (int64_t i = 0; i < queries; ++i) kernels::flash_merge(total + i * job.ps, part + i * job.ps, hd);
+  }
   const int64_t first_pos = s.context_length - s.num_tokens + row_begin;
-  const int64_t split_begin = first_visible_key(first_pos, job.p.sliding_window) / kFlashSplitKeys;
+  const int64_t split_begin = first_visible_key(first_pos, window_of(s, job.p)) / kFlashSplitKeys;
   const int64_t split_end = (first_pos + rows - 1) / kFlashSplitKeys + 1;
   for (int64_t split = split_begin; split < split_end; ++split) {
     kernels::flash_attention_split(split_args(job, s, kv_head, row_begin, rows, split, part, kernel_scratch), job.isa);
@@ -222,6 +262,9 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
   assert(p.num_heads % cache.num_kv_heads == 0);
   assert(p.sliding_window == 0 || std::none_of(sequences.begin(), sequences.end(),
                                                [](const AttentionSequence& s) { return s.tree != nullptr; }));
+  assert(std::none_of(sequences.begin(), sequences.end(), [&](const AttentionSequence& s) {
+    return s.streaming.enabled() && (s.tree != nullptr || s.sink_q == nullptr || p.sliding_window > 0);
+  }));
   assert(static_cast<int64_t>(scratch.size()) >= paged_attention_scratch_floats(sequences, p, cache.head_dim));
   const int64_t hd = cache.head_dim, nkv = cache.num_kv_heads;
   const Job job{q, cache, p, isa, p.num_heads / nkv, kernels::flash_partial_stride(hd)};
@@ -251,7 +294,11 @@ void paged_attention(std::span<const float> q, const KvLayerView& cache, std::sp
         continue;
       }
       float* partial = seq_scratch + (it.unit * nkv + it.kv_head) * s.num_tokens * job.group * job.ps;
-      const int64_t split = it.plan.first_split + it.unit;
+      if (it.unit < it.plan.sink_units) {
+        run_sink_pass(job, s, it.kv_head, 0, s.num_tokens, partial, own);
+        continue;
+      }
+      const int64_t split = it.plan.first_split + it.unit - it.plan.sink_units;
       // A tree's splits before its slot tables hold cached keys only, which every node sees whole.
       if (s.tree != nullptr && split >= s.tree->key_begin / kFlashSplitKeys) {
         run_tree_split(job, s, it.kv_head, split, partial, own);

@@ -11,6 +11,7 @@
 
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_scratch.h"
+#include "lemma/kv/streaming_window.h"
 #include "lemma/model/kv_cache.h"
 #include "lemma/model/layers/tree_keys.h"
 #include "lemma/model/thread_team.h"
@@ -27,6 +28,12 @@ struct AttentionSequence {
   int64_t context_length = 0;  // tokens in the cache after this step (keys 0..context_length-1)
   std::span<const int32_t> block_table;
   const TreeKeys* tree = nullptr;  // null: a causal chain
+  // Attention sinks (G10, kv/streaming_window.h), or off: a row at position t attends keys
+  // [0, S) and [max(S, t - W + 1), t] (no tree, no layer sliding window). The window pass reads q
+  // with a sliding window of W; the sinks it does not reach are read by a sink pass with sink_q,
+  // the same rows rotated for streaming.sink_query_position(t), and folded in before the splits.
+  StreamingWindow streaming = {};
+  const float* sink_q = nullptr;  // [num_tokens, num_heads, head_dim], this sequence's rows only
 };
 
 struct AttentionParams {

@@ -50,12 +50,6 @@ void record_stats(const ExpertDispatch& dispatch, int64_t num_experts, MoeStepSt
 
 }  // namespace
 
-void MoeStepStats::clear() {
-  std::fill(tokens_per_expert.begin(), tokens_per_expert.end(), 0);
-  num_moe_layers = 0;
-  max_load_imbalance = 0.0;
-}
-
 void moe_forward(const ModelConfig& c, const MoeLayerWeights& w, std::span<const float> h, int64_t T,
                  std::span<float> out, MoeWorkspace& ws, const MoeRun& run) {
   const MoeConfig& moe = c.moe;

@@ -15,20 +15,11 @@
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/moe/expert_dispatch.h"
+#include "lemma/model/moe/moe_step_stats.h"
 #include "lemma/model/moe/moe_weights.h"
 #include "lemma/model/thread_team.h"
 
 namespace lemma::moe {
-
-// Routing statistics of one forward, over its MoE layers (what /metrics reports per step).
-struct MoeStepStats {
-  std::vector<int64_t> tokens_per_expert;  // [num_experts]: (token, layer) pairs routed to each expert
-  int64_t num_moe_layers = 0;              // MoE layers run
-  double max_load_imbalance = 0.0;         // max over layers of (busiest expert's tokens) / (mean per expert)
-
-  void clear();
-  bool empty() const { return num_moe_layers == 0; }
-};
 
 struct MoeWorkspace {
   std::vector<float> router_logits;  // [T, E]

@@ -20,28 +20,20 @@ namespace fs = std::filesystem;
 
 CommandResult lemma(const std::string& args) { return run_command(std::string(LEMMA_BINARY) + " " + args + " 2>&1"); }
 
-#define LEMMA_MOE_PRESET_OR_SKIP(var, preset) \
-  std::string why_##var;                      \
-  const auto var = ensure_preset(preset, why_##var); \
-  if (!var) {                                 \
-    if (running_in_ci()) FAIL() << why_##var; \
-    GTEST_SKIP() << why_##var;                \
-  }
-
 TEST(MoeCli, InspectShowsTheMoeShape) {
-  LEMMA_MOE_PRESET_OR_SKIP(qwen2, "tiny-qwen2-moe");
+  LEMMA_REQUIRE_PRESET(qwen2, "tiny-qwen2-moe");
   for (const fs::path& model : {qwen2->gguf, qwen2->hf_dir}) {
     const auto r = lemma("inspect --model " + shell_quote(model.string()));
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("moe 8 experts x 32 (top-2, softmax), shared 96 (sigmoid gate)"), std::string::npos) << r.out;
   }
-  LEMMA_MOE_PRESET_OR_SKIP(mixtral, "tiny-mixtral");
+  LEMMA_REQUIRE_PRESET(mixtral, "tiny-mixtral");
   const auto r = lemma("inspect --model " + shell_quote(mixtral->gguf.string()));
   EXPECT_NE(r.out.find("moe 4 experts x 128 (top-2, softmax, renormalised)"), std::string::npos) << r.out;
 }
 
 TEST(MoeCli, QuantizeWritesMoeFilesThatRun) {
-  LEMMA_MOE_PRESET_OR_SKIP(files, "tiny-qwen3-moe");
+  LEMMA_REQUIRE_PRESET(files, "tiny-qwen3-moe");
   const fs::path out = build_scratch("quant") / "cli-tiny-qwen3-moe-q8_0.gguf";
   const auto q = lemma("quantize --model " + shell_quote(files->gguf.string()) + " --out " + shell_quote(out.string()) +
                        " --type q8_0");
@@ -65,7 +57,7 @@ double metric_value(const std::string& metrics, const std::string& name) {
 }
 
 TEST(MoeCli, ServeReportsExpertLoadInMetrics) {
-  LEMMA_MOE_PRESET_OR_SKIP(files, "tiny-mixtral");
+  LEMMA_REQUIRE_PRESET(files, "tiny-mixtral");
   ServeProcess server("--model " + shell_quote(files->gguf.string()) + " --port 0 --threads 1 --max-num-seqs 4");
   ASSERT_TRUE(server.started()) << server.log();
   const nlohmann::json body = {{"prompt", "hello there"}, {"max_tokens", 6}, {"temperature", 0}, {"ignore_eos", true}};

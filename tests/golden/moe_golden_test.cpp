@@ -28,14 +28,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#define LEMMA_PRESET_OR_SKIP(var, preset)                          \
-  std::string why_##var;                                          \
-  const auto var = ensure_preset(preset, why_##var);               \
-  if (!var) {                                                     \
-    if (running_in_ci()) FAIL() << why_##var;                     \
-    GTEST_SKIP() << why_##var;                                    \
-  }
-
 // The preset's GGUF quantized to `type` by lemma's quantizer (once per build tree).
 fs::path quantized_gguf(const PresetFiles& files, const std::string& preset, DType type) {
   const fs::path out = build_scratch("golden-models") / (preset + "-" + std::string(dtype_name(type)) + ".gguf");
@@ -102,7 +94,7 @@ class MoeBatchInvariance : public ::testing::TestWithParam<std::tuple<std::strin
 TEST_P(MoeBatchInvariance, SequenceLogitsAreBitwiseTheSameAloneAndInABatch) {
   const auto& [preset, type] = GetParam();
   LEMMA_REQUIRE_SHARED(shared_data("golden/models/" + preset + ".json"));
-  LEMMA_PRESET_OR_SKIP(files, preset);
+  LEMMA_REQUIRE_PRESET(files, preset);
   const fs::path path = type == DType::kF32 ? files->gguf : quantized_gguf(*files, preset, type);
   const Model model = Model::open(path);
   ASSERT_TRUE(model.config().moe.enabled());
@@ -171,7 +163,7 @@ class MoeQuantizedExperts : public ::testing::TestWithParam<std::tuple<std::stri
 TEST_P(MoeQuantizedExperts, MatchTheDequantisedReference) {
   const auto& [preset, type] = GetParam();
   LEMMA_REQUIRE_SHARED(shared_data("golden/models/" + preset + ".json"));
-  LEMMA_PRESET_OR_SKIP(files, preset);
+  LEMMA_REQUIRE_PRESET(files, preset);
   const fs::path path = quantized_gguf(*files, preset, type);
   {
     const GgufFile file = GgufFile::open(path.string());
@@ -214,7 +206,7 @@ TEST_P(MoeQuantizedExperts, MatchTheDequantisedReference) {
 TEST_P(MoeQuantizedExperts, OneLayerWithDefaultPrecisionMatchesTheDequantisedReference) {
   const auto& [preset, type] = GetParam();
   LEMMA_REQUIRE_SHARED(shared_data("golden/models/" + preset + ".json"));
-  LEMMA_PRESET_OR_SKIP(files, preset);
+  LEMMA_REQUIRE_PRESET(files, preset);
   const auto pair = load_with_reference(quantized_gguf(*files, preset, type), RuntimeOptions{});
   const ModelConfig& c = pair.quantized.config();
   const int64_t T = 48, H = c.hidden_size;
@@ -247,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, MoeQuantizedExperts,
 // the busiest expert's load over the mean.
 TEST(MoeStepStats, CountEveryRoutedTokenOfTheForward) {
   LEMMA_REQUIRE_SHARED(shared_data("golden/models/tiny-qwen2-moe.json"));
-  LEMMA_PRESET_OR_SKIP(files, "tiny-qwen2-moe");
+  LEMMA_REQUIRE_PRESET(files, "tiny-qwen2-moe");
   const Model model = Model::open(files->gguf);
   const auto tokens = golden_json("models/tiny-qwen2-moe.json")["sequences"][2]["tokens"].get<std::vector<int32_t>>();
   KvCache cache = KvCache::for_model(model.config(), 4, 16);

@@ -42,6 +42,7 @@ void record_stats(const ExpertDispatch& dispatch, int64_t num_experts, MoeStepSt
   for (int64_t e = 0; e < num_experts; ++e) {
     stats.tokens_per_expert[static_cast<size_t>(e)] += dispatch.tokens_of(e);
     busiest = std::max(busiest, dispatch.tokens_of(e));
+    stats.active_experts += dispatch.tokens_of(e) > 0;
   }
   const double mean = static_cast<double>(dispatch.num_rows()) / static_cast<double>(num_experts);
   stats.max_load_imbalance = std::max(stats.max_load_imbalance, static_cast<double>(busiest) / mean);

@@ -12,11 +12,13 @@ namespace lemma::moe {
 struct MoeStepStats {
   std::vector<int64_t> tokens_per_expert;  // [num_experts]: (token, layer) pairs routed to each expert
   int64_t num_moe_layers = 0;              // MoE layers run
+  int64_t active_experts = 0;              // experts run (>= 1 token), summed over the MoE layers
   double max_load_imbalance = 0.0;         // max over layers of (busiest expert's tokens) / (mean per expert)
 
   void clear() {
     std::fill(tokens_per_expert.begin(), tokens_per_expert.end(), 0);
     num_moe_layers = 0;
+    active_experts = 0;
     max_load_imbalance = 0.0;
   }
   bool empty() const { return num_moe_layers == 0; }

@@ -216,7 +216,10 @@ int run_model(const ModelFlags& flags) {
     bench::DecodeRoofline roofline;
     if (decode) {
       // Weights are read once per step for every token of it (step_tokens per sequence).
-      bytes_per_token = bench::decode_bytes_per_token(weight_bytes.read_per_token, kv_per_token,
+      // MoE (G27): the routed-bytes roofline, counting the experts the steps really ran.
+      const uint64_t read_per_step =
+          r.moe_active_experts > 0 ? weight_bytes.read_per_step(r.moe_active_experts) : weight_bytes.read_per_token;
+      bytes_per_token = bench::decode_bytes_per_token(read_per_step, kv_per_token,
                                                       bench::mean_decode_context(flags.tg * flags.step_tokens, flags.depth),
                                                       r.batch * flags.step_tokens);
       std::vector<double> rates;
@@ -237,6 +240,7 @@ int run_model(const ModelFlags& flags) {
                           {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
       if (decode) {
         j["bytes_per_token"] = bytes_per_token;
+        if (r.moe_active_experts > 0) j["moe_active_experts_per_step"] = r.moe_active_experts;
         j["bandwidth_gbps"] = roofline.bandwidth_gbps;
         if (measured) j["bandwidth_readings_gbps"] = r.bandwidth_gbps;
         std::vector<double> rep_fractions;
@@ -259,6 +263,11 @@ int run_model(const ModelFlags& flags) {
         std::printf("  %s: %.1f MiB read per token (weights / batch + kv at mean context %.1f), %.1f GB/s achieved\n",
                     r.test.c_str(), bytes_per_token / (1 << 20), bench::mean_decode_context(flags.tg * flags.step_tokens, flags.depth),
                     bytes_per_token * r.tokens_per_s.mean / 1e9);
+        if (r.moe_active_experts > 0)
+          std::printf("  %s: MoE: %.1f experts run per step over the MoE layers (of %lld; top-%lld per token): the "
+                      "roofline counts their bytes only\n",
+                      r.test.c_str(), r.moe_active_experts, static_cast<long long>(weight_bytes.routed_experts),
+                      static_cast<long long>(c.moe.routing.top_k));
         print_rep_fractions(r, roofline, measured);
         std::printf("  %s: framework overhead %.2f%% of step time (step %.3f ms, %.3f ms outside kernel ranges; "
                     "traced run, batch %lld)\n",

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/shared_data.h"
+
 namespace lemma::testing {
 
 struct PresetFiles {
@@ -22,6 +24,16 @@ struct PresetFiles {
 // generator cannot run (no /usr/bin/python3 with numpy, no shared tools).
 std::optional<PresetFiles> ensure_preset(const std::string& preset, std::string& why,
                                          const std::string& dtype = "f32");
+
+// Declares `var` = ensure_preset(preset) in a test body; skips the test (fails it under CI) when the
+// preset cannot be generated.
+#define LEMMA_REQUIRE_PRESET(var, preset)                             \
+  std::string why_##var;                                              \
+  const auto var = ::lemma::testing::ensure_preset(preset, why_##var); \
+  if (!var) {                                                         \
+    if (::lemma::testing::running_in_ci()) FAIL() << why_##var;       \
+    GTEST_SKIP() << why_##var;                                        \
+  }
 
 // <build>/test-scratch/golden-models/<name>, made once per build tree by running the shell `command`
 // with each "{OUT}" replaced by a private (quoted) folder that is then renamed into place; nullopt

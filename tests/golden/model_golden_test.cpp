@@ -1,7 +1,8 @@
 // Every tiny-* preset, from both its GGUF and its HF copy: all-position logits of the four golden
 // sequences within golden/README.md's f32 tolerance with argmax equal everywhere, and the 32-token
 // greedy continuation exactly (llama.cpp b4748 / 2026-07 as the reference; the float64 numpy forward
-// for tiny-mistral, whose sliding window of 16 bites on len64/len200 and in the greedy decode).
+// for tiny-mistral, whose sliding window of 16 bites on len64/len200 and in the greedy decode; the
+// MoE presets tiny-mixtral / tiny-qwen2-moe (b4748) and tiny-qwen3-moe (numpy), G27).
 #include <gtest/gtest.h>
 
 #include "golden_models.h"
@@ -103,7 +104,7 @@ TEST_P(ModelGolden, GreedyContinuation) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* p : {"tiny", "tiny-gqa", "tiny-mqa", "tiny-qwen2", "tiny-qwen3", "tiny-rope-linear", "tiny-rope-yarn",
-                        "tiny-rope-llama3", "tiny-tied", "tiny-mistral"})
+                        "tiny-rope-llama3", "tiny-tied", "tiny-mistral", "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"})
     for (bool gguf : {true, false}) cases.push_back({p, gguf});
   return cases;
 }

@@ -29,18 +29,33 @@ WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights)
   WeightBytes b;
   uint64_t matrices = 0, vectors = floats_bytes(weights.final_norm);
   for (const auto& l : weights.layers) {
-    for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) matrices += m->bytes();
+    for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+      if (m->data != nullptr) matrices += m->bytes();
     for (const auto* v : {&l.attn_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm, &l.ffn_norm}) {
       vectors += floats_bytes(*v);
     }
+  }
+  for (const auto& l : weights.layers) {
+    for (const ExpertWeights& e : l.moe.experts) b.routed_expert_bytes += e.gate.bytes() + e.up.bytes() + e.down.bytes();
+    b.routed_experts += static_cast<int64_t>(l.moe.experts.size());
+    if (l.moe.has_shared()) matrices += l.moe.shared.gate.bytes() + l.moe.shared.up.bytes() + l.moe.shared.down.bytes();
+    vectors += floats_bytes(l.moe.router) + floats_bytes(l.moe.score_bias) + floats_bytes(l.moe.shared_gate);
   }
   const uint64_t embedding = weights.token_embedding.bytes();
   const bool tied = weights.lm_head.data == weights.token_embedding.data;
   const uint64_t head = weights.lm_head.bytes();
   const uint64_t embedding_row = config.vocab_size > 0 ? embedding / static_cast<uint64_t>(config.vocab_size) : 0;
-  b.resident = matrices + vectors + embedding + (tied ? 0 : head);
-  b.read_per_token = matrices + vectors + head + embedding_row;
+  b.resident = matrices + vectors + embedding + (tied ? 0 : head) + b.routed_expert_bytes;
+  b.read_outside_experts = matrices + vectors + head + embedding_row;
+  const int64_t moe_layers = b.routed_experts > 0 ? b.routed_experts / config.moe.num_experts : 0;
+  b.read_per_token = b.read_per_step(static_cast<double>(moe_layers * config.moe.routing.top_k));
   return b;
+}
+
+uint64_t WeightBytes::read_per_step(double active_experts) const {
+  if (routed_experts == 0) return read_outside_experts;
+  const double per_expert = static_cast<double>(routed_expert_bytes) / static_cast<double>(routed_experts);
+  return read_outside_experts + static_cast<uint64_t>(per_expert * active_experts);
 }
 
 CapacityPlan plan_capacity(const ModelConfig& config, uint64_t resident_weight_bytes, uint64_t memory_bytes,

@@ -23,6 +23,14 @@ uint64_t kv_cache_bytes(const ModelConfig& config, int64_t num_blocks, int64_t b
 struct WeightBytes {
   uint64_t resident = 0;        // every tensor the model holds (matrices in file dtype, 1-D tensors as f32)
   uint64_t read_per_token = 0;  // what one decode step streams: all layer matrices + LM head + one embedding row
+                                // (MoE: the routed experts of one token, top_k per MoE layer, + shared experts)
+  // MoE models (G27): what a step streams besides the routed experts, every routed expert's
+  // matrices, and how many (expert, layer) pairs hold them.
+  uint64_t read_outside_experts = 0;
+  uint64_t routed_expert_bytes = 0;
+  int64_t routed_experts = 0;
+  // What a decode step streams when it runs `active_experts` (expert, layer) pairs.
+  uint64_t read_per_step(double active_experts) const;
 };
 WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights);
 

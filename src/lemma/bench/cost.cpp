@@ -18,7 +18,16 @@ double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int
   double layer_macs = 0.0;  // multiply-adds per token
   for (const auto& l : weights.layers) {
     for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-      layer_macs += static_cast<double>(m->elements());
+      if (m->data != nullptr) layer_macs += static_cast<double>(m->elements());
+    }
+    if (!l.moe.experts.empty()) {  // MoE (G27): the router, top_k experts and the shared expert per token
+      const ExpertWeights& e = l.moe.experts.front();
+      layer_macs += static_cast<double>(l.moe.router.size()) +
+                    static_cast<double>(config.moe.routing.top_k) *
+                        static_cast<double>(e.gate.elements() + e.up.elements() + e.down.elements());
+      if (l.moe.has_shared())
+        layer_macs += static_cast<double>(l.moe.shared.gate.elements() + l.moe.shared.up.elements() +
+                                          l.moe.shared.down.elements());
     }
   }
   const double t = static_cast<double>(tokens);

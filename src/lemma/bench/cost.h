@@ -20,7 +20,8 @@ double mean_decode_context(int64_t steps, int64_t depth = 0);
 
 // FLOPs of one prefill of `tokens` tokens after `depth` cached ones, with logits for the last token
 // only: 2 x (multiply-adds of every layer matrix) per token, causal attention (QK^T and PV over
-// positions 0..p for token p), and the LM head once. Norms, RoPE and activations are not counted.
+// positions 0..p for token p), and the LM head once; a MoE layer counts its router, top_k experts and
+// shared expert per token. Norms, RoPE and activations are not counted.
 double prefill_flops(const ModelConfig& config, const ModelWeights& weights, int64_t tokens, int64_t depth = 0);
 
 }  // namespace lemma::bench

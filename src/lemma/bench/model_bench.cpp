@@ -107,6 +107,8 @@ class Runner {
       }
       trace::Scope t_step("decode_step", "step", "step", step);
       model_.forward(batch, cache_, workspace_, logits_);
+      active_experts_ += workspace_.moe.stats.active_experts;  // 0 for dense models
+      ++decode_steps_;
     }
     const double s = seconds_since(start);
     if (check) check_logits(std::span(logits_).first(static_cast<size_t>(options_.batch * per_step * vocab)), "decode");
@@ -118,6 +120,15 @@ class Runner {
   const ModelBenchOptions& options_;
   KvCache cache_;
   ForwardWorkspace workspace_;
+  int64_t active_experts_ = 0, decode_steps_ = 0;  // MoE: experts run over the decode steps since reset
+
+ public:
+  void reset_expert_count() { active_experts_ = decode_steps_ = 0; }
+  double mean_active_experts() const {
+    return decode_steps_ > 0 ? static_cast<double>(active_experts_) / static_cast<double>(decode_steps_) : 0.0;
+  }
+
+ private:
   std::vector<std::vector<int32_t>> tables_;
   std::vector<float> logits_;
   std::mt19937_64 rng_;
@@ -168,6 +179,7 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
     runner.decode(std::min<int64_t>(options.gen_tokens, 4), /*check=*/true);
     std::vector<double> seconds, bandwidth;
     if (options.read_bandwidth) bandwidth.push_back(options.read_bandwidth());
+    runner.reset_expert_count();
     for (int r = 0; r < options.reps; ++r) {
       note(test + " rep " + std::to_string(r + 1) + "/" + std::to_string(options.reps));
       seconds.push_back(runner.decode(options.gen_tokens, /*check=*/r + 1 == options.reps));
@@ -175,6 +187,7 @@ std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOpt
     }
     results.push_back(finish(test, options.batch, options.gen_tokens * options.batch * options.step_tokens, std::move(seconds)));
     results.back().bandwidth_gbps = std::move(bandwidth);
+    results.back().moe_active_experts = runner.mean_active_experts();
     // The overhead figure: one more run with tracing on (left on if --trace already had it on).
     note(test + " traced run (framework overhead)");
     const bool was_tracing = trace::enabled();

@@ -45,6 +45,9 @@ struct PhaseResult {
   Summary tokens_per_s;         // over repetitions
   StepOverhead overhead;        // tg only: from the traced run ("decode_step" ranges)
   std::vector<double> bandwidth_gbps;  // tg with read_bandwidth set: reps + 1 readings around the reps
+  // tg of a MoE model (G27): experts run per step, summed over the MoE layers, mean over the timed
+  // reps' steps (what a step streams of the experts: the routed-bytes roofline). 0 for dense models.
+  double moe_active_experts = 0.0;
 };
 
 // Called before each phase's warm-up and each repetition ("pp512 warm-up", "tg128 rep 2/3"), and

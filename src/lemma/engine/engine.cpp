@@ -250,6 +250,7 @@ StepReport Engine::step() {
   }
   report.num_sequences = ran.num_sequences;
   report.num_tokens = ran.num_tokens;
+  report.moe = std::move(ran.moe);
   trace::Scope t_update("update", "engine");
   auto beam_candidates = take_beam_candidates(ran.result);
   auto outputs = scheduler_.update(plan, std::move(ran.result));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lemma/engine/beam_search.h"
+#include "lemma/model/moe/moe_step_stats.h"
 #include "lemma/engine/request_trace.h"
 #include "lemma/model/model.h"
 #include "lemma/runtime/model_runner.h"
@@ -69,6 +70,7 @@ struct StepReport {
                                            // (the plan's NewRequestData::first_scheduled)
   int64_t num_sequences = 0;               // sequences in the step's forward (0: idle step)
   int64_t num_tokens = 0;
+  moe::MoeStepStats moe;                   // the forward's MoE routing statistics (G27); empty for dense models
 };
 
 class Engine {

@@ -66,6 +66,29 @@ void read_rope_scaling(const GgufFile& file, const Keys& keys, ModelConfig& c) {
   }
 }
 
+// llama.cpp's MoE keys (G27): <arch>.expert_count, expert_used_count, expert_feed_forward_length
+// (else feed_forward_length), expert_shared_feed_forward_length (a shared expert; gated when
+// ffn_gate_inp_shexp is there), expert_weights_norm, expert_weights_scale, expert_gating_func.
+void read_moe_keys(const GgufFile& file, const Keys& keys, const ArchSpec& arch, ModelConfig& c) {
+  const int64_t experts = keys.opt_int("expert_count").value_or(0);
+  if (experts <= 0) return;
+  MoeConfig& m = c.moe;
+  m.num_experts = experts;
+  m.routing.top_k = keys.require_int("expert_used_count");
+  m.expert_intermediate_size = keys.opt_int("expert_feed_forward_length").value_or(c.intermediate_size);
+  m.shared_intermediate_size = keys.opt_int("expert_shared_feed_forward_length").value_or(0);
+  m.shared_expert_gate = m.shared_intermediate_size > 0 && file.tensor("blk.0.ffn_gate_inp_shexp.weight") != nullptr;
+  m.routing.normalize_top_k = file.get_bool(keys.key("expert_weights_norm")).value_or(arch.gguf_moe_normalize_top_k);
+  m.routing.routed_scaling_factor = static_cast<float>(keys.opt_float("expert_weights_scale").value_or(1.0));
+  if (m.routing.routed_scaling_factor == 0.0f) m.routing.routed_scaling_factor = 1.0f;  // llama.cpp: 0 = unset
+  const int64_t gating = keys.opt_int("expert_gating_func").value_or(1);
+  if (gating != 1 && gating != 2)
+    fail<Unsupported>("{}: {} = {} is not supported (1 softmax, 2 sigmoid)", file.path(), keys.key("expert_gating_func"),
+                      gating);
+  m.routing.scoring = gating == 1 ? RouterScoring::kSoftmax : RouterScoring::kSigmoid;
+  m.first_dense_layers = keys.opt_int("leading_dense_block_count").value_or(0);
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& file) {
@@ -76,14 +99,12 @@ ModelConfig config_from_gguf(const GgufFile& file) {
     fail<Unsupported>("{}: unsupported architecture \"{}\"; supported: {}", file.path(), *arch_name,
                       supported_arch_names());
   const Keys keys(file, *arch_name);
-  if (auto experts = keys.opt_int("expert_count"); experts && *experts > 0)
-    fail<Unsupported>("{}: mixture-of-experts models ({} = {}) are not supported yet", file.path(),
-                      keys.key("expert_count"), *experts);
   ModelConfig c;
   c.arch = std::string(arch->name);
   c.hidden_size = keys.require_int("embedding_length");
   c.num_layers = keys.require_int("block_count");
-  c.intermediate_size = keys.require_int("feed_forward_length");
+  c.intermediate_size = keys.opt_int("feed_forward_length").value_or(keys.opt_int("expert_feed_forward_length").value_or(0));
+  if (c.intermediate_size == 0) keys.require_int("feed_forward_length");  // names the missing key
   c.num_heads = keys.require_int("attention.head_count");
   c.num_kv_heads = keys.opt_int("attention.head_count_kv").value_or(c.num_heads);
   c.head_dim = keys.opt_int("attention.key_length").value_or(c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
@@ -112,6 +133,7 @@ ModelConfig config_from_gguf(const GgufFile& file) {
     c.sliding_window.assign(static_cast<size_t>(c.num_layers), *window);
   c.qkv_bias = arch->qkv_bias;
   c.qk_norm = arch->qk_norm;
+  read_moe_keys(file, keys, *arch, c);
   if (auto bos = file.get_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = static_cast<int32_t>(*bos);
   if (auto eos = file.get_int("tokenizer.ggml.eos_token_id")) c.eos_token_id = static_cast<int32_t>(*eos);
   c.validate();

@@ -15,6 +15,7 @@
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/linear_inputs.h"
 #include "lemma/model/model_config.h"
+#include "lemma/model/moe/moe_layer.h"
 #include "lemma/model/rope_scaling.h"
 #include "lemma/model/thread_team.h"
 
@@ -62,6 +63,7 @@ struct ForwardWorkspace {
   // what the kernels stage per call (the AMX-INT8 panel, the AMX flash tiles), lent to the matmuls
   // and attention that thread runs. Empty for kernels that stage nothing.
   std::vector<kernels::KernelScratch> kernel_scratch;
+  moe::MoeWorkspace moe;  // the MoE layers' buffers and this forward's routing statistics (G27)
   DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
   // Empty in serving (one branch per matmul group); set by calibration tools (linear_inputs.h).
   LinearInputObserver observe_linear_input;

@@ -46,7 +46,7 @@ void release_pages(const void* data, size_t bytes) {
 }
 
 bool interleavable(const TensorView& view, const RuntimeOptions& runtime) {
-  return view.layout == RowLayout::kPlain && kernels::has_interleaved_form(view.dtype) && view.shape.rank == 2 &&
+  return view.data != nullptr && view.layout == RowLayout::kPlain && kernels::has_interleaved_form(view.dtype) && view.shape.rank == 2 &&
          view.shape[1] % kernels::format_block_values(kernels::interleaved(view.dtype)) == 0 &&
          interleaving_enabled(view.dtype, runtime);
 }
@@ -113,6 +113,11 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, con
   for (LayerWeights& layer : weights.layers) {
     folded += fold_down_order(layer, runtime, *out, release_sources);  // gate and up are then interleaved already
     for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+      interleave(*w, runtime, *out, release_sources);
+    // MoE experts (the stacked GGUF tensors' slices too: each expert's bytes are contiguous).
+    for (ExpertWeights& e : layer.moe.experts)
+      for (TensorView* w : {&e.gate, &e.up, &e.down}) interleave(*w, runtime, *out, release_sources);
+    for (TensorView* w : {&layer.moe.shared.gate, &layer.moe.shared.up, &layer.moe.shared.down})
       interleave(*w, runtime, *out, release_sources);
   }
   // A tied LM head's source is the token embedding: lookups then read rows of the interleaved copy

@@ -14,6 +14,7 @@
 #include "lemma/model/layers/rms_norm.h"
 #include "lemma/model/layers/rope.h"
 #include "lemma/model/layers/tree_keys.h"
+#include "lemma/model/moe/moe_layer.h"
 #include "lemma/model/token_tree.h"
 
 namespace lemma {
@@ -270,6 +271,20 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
 }
 
+// A MoE layer's MLP (G27): normed = ffn_norm(residual + normed), then normed = moe(normed) (the
+// routed experts over the step's tokens grouped by expert, plus the shared expert). Its matmuls are
+// planned per step (the experts' row counts change), not captured.
+void moe_block(const StepState& st, const LayerWeights& w) {
+  ForwardWorkspace& ws = st.ws;
+  const NormStep norm{"add_ffn_norm", w.ffn_norm, true};
+  trace::Scope t_norm(norm.name);
+  parallel_rows(ws.team.get(), st.num_tokens, st.config.hidden_size,
+                [&](int64_t t0, int64_t t1) { norm.run(st.config, ws, st.runtime.isa, t0, t1); });
+  t_norm.end();
+  const moe::MoeRun run{ws.team.get(), st.runtime.matmul_options(), st.runtime.isa, &ws.activations, ws.kernel_scratch};
+  moe::moe_forward(st.config, w.moe, ws.normed, st.num_tokens, ws.normed, ws.moe, run);
+}
+
 // The slot tables of the batch's token trees (layers/tree_keys.h), in ws.tree_slots, each slice of
 // a tree pointing at its TreeKeys. Reads ws.positions (the nodes' positions); a batch without
 // trees touches nothing.
@@ -324,6 +339,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   const int64_t H = c.hidden_size;
   ws.reserve(c, T, batch.num_logit_rows(), batch.max_context_length());
   ws.reserve_kernel_scratch(kernels::kernel_set(runtime_.isa).scratch_bytes());
+  ws.moe.stats.clear();
   if (T == 0) return;
 
   // Embedding lookup, positions and RoPE angles (cos/sin per row, shared by every layer); one
@@ -386,7 +402,11 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     trace::Scope t_layer("layer", "layer", "layer", l);
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
     attention_block(state, w, l, cache.layer(l), l == 0 ? NormStep{"attn_norm", w.attn_norm, false} : NormStep{"add_attn_norm", w.attn_norm, true});
-    mlp_block(state, w, l);
+    if (c.moe.is_moe_layer(l)) {
+      moe_block(state, w);
+    } else {
+      mlp_block(state, w, l);
+    }
   }
   const NormStep final_norm{"add_final_norm", weights_.final_norm, true};
   trace::Scope t_final_norm(final_norm.name);

@@ -44,6 +44,7 @@ void ModelConfig::validate() const {
                           num_layers);
   for (int64_t w : sliding_window)
     if (w < 0) fail<InvalidArgument>("model config ({}): negative sliding window {}", arch, w);
+  moe.validate(arch);
 }
 
 int64_t ModelConfig::first_attended_position(int64_t position) const {
@@ -66,6 +67,7 @@ std::string ModelConfig::summary() const {
   if (qkv_bias) s += ", qkv bias";
   if (qk_norm) s += ", q/k norm";
   if (!sliding_window.empty()) s += fmt::format(", sliding window {}", sliding_window.front());
+  s += moe.summary();
   return s;
 }
 

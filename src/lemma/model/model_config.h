@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/model/moe/moe_config.h"
 #include "lemma/model/rope_scaling.h"
 
 namespace lemma {
@@ -34,6 +35,8 @@ struct ModelConfig {
   // Keys visible to a query at position p in layer l: those at positions p' with
   // p - p' < sliding_window[l] (0 = unlimited). Empty = no sliding window anywhere.
   std::vector<int64_t> sliding_window;
+
+  MoeConfig moe;  // mixture of experts (G27); num_experts 0 = every layer a dense SwiGLU MLP
 
   std::optional<int32_t> bos_token_id;
   std::optional<int32_t> eos_token_id;

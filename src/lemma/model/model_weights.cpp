@@ -103,13 +103,18 @@ ModelWeights load_model_weights(const ModelConfig& c, WeightFormat format, const
       lw.k_norm = load.vector(WeightRole::kKNorm, l, c.head_dim);
     }
     lw.ffn_norm = load.vector(WeightRole::kFfnNorm, l, h);
-    lw.gate = load.matrix(WeightRole::kGate, l, c.intermediate_size, h);
-    lw.up = load.matrix(WeightRole::kUp, l, c.intermediate_size, h);
-    lw.down = load.matrix(WeightRole::kDown, l, h, c.intermediate_size);
+    if (c.moe.is_moe_layer(l)) {
+      lw.moe = load_moe_layer(c, format, lookup, l);
+    } else {
+      lw.gate = load.matrix(WeightRole::kGate, l, c.intermediate_size, h);
+      lw.up = load.matrix(WeightRole::kUp, l, c.intermediate_size, h);
+      lw.down = load.matrix(WeightRole::kDown, l, h, c.intermediate_size);
+    }
     lw.q_order = load.input_order(WeightRole::kQ, l, h);
     lw.k_order = load.input_order(WeightRole::kK, l, h);
     lw.v_order = load.input_order(WeightRole::kV, l, h);
     lw.o_order = load.input_order(WeightRole::kO, l, c.q_dim());
+    if (c.moe.is_moe_layer(l)) continue;
     lw.gate_order = load.input_order(WeightRole::kGate, l, h);
     lw.up_order = load.input_order(WeightRole::kUp, l, h);
     lw.down_order = load.input_order(WeightRole::kDown, l, c.intermediate_size);

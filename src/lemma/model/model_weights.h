@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lemma/model/model_config.h"
+#include "lemma/model/moe/moe_weights.h"
 #include "lemma/model/weight_names.h"
 #include "lemma/tensor/tensor_view.h"
 
@@ -25,7 +26,8 @@ struct LayerWeights {
   std::vector<float> q_bias, k_bias, v_bias;  // [q_dim], [kv_dim], [kv_dim] or empty
   std::vector<float> q_norm, k_norm;  // [head_dim] or empty
   std::vector<float> ffn_norm;        // [hidden]
-  TensorView gate, up, down;          // [ffn, hidden] x2, [hidden, ffn]
+  TensorView gate, up, down;          // [ffn, hidden] x2, [hidden, ffn]; null in MoE layers
+  MoeLayerWeights moe;                // MoE layers (ModelConfig::moe.is_moe_layer) only
   InputOrder q_order, k_order, v_order, o_order, gate_order, up_order, down_order;  // usually empty
 };
 

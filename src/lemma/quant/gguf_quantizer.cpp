@@ -121,6 +121,9 @@ std::vector<TensorPlan> plan_gguf_quantization(const GgufFile& file, const GgufQ
       plans.push_back({t.name, from, from, "1-D"});
     } else if (!std::string_view(t.name).ends_with("weight")) {
       plans.push_back({t.name, from, from, "not a weight"});
+    } else if (std::string_view(t.name).ends_with("ffn_gate_inp.weight")) {
+      // The MoE router decides which experts run: llama-quantize keeps it as stored (G27).
+      plans.push_back({t.name, from, from, "MoE router (kept, as llama-quantize)"});
     } else {
       plans.push_back(fit_to_rows(recipe_choice(t, options, t.name == output_name), t));
     }

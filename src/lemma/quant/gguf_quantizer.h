@@ -1,5 +1,6 @@
 // Quantizes a GGUF model into a GGUF file with Q8_0/Q4_0 tensors, following llama-quantize's
-// default recipe where lemma has the types: 1-D tensors and tensors not named "*weight" are kept;
+// default recipe where lemma has the types: 1-D tensors, tensors not named "*weight" and MoE routers
+// (ffn_gate_inp.weight) are kept; stacked MoE experts (ffn_*_exps, [E, rows, cols]) are quantized row by row;
 // the output matrix (token_embd when there is none) becomes Q8_0 under Q4_0 (llama.cpp picks Q6_K
 // when its row length is a multiple of 256 and Q8_0 otherwise; lemma has no Q6_K quantizer);
 // tensors whose row length is not a multiple of 32 keep their type. `--tensor-type REGEX=TYPE`

@@ -139,6 +139,7 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   }
   out.num_sequences = static_cast<int64_t>(batch_.sequences.size());
   out.num_tokens = batch_.num_tokens();
+  if (!workspace_.moe.stats.empty()) out.moe = workspace_.moe.stats;
   trace::Scope t_sample("sampling", "kernel");
   sample(plan, out);
   t_sample.end();

@@ -17,6 +17,7 @@
 #include "lemma/grammar/token_constraint.h"
 #include "lemma/model/model.h"
 #include "lemma/sampling/sampler.h"
+#include "lemma/model/moe/moe_step_stats.h"
 #include "lemma/sampling/speculative_sampling.h"
 #include "lemma/sched/step_plan.h"
 
@@ -36,6 +37,7 @@ struct RunnerOutput {
   StepResult result;                   // each sampled token with its logprob details
   int64_t num_sequences = 0;           // sequences in the forward
   int64_t num_tokens = 0;              // tokens in the forward
+  moe::MoeStepStats moe;               // routing statistics of a MoE model's forward (G27); empty otherwise
 };
 
 class ModelRunner {

@@ -62,6 +62,23 @@ class CompletionSink {
 };
 
 // Gauges and counters the engine exposes to /metrics (sampled on each scrape).
+// A histogram filled on the engine thread and rendered by /metrics: cumulative counts per upper
+// bound (Prometheus buckets; the +Inf one is `count`), with the sum. No counts: nothing observed.
+struct CumulativeHistogram {
+  std::vector<int64_t> bucket_counts;
+  double sum = 0.0;
+  int64_t count = 0;
+
+  template <size_t N>
+  void observe(const double (&bounds)[N], double value) {
+    bucket_counts.resize(N, 0);
+    for (size_t b = 0; b < N; ++b)
+      if (value <= bounds[b]) ++bucket_counts[b];
+    sum += value;
+    ++count;
+  }
+};
+
 struct EngineStats {
   int64_t requests_running = 0;
   int64_t requests_waiting = 0;
@@ -83,6 +100,10 @@ struct EngineStats {
   std::vector<int64_t> batch_size_bucket_counts;  // empty: not reported
   double batch_size_sum = 0.0;
   int64_t batch_size_count = 0;
+  // MoE models (G27), per engine step: each expert's routed tokens (mean over the MoE layers), and the
+  // load imbalance (busiest expert's tokens over the mean, worst layer). Never observed for dense models.
+  CumulativeHistogram moe_expert_tokens;   // kMoeExpertTokensBuckets
+  CumulativeHistogram moe_load_imbalance;  // kMoeLoadImbalanceBuckets
 };
 
 class EngineClient {  // thread-safe
@@ -100,5 +121,8 @@ class EngineClient {  // thread-safe
 
 // Upper bounds of the lemma_batch_size histogram (the +Inf bucket is implied).
 inline constexpr double kBatchSizeBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+// Upper bounds of lemma_moe_expert_tokens and lemma_moe_load_imbalance.
+inline constexpr double kMoeExpertTokensBuckets[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+inline constexpr double kMoeLoadImbalanceBuckets[] = {1, 1.25, 1.5, 2, 3, 4, 8, 16, 32, 64};
 
 }  // namespace lemma::server

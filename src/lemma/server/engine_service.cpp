@@ -102,13 +102,15 @@ void EngineService::loop() {
       }
       for (auto& out : engine_.abort_expired(now())) deliver(out);
       int64_t batch = 0;
+      moe::MoeStepStats moe;
       if (engine_.has_unfinished_requests()) {
         StepReport report = engine_.step();
         note_first_scheduled(report.first_scheduled);
         for (auto& out : report.outputs) deliver(out);
         batch = report.num_sequences;
+        moe = std::move(report.moe);
       }
-      publish_stats(batch);
+      publish_stats(batch, &moe);
       flush_deltas();
     } catch (const std::exception& e) {  // a bug, not bad input: fail what is live, keep serving
       log().error("engine: {}; failing every live request", e.what());
@@ -223,7 +225,7 @@ void EngineService::fail_everything(const std::string& message) {
   }
 }
 
-void EngineService::publish_stats(int64_t batch_size) {
+void EngineService::publish_stats(int64_t batch_size, const moe::MoeStepStats* moe) {
   const SchedulerStats s = engine_.scheduler().stats();
   num_waiting_.store(s.num_waiting);
   std::lock_guard lock(stats_mu_);
@@ -249,6 +251,12 @@ void EngineService::publish_stats(int64_t batch_size) {
       if (static_cast<double>(batch_size) <= kBatchSizeBuckets[b]) ++stats_.batch_size_bucket_counts[b];
     stats_.batch_size_sum += static_cast<double>(batch_size);
     ++stats_.batch_size_count;
+  }
+  if (moe && !moe->empty()) {
+    for (int64_t tokens : moe->tokens_per_expert)
+      stats_.moe_expert_tokens.observe(kMoeExpertTokensBuckets,
+                                       static_cast<double>(tokens) / static_cast<double>(moe->num_moe_layers));
+    stats_.moe_load_imbalance.observe(kMoeLoadImbalanceBuckets, moe->max_load_imbalance);
   }
 }
 

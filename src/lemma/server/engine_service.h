@@ -62,7 +62,7 @@ class EngineService final : public EngineClient {
   void deliver(EngineOutput& out);
   void flush_deltas();
   void note_first_scheduled(const std::vector<RequestId>& ids);
-  void publish_stats(int64_t batch_size);
+  void publish_stats(int64_t batch_size, const moe::MoeStepStats* moe = nullptr);
   void fail_everything(const std::string& message);
 
   const Model& model_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <initializer_list>
+#include <span>
 
 namespace lemma::server {
 
@@ -151,6 +152,20 @@ std::string Metrics::render(const EngineStats& engine) const {
   }
   out += fmt::format("lemma_batch_size_bucket{{le=\"+Inf\"}} {}\nlemma_batch_size_sum {}\nlemma_batch_size_count {}\n",
                      engine.batch_size_count, engine.batch_size_sum, engine.batch_size_count);
+  // MoE models only (G27): one observation per expert per step, one imbalance per step.
+  auto engine_histogram = [&](const char* name, const char* help, std::span<const double> bounds,
+                              const CumulativeHistogram& h) {
+    if (h.count == 0) return;
+    header(out, name, "histogram", help);
+    for (size_t i = 0; i < bounds.size(); ++i)
+      out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, fmt_bound(bounds[i]), i < h.bucket_counts.size() ? h.bucket_counts[i] : 0);
+    out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, h.count, name, h.sum, name, h.count);
+  };
+  engine_histogram("lemma_moe_expert_tokens", "Tokens routed to each expert per step (mean over the MoE layers).",
+                   kMoeExpertTokensBuckets, engine.moe_expert_tokens);
+  engine_histogram("lemma_moe_load_imbalance",
+                   "Per step, the busiest expert's tokens over the mean per expert (worst MoE layer).",
+                   kMoeLoadImbalanceBuckets, engine.moe_load_imbalance);
   return out;
 }
 

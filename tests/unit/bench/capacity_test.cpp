@@ -156,6 +156,31 @@ TEST(Capacity, WeightBytesCountEveryTensor) {
   EXPECT_EQ(b.read_per_token, 4 * (layers * per_layer + vectors + vocab * h + h));
 }
 
+// A Mixtral-style random model (4 experts of width 8, top-2, every layer MoE): resident bytes hold
+// every expert; a decode step of one token reads the top-2 experts of each layer (the routed-bytes
+// roofline), and a step that ran A (expert, layer) pairs reads A experts' bytes (G27).
+TEST(Capacity, MoeWeightBytesCountRoutedExpertsOnly) {
+  const testing::RandomModel rm = testing::make_random_moe_model(9);
+  const ModelConfig& c = rm.config;
+  const Model model = rm.build();
+  const uint64_t h = c.hidden_size, layers = c.num_layers, vocab = c.vocab_size, E = 4, W = 8;
+  const uint64_t attention = h * c.q_dim() + 2 * h * c.kv_dim() + c.q_dim() * h;
+  const uint64_t vectors = layers * 2 * h + h + layers * E * h;  // norms, final norm, f32 routers
+  const uint64_t expert = 3 * h * W;
+  const WeightBytes b = weight_bytes(model.config(), model.weights());
+  EXPECT_EQ(b.routed_experts, static_cast<int64_t>(layers * E));
+  EXPECT_EQ(b.routed_expert_bytes, 4 * layers * E * expert);
+  EXPECT_EQ(b.resident, 4 * (layers * attention + vectors + 2 * vocab * h + layers * E * expert));
+  EXPECT_EQ(b.read_outside_experts, 4 * (layers * attention + vectors + vocab * h + h));
+  EXPECT_EQ(b.read_per_token, b.read_outside_experts + 4 * layers * 2 * expert);  // top-2 per layer
+  EXPECT_EQ(b.read_per_step(3.0), b.read_outside_experts + 4 * 3 * expert);
+  // Prefill: per token the router, 2 experts and attention.
+  const double per_token = static_cast<double>(layers * (attention + E * h + 2 * expert));
+  const double attention_macs = static_cast<double>(layers) * 2 * static_cast<double>(c.q_dim()) * (1 + 2 + 3);
+  EXPECT_DOUBLE_EQ(prefill_flops(c, model.weights(), 3),
+                   2 * (per_token * 3 + attention_macs + static_cast<double>(vocab * h)));
+}
+
 TEST(Cost, DecodeBytesShareTheWeightsAcrossTheBatch) {
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(1000, 10, 5.0, 1), 1050.0);
   EXPECT_DOUBLE_EQ(decode_bytes_per_token(1000, 10, 5.0, 4), 300.0);

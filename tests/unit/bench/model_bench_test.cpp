@@ -38,6 +38,20 @@ TEST(ModelBench, ReportsPrefillAndDecodePhases) {
   EXPECT_LT(results[1].overhead.overhead_fraction(), 1.0);
 }
 
+// MoE (G27): the decode phase reports the experts its steps ran, summed over the MoE layers: top-2
+// of each layer for one sequence, between 2 and all 4 per layer for a batch of 3.
+TEST(ModelBench, MoeDecodeCountsTheExpertsItsStepsRan) {
+  const Model model = testing::make_random_moe_model(4).build();
+  const int64_t layers = model.config().num_layers;
+  const auto one = run_model_bench(model, {0, 6, 1, 1, 1, 42});
+  EXPECT_DOUBLE_EQ(one[0].moe_active_experts, static_cast<double>(2 * layers));
+  const auto three = run_model_bench(model, {0, 6, 1, 1, 3, 42});
+  EXPECT_GE(three[0].moe_active_experts, static_cast<double>(2 * layers));
+  EXPECT_LE(three[0].moe_active_experts, static_cast<double>(4 * layers));
+  const auto dense = run_model_bench(testing::make_random_model(testing::small_config(), 1).build(), {0, 3, 1, 1, 1, 42});
+  EXPECT_EQ(dense[0].moe_active_experts, 0.0);
+}
+
 TEST(ModelBench, SkipsPhasesSetToZero) {
   const Model model = testing::make_random_model(testing::small_config(), 1).build();
   const auto results = run_model_bench(model, {0, 3, 1, 1, 1, 42});

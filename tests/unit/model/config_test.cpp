@@ -202,15 +202,36 @@ TEST(ConfigFromGguf, RopeScalingKeys) {
   EXPECT_THROW(config_from_gguf(gguf_of(w3)), Unsupported);
 }
 
-TEST(ConfigFromGguf, MixtureOfExpertsIsRejected) {
+// A llama GGUF with expert keys is Mixtral (G27): renormalised top-k unless expert_weights_norm says
+// otherwise; the experts-per-token key is required and named when missing.
+TEST(ConfigFromGguf, MixtureOfExpertsKeys) {
   auto w = llama_gguf();
   w.set_scalar<uint32_t>("llama.expert_count", 8);
   try {
     config_from_gguf(gguf_of(w));
     FAIL();
-  } catch (const Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("expert_count"), std::string::npos);
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("llama.expert_used_count"), std::string::npos) << e.what();
   }
+  w.set_scalar<uint32_t>("llama.expert_used_count", 2);
+  const ModelConfig c = config_from_gguf(gguf_of(w));
+  EXPECT_EQ(c.moe.num_experts, 8);
+  EXPECT_EQ(c.moe.routing.top_k, 2);
+  EXPECT_EQ(c.moe.expert_intermediate_size, c.intermediate_size);
+  EXPECT_TRUE(c.moe.routing.normalize_top_k);
+  EXPECT_EQ(c.moe.routing.scoring, RouterScoring::kSoftmax);
+  const auto with_gating = [](uint32_t gating) {
+    auto g = llama_gguf();
+    g.set_scalar<uint32_t>("llama.expert_count", 8);
+    g.set_scalar<uint32_t>("llama.expert_used_count", 2);
+    g.set_scalar<bool>("llama.expert_weights_norm", false);
+    g.set_scalar<uint32_t>("llama.expert_gating_func", gating);
+    return g;
+  };
+  const ModelConfig sigmoid = config_from_gguf(gguf_of(with_gating(2)));
+  EXPECT_FALSE(sigmoid.moe.routing.normalize_top_k);
+  EXPECT_EQ(sigmoid.moe.routing.scoring, RouterScoring::kSigmoid);
+  EXPECT_THROW(config_from_gguf(gguf_of(with_gating(3))), Unsupported);
 }
 
 TEST(ConfigFromGguf, UnknownArchitecture) {

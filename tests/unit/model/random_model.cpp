@@ -206,4 +206,32 @@ std::vector<double> reference_forward(const RandomModel& m, const std::vector<in
   return matmul(x, T, H, head, c.vocab_size);
 }
 
+RandomModel make_random_moe_model(uint32_t seed) {
+  RandomModel m = make_random_model(small_config(), seed);
+  MoeConfig& moe = m.config.moe;
+  moe.num_experts = 4;
+  moe.expert_intermediate_size = 8;
+  moe.routing.top_k = 2;
+  moe.routing.normalize_top_k = true;
+  moe.naming = MoeTensorNaming::kMixtral;
+  std::mt19937 rng(seed + 1);
+  std::normal_distribution<float> normal(0.0f, 0.3f);
+  const int64_t h = m.config.hidden_size, E = moe.num_experts, W = moe.expert_intermediate_size;
+  const auto add = [&](const std::string& name, int64_t rows, int64_t cols) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (float& x : v) x = normal(rng);
+    (*m.tensors)[name] = std::move(v);
+    m.shapes[name] = Shape{rows, cols};
+  };
+  for (int64_t l = 0; l < m.config.num_layers; ++l) {
+    add(moe_tensor_name(WeightFormat::kHf, moe.naming, MoeTensor::kRouter, l), E, h);
+    for (int64_t e = 0; e < E; ++e) {
+      add(moe_tensor_name(WeightFormat::kHf, moe.naming, MoeTensor::kExpertGate, l, e), W, h);
+      add(moe_tensor_name(WeightFormat::kHf, moe.naming, MoeTensor::kExpertUp, l, e), W, h);
+      add(moe_tensor_name(WeightFormat::kHf, moe.naming, MoeTensor::kExpertDown, l, e), h, W);
+    }
+  }
+  return m;
+}
+
 }  // namespace lemma::testing

@@ -26,6 +26,9 @@ struct RandomModel {
 // hidden 32, ffn 48, 2 layers, 4 heads x 8 (2 kv heads), vocab 40, rope theta 10000, std 0.3.
 ModelConfig small_config();
 RandomModel make_random_model(const ModelConfig& config, uint32_t seed);
+// small_config() with a Mixtral-style MoE MLP in every layer: 4 experts of width 8, top-2 renormalised
+// (the dense MLP tensors stay in the map, unused; reference_forward does not know MoE).
+RandomModel make_random_moe_model(uint32_t seed);
 
 // [tokens.size(), vocab] logits of one sequence from positions 0.., in double.
 std::vector<double> reference_forward(const RandomModel& model, const std::vector<int32_t>& tokens);

@@ -8,14 +8,20 @@ extern const ArchSpec kLlamaArch;
 extern const ArchSpec kMistralArch;
 extern const ArchSpec kQwen2Arch;
 extern const ArchSpec kQwen3Arch;
+extern const ArchSpec kMixtralArch;
+extern const ArchSpec kQwen2MoeArch;
+extern const ArchSpec kQwen3MoeArch;
 
 namespace {
 // One line per architecture.
-const std::array<const ArchSpec*, 4> kArchitectures = {
+const std::array<const ArchSpec*, 7> kArchitectures = {
     &kLlamaArch,
     &kMistralArch,
     &kQwen2Arch,
     &kQwen3Arch,
+    &kMixtralArch,
+    &kQwen2MoeArch,
+    &kQwen3MoeArch,
 };
 }  // namespace
 

@@ -22,6 +22,9 @@ struct ArchSpec {
   RopeLayout gguf_rope_layout = RopeLayout::kInterleaved;  // layout of q/k rows in that GGUF arch
   bool qkv_bias = false;                            // q/k/v projections carry biases
   bool qk_norm = false;                             // per-head q/k RMSNorm
+  // A GGUF of this arch with <arch>.expert_count but no expert_weights_norm key renormalises its
+  // top-k weights (llama.cpp's per-arch rule: llama (Mixtral) and qwen3moe yes, qwen2moe no).
+  bool gguf_moe_normalize_top_k = false;
   // Reads the fields only this architecture has (after the common ones) and rejects values that
   // would change the math in ways lemma does not implement. May be null.
   void (*read_hf_fields)(const nlohmann::json& config_json, ModelConfig& config) = nullptr;

@@ -18,6 +18,7 @@ extern const ArchSpec kLlamaArch{
     .hf_model_types = {"llama"},
     .gguf_arch = "llama",
     .gguf_rope_layout = RopeLayout::kInterleaved,
+    .gguf_moe_normalize_top_k = true,  // Mixtral GGUFs are "llama" with expert keys
     .read_hf_fields = read_llama_fields,
 };
 

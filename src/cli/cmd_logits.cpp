@@ -1,11 +1,13 @@
 // `lemma logits`: the logits of every position of a token sequence, as JSON.
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "lemma/base/error.h"
+#include "lemma/model/lora/lora_adapter.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
 
@@ -13,7 +15,7 @@ namespace lemma::cli {
 
 namespace {
 struct LogitsOptions {
-  std::string model, ids;
+  std::string model, ids, lora;
 };
 }  // namespace
 
@@ -22,13 +24,16 @@ void register_logits(CLI::App& app) {
   auto* sub = app.add_subcommand("logits", "Print the logits of every position as a JSON array of arrays");
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
+  sub->add_option("--lora", opts->lora, "A PEFT LoRA adapter directory to apply (adapter_config.json + adapter_model.safetensors)");
   bind(sub, [opts] {
     const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
     const int64_t vocab = model.config().vocab_size;
     const int64_t n = static_cast<int64_t>(ids.size());
-    const std::vector<float> logits = sequence_logits(model, ids);
+    std::optional<LoraAdapter> lora;
+    if (!opts->lora.empty()) lora.emplace(load_lora_adapter(opts->lora, model.config()));
+    const std::vector<float> logits = sequence_logits(model, ids, 1, KvDtype::kF32, lora ? &*lora : nullptr);
     // Print row by row: a long sequence's JSON can be large, so avoid building it whole.
     std::printf("[");
     for (int64_t row = 0; row < n; ++row) {

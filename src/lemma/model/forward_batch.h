@@ -9,6 +9,8 @@
 
 namespace lemma {
 
+struct LoraAdapter;  // model/lora/lora_adapter.h
+
 enum class LogitsRequest {
   kNone,  // no logits (e.g. a prefill chunk that is not the last)
   kLast,  // logits of the last new token only (generation)
@@ -29,6 +31,9 @@ struct SequenceInput {
   // depth 0) and it attends to the cached tokens plus its ancestors and itself, seen in depth order:
   // its logits are the bits the same path run as a chain would give (model/token_tree.h).
   std::span<const int32_t> tree_parents = {};
+  // The LoRA adapter this sequence runs on (G29), or null for the base model. Sequences of one batch
+  // may use different adapters; the caller keeps the adapter alive during forward().
+  const LoraAdapter* lora = nullptr;
 
   bool is_tree() const { return !tree_parents.empty(); }
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "lemma/sched/stop_conditions.h"
 
 namespace lemma {
+
+struct LoraAdapter;  // model/lora/lora_adapter.h: carried, never read, by the scheduler
 
 using RequestId = uint64_t;
 
@@ -23,6 +26,10 @@ struct RequestOptions {
   double deadline = 0.0;              // seconds on the engine's clock; <= 0: none (see abort_expired)
   int32_t priority = 0;               // lower runs first under the priority policy
   std::vector<uint64_t> extra_keys;   // prefix-cache namespace: adapter id, model id, cache salt
+  // The LoRA adapter the request runs on (G29), or null for the base model. Holding it keeps its
+  // weights alive until the request ends, even when the adapter is unloaded meanwhile. The Engine
+  // adds its identity to extra_keys, so prefix-cache hits never cross adapters.
+  std::shared_ptr<const LoraAdapter> lora = {};
 };
 
 class Request {

@@ -25,6 +25,7 @@ struct NewRequestData {
   int64_t num_computed_tokens = 0;    // tokens whose K/V is in the cache already (prefix hit, swap)
   std::vector<BlockId> block_table;   // device blocks covering the tokens granted this step
   SamplingParams sampling;
+  std::shared_ptr<const LoraAdapter> lora = {};  // its adapter (G29), or null
 };
 
 // A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies),

@@ -53,6 +53,10 @@ struct LoraAdapter {
   double scaling(int64_t matrix_rank) const;
 };
 
+// The prefix-cache extra key of an adapter (unique per load, so a reloaded adapter of the same
+// name never reuses the K/V of the weights it replaced).
+inline uint64_t lora_prefix_key(const LoraAdapter& adapter) { return 0x4c6f5241000000ull ^ (adapter.id << 8); }
+
 struct LoraLoadOptions {
   int64_t max_rank = 0;  // > 0: a rank above it is refused (InvalidArgument naming both)
 };

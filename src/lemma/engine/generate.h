@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct GenerationOptions {
   int num_threads = 1;                  // threads per forward (results do not depend on it)
   KvDtype kv_dtype = KvDtype::kF32;     // KV cache element type (G23)
   spec::SpeculativeOptions speculative;  // drafts verified in the forward (fewer steps, same outputs)
+  std::shared_ptr<const LoraAdapter> lora = {};  // the LoRA adapter to run on (G29), or null
 };
 
 struct GenerationTimings {

@@ -46,6 +46,7 @@ CompletionRequest CompletionCall::engine_request() const {
   r.stop_token_ids = request_.stop_token_ids;
   r.ignore_eos = request_.ignore_eos;
   r.timeout = timeout_;
+  r.lora = lora_;
   return r;
 }
 

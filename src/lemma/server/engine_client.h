@@ -16,6 +16,10 @@
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
 
+namespace lemma {
+struct LoraAdapter;  // model/lora/lora_adapter.h
+}
+
 namespace lemma::server {
 
 // One request as the engine sees it: already validated and tokenised by the server.
@@ -30,6 +34,7 @@ struct CompletionRequest {
   std::vector<int32_t> stop_token_ids;  // end a choice like EOS (the token counts in usage)
   bool ignore_eos = false;            // keep going past the model's end-of-generation ids
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
+  std::shared_ptr<const LoraAdapter> lora = {};  // the adapter the request's `model` names (G29), or null
 };
 
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and

@@ -138,6 +138,7 @@ void EngineService::admit(Submission& s) {
     o.stop.stop_token_ids.insert(o.stop.stop_token_ids.end(), config_.end_of_generation_ids.begin(),
                                  config_.end_of_generation_ids.end());
   o.arrival_time = s.arrival;
+  o.lora = r.lora;
   // A backstop: the server ends a call at its own deadline first and cancels it here.
   if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
   const RequestId first = next_id_;

@@ -54,9 +54,9 @@ TEST_F(LoraPoolTest, EvictsLeastRecentlyUsedAndReloads) {
   const LoraAdapter fresh = load_lora_adapter(dir("lora-b"), config_);
   const auto* m = b->find(1, LoraTarget::kDown);
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(std::vector<float>(m->b.as<float>(), m->b.as<float>() + m->b.elements()),
-            std::vector<float>(fresh.find(1, LoraTarget::kDown)->b.as<float>(),
-                               fresh.find(1, LoraTarget::kDown)->b.as<float>() + m->b.elements()));
+  EXPECT_EQ(std::vector<float>(m->bt.as<float>(), m->bt.as<float>() + m->bt.elements()),
+            std::vector<float>(fresh.find(1, LoraTarget::kDown)->bt.as<float>(),
+                               fresh.find(1, LoraTarget::kDown)->bt.as<float>() + m->bt.elements()));
 }
 
 TEST_F(LoraPoolTest, AdaptersInUseAreNeverEvicted) {

@@ -35,9 +35,9 @@ void check_lora_fits(const LoraAdapter& a, const ModelConfig& c, size_t s) {
   const int64_t out[] = {cc.q_dim(), cc.kv_dim(), cc.kv_dim(), cc.hidden_size, cc.intermediate_size, cc.intermediate_size, cc.hidden_size};
   for (const auto& layer : a.layers)
     for (size_t t = 0; t < kNumLoraTargets; ++t)
-      if (layer[t] && (layer[t]->a.shape[1] != in[t] || layer[t]->b.shape[0] != out[t]))
+      if (layer[t] && (layer[t]->a.shape[1] != in[t] || layer[t]->out_features() != out[t]))
         fail<InvalidArgument>("forward: sequence {}: LoRA adapter '{}' does not fit this model's {} ({} x {}, the model's {} x {})",
-                              s, a.name, lora_target_name(static_cast<LoraTarget>(t)), layer[t]->b.shape[0],
+                              s, a.name, lora_target_name(static_cast<LoraTarget>(t)), layer[t]->out_features(),
                               layer[t]->a.shape[1], out[t], in[t]);
 }
 

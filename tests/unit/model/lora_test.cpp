@@ -103,14 +103,18 @@ TEST(LoraAdapter, LoadsAndScales) {
   EXPECT_DOUBLE_EQ(a.scaling(4), 2.0);
   ASSERT_NE(a.find(1, LoraTarget::kDown), nullptr);
   EXPECT_EQ(a.find(1, LoraTarget::kK), nullptr);
-  // B is stored times the scaling (alpha / r = 2); A as given.
+  // B is stored transposed, times the scaling (alpha / r = 2); A as given.
   const LoraMatrices& q0 = *a.find(0, LoraTarget::kQ);
-  for (int64_t i = 0; i < q0.b.elements(); ++i) EXPECT_EQ(q0.b.as<float>()[i], 2.0f * tensors[1].values[static_cast<size_t>(i)]);
+  const int64_t out = c.q_dim();
+  ASSERT_EQ(q0.bt.shape, (Shape{4, out}));
+  for (int64_t i = 0; i < out; ++i)
+    for (int64_t r = 0; r < 4; ++r)
+      EXPECT_EQ(q0.bt.as<float>()[r * out + i], 2.0f * tensors[1].values[static_cast<size_t>(i * 4 + r)]);
   for (int64_t i = 0; i < q0.a.elements(); ++i) EXPECT_EQ(q0.a.as<float>()[i], tensors[0].values[static_cast<size_t>(i)]);
 
   const LoraAdapter rs = load_lora_adapter(write_adapter("rslora", peft_config(4, 8, {"q_proj", "down_proj"}, true), tensors), c);
   EXPECT_DOUBLE_EQ(rs.scaling(4), 4.0);  // 8 / sqrt(4)
-  EXPECT_EQ(rs.find(0, LoraTarget::kQ)->b.as<float>()[0], 4.0f * tensors[1].values[0]);
+  EXPECT_EQ(rs.find(0, LoraTarget::kQ)->bt.as<float>()[0], 4.0f * tensors[1].values[0]);
 }
 
 TEST(LoraAdapter, BadFilesNameTheProblem) {
@@ -185,7 +189,7 @@ TEST(LoraDelta, MatchesPlainLoopsOnEveryIsaAndThreadCount) {
         for (int64_t r = 0; r < m->rank; ++r)
           for (int64_t k = 0; k < K; ++k) s[static_cast<size_t>(r)] += double(x[static_cast<size_t>(row * K + k)]) * m->a.as<float>()[r * K + k];
         for (int64_t j = 0; j < n; ++j)
-          for (int64_t r = 0; r < m->rank; ++r) (*want)[static_cast<size_t>(row * n + j)] += s[static_cast<size_t>(r)] * m->b.as<float>()[j * m->rank + r];
+          for (int64_t r = 0; r < m->rank; ++r) (*want)[static_cast<size_t>(row * n + j)] += s[static_cast<size_t>(r)] * m->bt.as<float>()[r * n + j];
       }
     }
   for (const kernels::Isa isa : kernels::available_isas()) {

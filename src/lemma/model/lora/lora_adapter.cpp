@@ -233,14 +233,16 @@ LoraAdapter load_lora_adapter(const std::filesystem::path& dir, const ModelConfi
       fail<InvalidArgument>("{}: layer {} {} has rank {}, above the limit of {} (--max-lora-rank)", dir.string(),
                             key.first, module, rank, options.max_rank);
     std::vector<float>& a = adapter.storage.emplace_back(quant::tensor_to_f32(ab[0]->view));
-    std::vector<float>& b = adapter.storage.emplace_back(quant::tensor_to_f32(ab[1]->view));
-    const auto scale = static_cast<float>(adapter.scaling(rank));
-    for (float& v : b) v *= scale;
+    std::vector<float> b = quant::tensor_to_f32(ab[1]->view);
     if (config.rope.layout == RopeLayout::kInterleaved && (target == LoraTarget::kQ || target == LoraTarget::kK))
       permute_rows_for_interleaved_rope(b, target == LoraTarget::kQ ? config.num_heads : config.num_kv_heads,
                                         config.head_dim, rank);
+    std::vector<float>& bt = adapter.storage.emplace_back(static_cast<size_t>(out * rank));
+    const auto scale = static_cast<float>(adapter.scaling(rank));
+    for (int64_t i = 0; i < out; ++i)
+      for (int64_t r = 0; r < rank; ++r) bt[static_cast<size_t>(r * out + i)] = scale * b[static_cast<size_t>(i * rank + r)];
     adapter.layers[static_cast<size_t>(key.first)][static_cast<size_t>(key.second)] =
-        LoraMatrices{f32_view(a, rank, in), f32_view(b, out, rank), rank};
+        LoraMatrices{f32_view(a, rank, in), f32_view(bt, rank, out), rank};
     adapter.rank = std::max(adapter.rank, rank);
   }
   adapter.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

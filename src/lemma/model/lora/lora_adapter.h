@@ -1,6 +1,6 @@
 // LoraAdapter: one PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) loaded for a
-// model: per layer and projection the down matrix A [r, in] and the up matrix B [out, r] in f32, B
-// already multiplied by the scaling (lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA), so that
+// model: per layer and projection the down matrix A [r, in] and the up matrix B (transposed, [r, out])
+// in f32, B already multiplied by the scaling (lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA), so that
 // y = x . W^T + (x . A^T) . B^T. Immutable after load; thread-safe to read; shared by shared_ptr
 // between the pool that holds it and the requests that run on it (unloading never frees weights a
 // running request still reads).
@@ -24,11 +24,13 @@ inline constexpr size_t kNumLoraTargets = 7;
 const char* lora_target_name(LoraTarget target);  // "q_proj", ...
 std::optional<LoraTarget> lora_target_from_name(const std::string& module);
 
-// One adapted linear: [rank, in] and [out, rank] f32 views into the adapter's storage.
+// One adapted linear: f32 views into the adapter's storage. B is kept transposed so that the
+// expand adds rank contiguous rows into each output row (lora_delta.h).
 struct LoraMatrices {
-  TensorView a;  // lora_A: [rank, in]
-  TensorView b;  // lora_B * scaling: [out, rank]
+  TensorView a;   // lora_A: [rank, in]
+  TensorView bt;  // (lora_B * scaling)^T: [rank, out]
   int64_t rank = 0;
+  int64_t out_features() const { return bt.shape[1]; }
 };
 
 struct LoraAdapter {

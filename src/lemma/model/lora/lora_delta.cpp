@@ -8,9 +8,10 @@ namespace lemma {
 
 namespace {
 
-// Output columns per expand tile: a multiple of 16 (the f32 kernels' register tiles), small enough
-// that a decode step's few rows still give every thread several tiles.
+// Output columns per expand tile: its [rank, 256] slice of Bt (16 KiB at rank 16) stays in L1
+// across the segment's rows, and a decode step's few rows still give every thread several tiles.
 constexpr int64_t kExpandColumns = 256;
+constexpr int64_t kBlock = 16;  // outputs accumulated in registers at once
 
 }  // namespace
 
@@ -21,15 +22,13 @@ void add_lora_deltas(int64_t layer, std::span<const float> x, int64_t K, std::sp
   tasks.clear();
   chunks.clear();
   size_t shrunk_size = 0;
-  int64_t max_rows = 0;
   for (const LoraSegment& seg : segments) {
     for (const LoraOutput& out : outputs) {
       const LoraMatrices* m = seg.adapter->find(layer, out.target);
       if (m == nullptr || seg.rows == 0) continue;
-      const int64_t n = m->b.shape[0];
+      const int64_t n = m->out_features();
       tasks.push_back({seg.row0, seg.rows, m, out.y.data(), n, shrunk_size});
       shrunk_size += static_cast<size_t>(seg.rows * m->rank);
-      max_rows = std::max(max_rows, seg.rows);
       for (int64_t n0 = 0; n0 < n; n0 += kExpandColumns) chunks.push_back({tasks.size() - 1, n0, std::min(n, n0 + kExpandColumns)});
     }
   }
@@ -52,26 +51,36 @@ void add_lora_deltas(int64_t layer, std::span<const float> x, int64_t K, std::sp
     shrink(0, num_tasks);
   }
 
-  // Expand: [rows, rank] . B[n0:n1]^T into the worker's buffer, then added into y's columns n0..n1.
-  const size_t workers = team != nullptr ? static_cast<size_t>(team->size()) : 1;
-  if (scratch.per_worker.size() < workers) scratch.per_worker.resize(workers);
-  for (size_t w = 0; w < workers; ++w)
-    if (scratch.per_worker[w].size() < static_cast<size_t>(max_rows * kExpandColumns))
-      scratch.per_worker[w].resize(static_cast<size_t>(max_rows * kExpandColumns));
-  const auto expand = [&](int64_t c0, int64_t c1, int worker) {
-    float* buffer = scratch.per_worker[static_cast<size_t>(worker)].data();
+  // Expand: y[row, n0:n1] += sum_r shrunk[row, r] * Bt[r, n0:n1], r in order (each element's sum
+  // runs the same way whatever the batch, the chunking or the thread: batch invariant). Rank-long
+  // dot products make poor matmul kernels (K = 16 runs at a tenth of their speed); these are
+  // contiguous multiply-adds over a chunk of Bt that stays in L1 for every row of the segment.
+  const auto expand = [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const auto& chunk = chunks[static_cast<size_t>(c)];
       const auto& task = tasks[chunk.task];
       const int64_t rank = task.matrices->rank, width = chunk.n1 - chunk.n0;
-      TensorView b_rows = task.matrices->b;  // rows n0..n1 of B (the kernels are invariant to splitting N)
-      b_rows.data = task.matrices->b.as<float>() + chunk.n0 * rank;
-      b_rows.shape = Shape{width, rank};
-      kernels::matmul(scratch.shrunk.data() + task.shrunk, rank, task.rows, b_rows, buffer, width, nullptr, options);
-      for (int64_t r = 0; r < task.rows; ++r) {
-        float* y = task.y + (task.row0 + r) * task.n + chunk.n0;
-        const float* d = buffer + r * width;
-        for (int64_t j = 0; j < width; ++j) y[j] += d[j];
+      const float* bt = task.matrices->bt.as<float>() + chunk.n0;
+      for (int64_t row = 0; row < task.rows; ++row) {
+        float* y = task.y + (task.row0 + row) * task.n + chunk.n0;
+        const float* s = scratch.shrunk.data() + task.shrunk + static_cast<size_t>(row * rank);
+        // 16 outputs at a time held in registers across the rank (the compiler vectorises acc).
+        int64_t j = 0;
+        for (; j + kBlock <= width; j += kBlock) {
+          float acc[kBlock];
+          for (int64_t k = 0; k < kBlock; ++k) acc[k] = y[j + k];
+          for (int64_t r = 0; r < rank; ++r) {
+            const float sr = s[r];
+            const float* b = bt + r * task.n + j;
+            for (int64_t k = 0; k < kBlock; ++k) acc[k] += sr * b[k];
+          }
+          for (int64_t k = 0; k < kBlock; ++k) y[j + k] = acc[k];
+        }
+        for (; j < width; ++j) {
+          float acc = y[j];
+          for (int64_t r = 0; r < rank; ++r) acc += s[r] * bt[r * task.n + j];
+          y[j] = acc;
+        }
       }
     }
   };
@@ -79,7 +88,7 @@ void add_lora_deltas(int64_t layer, std::span<const float> x, int64_t K, std::sp
   if (team != nullptr) {
     team->parallel_tiles(num_chunks, 1, expand);
   } else {
-    expand(0, num_chunks, 0);
+    expand(0, num_chunks);
   }
 }
 

@@ -45,8 +45,7 @@ struct LoraScratch {
   };
   std::vector<Task> tasks;
   std::vector<Chunk> chunks;
-  std::vector<float> shrunk;                  // x_seg . A^T of every task
-  std::vector<std::vector<float>> per_worker;  // an expand chunk's [rows, n1 - n0] before it is added
+  std::vector<float> shrunk;  // x_seg . A^T of every task
 };
 
 // y_i[rows of each segment] += (x[rows] . A^T) . B^T for every output whose target the segment's

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
+#include "lemma/model/lora/lora_adapter.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
 #include "lemma/bench/cost.h"
@@ -46,6 +47,7 @@ struct ModelFlags {
   std::string model, load = "lazy", kv_cache_dtype = "auto";
   int threads = 0;
   int64_t pp = 512, tg = 128, batch = 1, depth = 0, step_tokens = 1;
+  std::vector<std::string> lora_dirs;  // G29: sequence b decodes on adapter b mod count
   int reps = 3;
   double bandwidth_gbps = 0.0, peak_gflops = 0.0;  // 0 = measure
   int64_t buffer_mib = 1024;
@@ -205,6 +207,15 @@ int run_model(const ModelFlags& flags) {
   options.kv_dtype = kv_dtype;
   options.depth = flags.depth;
   options.step_tokens = flags.step_tokens;
+  std::vector<LoraAdapter> loras;
+  loras.reserve(flags.lora_dirs.size());
+  for (const std::string& dir : flags.lora_dirs) {
+    loras.push_back(load_lora_adapter(dir, c));
+    options.loras.push_back(&loras.back());
+    if (!flags.json)
+      std::printf("lora: %s, rank %lld, %.1f MiB, loaded in %.1f ms\n", dir.c_str(), static_cast<long long>(loras.back().rank),
+                  static_cast<double>(loras.back().bytes()) / (1 << 20), loras.back().load_seconds * 1e3);
+  }
   const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
   // Decode is held against bandwidth read around each of its repetitions (decode_roofline.h).
   if (measured) options.read_bandwidth = [&] { return measure_bandwidth(threads, flags.buffer_mib).best_gbps; };
@@ -238,6 +249,7 @@ int run_model(const ModelFlags& flags) {
                           {"tokens_per_s", r.tokens_per_s.mean}, {"stddev", r.tokens_per_s.stddev},
                           {"reps", r.tokens_per_s.count}, {"isa", kernels::isa_name(runtime_options().isa)},
                           {"kernel", kernel}, {"roofline_tokens_per_s", roofline_tps}, {"roofline_fraction", fraction}};
+      if (!loras.empty()) j["lora_adapters"] = loras.size();
       if (decode) {
         j["bytes_per_token"] = bytes_per_token;
         if (r.moe_active_experts > 0) j["moe_active_experts_per_step"] = r.moe_active_experts;
@@ -348,6 +360,7 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
   app->add_option("--peak-gflops", flags.peak_gflops, "Peak GFLOP/s (default: measure it)");
   app->add_option("--buffer-mib", flags.buffer_mib, "Bandwidth buffer size when measuring")->capture_default_str();
   app->add_option("--load", flags.load, "lazy | prefault | copy")->capture_default_str();
+  app->add_option("--lora", flags.lora_dirs, "LoRA adapter directories: sequence b runs on adapter b mod their count");
   app->add_flag("--json", flags.json, "One JSON object per test and line");
   add_kv_cache_dtype_option(app, flags.kv_cache_dtype);
   return model;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/lora_option.h"
 #include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
@@ -23,6 +24,7 @@ struct ChatOptions {
   std::string model, chat_template_file;
   std::optional<std::string> system;
   SamplingFlags sampling;
+  LoraFlags lora;
 };
 
 std::string assistant_reply(const Model& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
@@ -52,6 +54,7 @@ void register_chat(CLI::App& app) {
   sub->add_option("--chat-template", opts->chat_template_file, "Jinja template file (default: the model's, else ChatML)");
   sub->add_option("--system", opts->system, "System message");
   opts->sampling.add_to(sub);
+  opts->lora.add_to(sub, /*select=*/true);
   bind(sub, [opts] {
     const Model model = Model::open(opts->model, parse_load_mode(opts->sampling.load), runtime_options());
     const auto source = open_model_source(opts->model);
@@ -69,6 +72,7 @@ void register_chat(CLI::App& app) {
     const auto tokens = special_token_texts(source, &tokenizer);
     GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
+    options.lora = opts->lora.selected(model.config());
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     const auto reset = [&] {

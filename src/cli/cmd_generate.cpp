@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli/lora_option.h"
 #include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
@@ -20,6 +21,7 @@ struct GenerateOptions {
   bool json = false;
   SamplingFlags sampling;
   BeamFlags beam;
+  LoraFlags lora;
 };
 
 std::string decode_continuation(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
@@ -56,6 +58,7 @@ void register_generate(CLI::App& app) {
                 "(with --beams also cumulative_logprob, score and beams: every hypothesis, best first)");
   opts->sampling.add_to(sub);
   opts->beam.add_to(sub);
+  opts->lora.add_to(sub, /*select=*/true);
   bind(sub, [opts] {
     if (!opts->prompt && !opts->prompt_ids) fail<InvalidArgument>("generate: give --prompt or --prompt-ids");
     const LoadMode mode = parse_load_mode(opts->sampling.load);
@@ -71,6 +74,7 @@ void register_generate(CLI::App& app) {
     GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
     opts->beam.apply(options);
+    options.lora = opts->lora.selected(model.config());
 
     StreamingDetokenizer detokenizer(tokenizer, /*skip_special=*/true);
     detokenizer.prime(prompt);

@@ -1,12 +1,14 @@
 // `lemma logits`: the logits of every position of a token sequence, as JSON; with attention sinks
 // (G10) those of streaming it one token per step, as the sinks reference does.
 #include <cstdio>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/runtime_flags.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "lemma/base/error.h"
+#include "lemma/model/lora/lora_adapter.h"
 #include "lemma/model/model.h"
 #include "lemma/model/sequence_logits.h"
 #include "lemma/model/streaming_logits.h"
@@ -18,6 +20,7 @@ namespace {
 struct LogitsOptions {
   std::string model, ids;
   StreamingFlags streaming;
+  std::string model, ids, lora;
 };
 }  // namespace
 
@@ -27,6 +30,7 @@ void register_logits(CLI::App& app) {
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
   opts->streaming.add_to(sub);  // then: the logits of streaming the ids one token per step
+  sub->add_option("--lora", opts->lora, "A PEFT LoRA adapter directory to apply (adapter_config.json + adapter_model.safetensors)");
   bind(sub, [opts] {
     const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
     const auto ids = parse_id_list(opts->ids, "--ids");
@@ -34,8 +38,11 @@ void register_logits(CLI::App& app) {
     const int64_t vocab = model.config().vocab_size;
     const int64_t n = static_cast<int64_t>(ids.size());
     const StreamingWindow streaming = opts->streaming.to_window();
+    std::optional<LoraAdapter> lora;
+    if (!opts->lora.empty()) lora.emplace(load_lora_adapter(opts->lora, model.config()));
+    if (lora && streaming.enabled()) fail<InvalidArgument>("logits: --lora together with --attention-sinks is not supported");
     const std::vector<float> logits = streaming.enabled() ? streaming_sequence_logits(model, ids, streaming).logits
-                                                          : sequence_logits(model, ids);
+                                                          : sequence_logits(model, ids, 1, KvDtype::kF32, lora ? &*lora : nullptr);
     // Print row by row: a long sequence's JSON can be large, so avoid building it whole.
     std::printf("[");
     for (int64_t row = 0; row < n; ++row) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/lora_option.h"
 #include "cli/speculative_option.h"
 #include "cli/streaming_option.h"
 #include "cli/runtime_flags.h"
@@ -34,6 +35,7 @@ struct ServeOptions {
   std::string kv_cache_dtype = "auto";
   SpeculativeFlags speculative;
   StreamingFlags streaming;  // the default of requests that give no attention_sinks / streaming_window
+  LoraFlags lora;
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -151,6 +153,11 @@ int serve(const ServeOptions& o) {
   config.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
   config.max_connections = server::resolve_max_connections(static_cast<size_t>(o.max_connections));
   config.allow_special_tokens_in_content = o.allow_special_tokens_in_content;
+  config.lora_pool = o.lora.make_pool(model.config());  // start-time modules load (and are checked) here
+  if (config.lora_pool)
+    for (const LoraModuleInfo& m : config.lora_pool->list())
+      std::fprintf(stderr, "lemma serve: LoRA adapter '%s' (rank %lld) from %s\n", m.name.c_str(),
+                   static_cast<long long>(m.rank), m.path.string().c_str());
   std::fprintf(stderr,
                "lemma serve: model '%s' on http://%s:%d (max_model_len %lld, KV %d blocks x %d tokens %s, "
                "max_num_seqs %d, token budget %lld, %d threads, %zu connections at most)\n",
@@ -185,6 +192,7 @@ void register_serve(CLI::App& app) {
   add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
   o->speculative.add_to(sub);
   o->streaming.add_to(sub);
+  o->lora.add_to(sub, /*select=*/false);
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens at most (default: the model's)");
   sub->add_option("--max-request-bytes", o->max_request_bytes, "Larger request bodies get 413")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting, "Queued requests at most; beyond it 429 with Retry-After")

@@ -35,6 +35,9 @@ struct ModelBenchOptions {
   // When set, read before the first timed tg repetition and after each one (see decode_roofline.h);
   // returns GB/s. Not timed.
   std::function<double()> read_bandwidth = nullptr;
+  // LoRA adapters (G29): sequence b runs on loras[b % size] in every test (the prefill's is
+  // loras[0]); empty: the base model.
+  std::vector<const LoraAdapter*> loras = {};
 };
 
 struct PhaseResult {

@@ -5,6 +5,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
+#include "lemma/model/lora/lora_adapter.h"
 #include "lemma/spec/jump_forward.h"
 
 namespace lemma {
@@ -101,6 +102,9 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
   validate_streaming(model_.config(), options, id);
+  // Prefix-cache blocks computed with an adapter hold that adapter's K/V: its identity joins the
+  // keys (every choice and beam copies these options), so a hit never crosses adapters.
+  if (options.lora) options.extra_keys.push_back(lora_prefix_key(*options.lora));
   if (id >= kFirstBeamSequence || static_cast<RequestId>(n) > kFirstBeamSequence - id)
     fail<InvalidArgument>("request {}: ids from {} are the engine's own (beam sequences)", id, kFirstBeamSequence);
   for (int i = 0; i < n; ++i)  // checked first, so a refused request queues nothing

@@ -77,6 +77,7 @@ GenerationResult generate(const Model& model, std::span<const int32_t> prompt, c
   request.stop.eos_token_id = config.eos_token_id.value_or(-1);
   request.stop.ignore_eos = options.ignore_eos;
   request.streaming = options.streaming;
+  request.lora = options.lora;
   const bool beam = options.sampling.beam_search.has_value();
   // Beam search returns every hypothesis it keeps (choice i: the i-th best).
   const int n = beam ? options.sampling.beam_search->width : 1;

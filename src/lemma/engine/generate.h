@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct GenerationOptions {
   // StreamingWindow::max_live_blocks blocks and the prompt is prefilled W tokens per step, so
   // prompt + max_tokens may pass the model's context. Not with speculation or beam search.
   StreamingWindow streaming = {};
+  std::shared_ptr<const LoraAdapter> lora = {};  // the LoRA adapter to run on (G29), or null
 };
 
 struct GenerationTimings {

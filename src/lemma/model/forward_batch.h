@@ -11,6 +11,8 @@
 
 namespace lemma {
 
+struct LoraAdapter;  // model/lora/lora_adapter.h
+
 enum class LogitsRequest {
   kNone,  // no logits (e.g. a prefill chunk that is not the last)
   kLast,  // logits of the last new token only (generation)
@@ -38,6 +40,9 @@ struct SequenceInput {
   // [num_sinks, streaming.dead_end(num_cached)) are not read (may be -1). Not with a token tree, a
   // model with sliding-window layers or dynamic-NTK RoPE (InvalidArgument).
   StreamingWindow streaming = {};
+  // The LoRA adapter this sequence runs on (G29), or null for the base model. Sequences of one batch
+  // may use different adapters; the caller keeps the adapter alive during forward().
+  const LoraAdapter* lora = nullptr;
 
   bool is_tree() const { return !tree_parents.empty(); }
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

@@ -14,6 +14,7 @@
 #include "lemma/model/layers/linear.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/linear_inputs.h"
+#include "lemma/model/lora/lora_delta.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/moe/moe_layer.h"
 #include "lemma/model/rope_scaling.h"
@@ -57,6 +58,10 @@ struct ForwardWorkspace {
   std::vector<RopeFrequencies> dynamic_rope;  // dynamic-NTK tables of this step
   std::vector<layers::TreeKeys> trees;  // one per token-tree sequence (slices point at them)
   std::vector<int32_t> tree_slots;      // their slot tables (layers/tree_keys.h)
+  std::vector<LoraSegment> lora_segments;  // this step's token rows per adapter (G29)
+  std::vector<const LoraAdapter*> lora_adapters;  // per sequence (scratch for building the segments)
+  std::vector<int64_t> lora_tokens;                // per sequence
+  LoraScratch lora_scratch;
   layers::LinearScratch activations;  // the matmuls' prepared inputs (int8/bf16 x, gathered x)
   std::unique_ptr<ThreadTeam> team;
   // One per team thread, indexed by the worker index ThreadTeam passes to a range (0 = the caller):

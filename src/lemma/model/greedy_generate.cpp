@@ -12,7 +12,8 @@ int32_t greedy_token(std::span<const float> logits) {
 }
 
 std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t> prompt, int64_t num_new,
-                                     std::optional<int32_t> stop_token, int num_threads) {
+                                     std::optional<int32_t> stop_token, int num_threads,
+                                     const LoraAdapter* lora) {
   if (prompt.empty()) fail<InvalidArgument>("generate_greedy: empty prompt");
   constexpr int64_t kBlockSize = 16;
   const int64_t total = static_cast<int64_t>(prompt.size()) + num_new;
@@ -24,7 +25,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
   out.reserve(static_cast<size_t>(num_new));
 
   ForwardBatch batch;
-  batch.sequences.push_back({prompt, 0, table, LogitsRequest::kLast});
+  batch.sequences.push_back({prompt, 0, table, LogitsRequest::kLast, {}, lora});
   int32_t next = 0;
   for (int64_t step = 0; step < num_new; ++step) {
     model.forward(batch, cache, workspace, logits);
@@ -32,7 +33,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
     out.push_back(next);
     if (stop_token && next == *stop_token) break;
     batch.sequences[0] = {std::span<const int32_t>(&next, 1),
-                          static_cast<int64_t>(prompt.size()) + step, table, LogitsRequest::kLast};
+                          static_cast<int64_t>(prompt.size()) + step, table, LogitsRequest::kLast, {}, lora};
   }
   return out;
 }

@@ -17,8 +17,10 @@ namespace lemma {
 int32_t greedy_token(std::span<const float> logits);
 
 // Returns the `num_new` generated ids (the prompt is not repeated). Stops early after
-// `stop_token` when given. Throws InvalidArgument for an empty prompt.
+// `stop_token` when given; on the LoRA adapter `lora` when given (G29). Throws InvalidArgument for
+// an empty prompt.
 std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t> prompt, int64_t num_new,
-                                     std::optional<int32_t> stop_token = std::nullopt, int num_threads = 1);
+                                     std::optional<int32_t> stop_token = std::nullopt, int num_threads = 1,
+                                     const LoraAdapter* lora = nullptr);
 
 }  // namespace lemma

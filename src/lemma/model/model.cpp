@@ -15,6 +15,7 @@
 #include "lemma/model/layers/rope.h"
 #include "lemma/model/layers/tree_keys.h"
 #include "lemma/model/moe/moe_layer.h"
+#include "lemma/model/lora/lora_delta.h"
 #include "lemma/model/token_tree.h"
 
 namespace lemma {
@@ -24,6 +25,21 @@ namespace {
 uint64_t next_model_id() {
   static std::atomic<uint64_t> next_id{1};
   return next_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+// An adapter loaded for another model would read or write past the activations.
+void check_lora_fits(const LoraAdapter& a, const ModelConfig& c, size_t s) {
+  if (static_cast<int64_t>(a.layers.size()) != c.num_layers)
+    fail<InvalidArgument>("forward: sequence {}: LoRA adapter '{}' has {} layers, the model {}", s, a.name, a.layers.size(), c.num_layers);
+  const ModelConfig& cc = c;
+  const int64_t in[] = {cc.hidden_size, cc.hidden_size, cc.hidden_size, cc.q_dim(), cc.hidden_size, cc.hidden_size, cc.intermediate_size};
+  const int64_t out[] = {cc.q_dim(), cc.kv_dim(), cc.kv_dim(), cc.hidden_size, cc.intermediate_size, cc.intermediate_size, cc.hidden_size};
+  for (const auto& layer : a.layers)
+    for (size_t t = 0; t < kNumLoraTargets; ++t)
+      if (layer[t] && (layer[t]->a.shape[1] != in[t] || layer[t]->out_features() != out[t]))
+        fail<InvalidArgument>("forward: sequence {}: LoRA adapter '{}' does not fit this model's {} ({} x {}, the model's {} x {})",
+                              s, a.name, lora_target_name(static_cast<LoraTarget>(t)), layer[t]->out_features(),
+                              layer[t]->a.shape[1], out[t], in[t]);
 }
 
 }  // namespace
@@ -105,6 +121,9 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
                               cache.num_blocks());
     }
   }
+  for (size_t s = 0; s < batch.sequences.size(); ++s)
+    if (const LoraAdapter* a = batch.sequences[s].lora; a != nullptr && (s == 0 || batch.sequences[s - 1].lora != a))
+      check_lora_fits(*a, c, s);
   const int64_t needed = batch.num_logit_rows() * c.vocab_size;
   if (static_cast<int64_t>(logits.size()) < needed)
     fail<InvalidArgument>("forward: logits buffer has {} floats, needs {}", logits.size(), needed);
@@ -156,6 +175,14 @@ struct StepState {
   std::span<const layers::AttentionSequence> slices;
   int64_t num_tokens;
   DecodePlanCache::Step& plans;
+  std::span<const LoraSegment> lora;  // token rows per adapter; empty: no adapter in this step
+
+  // y_i += LoRA deltas of the rows that run on an adapter (after the base matmul wrote y_i).
+  void add_lora(int64_t layer, std::span<const float> x, int64_t K, std::initializer_list<LoraOutput> outputs) const {
+    if (lora.empty()) return;
+    trace::Scope t("lora");
+    add_lora_deltas(layer, x, K, lora, std::span(outputs.begin(), outputs.size()), ws.team.get(), runtime.isa, ws.lora_scratch);
+  }
 
   // Shows a layer's matmul input to the workspace's observer, if any (the head's is not shown).
   void observe(int64_t layer, MatmulSlot slot, std::span<const float> x, int64_t M,
@@ -209,6 +236,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   const layers::LinearOutput qkv[] = {
       {&w.q, w.q_bias, ws.q, w.q_order}, {&w.k, w.k_bias, ws.k, w.k_order}, {&w.v, w.v_bias, ws.v, w.v_order}};
   st.normed_linear(norm, "qkv", layer, kQkv, qkv);
+  st.add_lora(layer, ws.normed, c.hidden_size, {{LoraTarget::kQ, ws.q}, {LoraTarget::kK, ws.k}, {LoraTarget::kV, ws.v}});
   if (c.qk_norm) {
     trace::Scope t_qk_norm("qk_norm");
     layers::rms_norm(ws.q, T * nh, hd, w.q_norm, c.rms_norm_eps, ws.q, st.runtime.isa);
@@ -252,6 +280,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   t_attention.end();
   const layers::LinearOutput o{&w.o, {}, ws.normed, w.o_order};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
+  st.add_lora(layer, ws.attn_out, c.q_dim(), {{LoraTarget::kO, ws.normed}});
 }
 
 // normed = ffn_norm(residual + normed) (fused with that add and with x's conversion for gate/up);
@@ -262,6 +291,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   const int64_t I = c.intermediate_size;
   const layers::LinearOutput gate_up[] = {{&w.gate, {}, ws.gate, w.gate_order}, {&w.up, {}, ws.up, w.up_order}};
   st.normed_linear({"add_ffn_norm", w.ffn_norm, true}, "gate_up", layer, kGateUp, gate_up);
+  st.add_lora(layer, ws.normed, c.hidden_size, {{LoraTarget::kGate, ws.gate}, {LoraTarget::kUp, ws.up}});
   // down's input silu(gate) * up, row by row, each range converted for down's kernel while in cache.
   const layers::LinearOutput down{&w.down, {}, ws.normed, w.down_order};
   const auto silu_mul_rows = [&](int64_t t0, int64_t t1) {
@@ -269,6 +299,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
     kernels::silu_mul(rows, std::span(ws.up).subspan(static_cast<size_t>(t0 * I), rows.size()), rows, st.runtime.isa);
   };
   st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
+  st.add_lora(layer, ws.gate, I, {{LoraTarget::kDown, ws.normed}});
 }
 
 // A MoE layer's MLP (G27): normed = ffn_norm(residual + normed), then normed = moe(normed) (the
@@ -395,7 +426,17 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
                                   ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
   DecodePlanCache::Step plans =
       ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1, runtime_.decode_plans);
-  const StepState state{c, runtime_, ws, slices, T, plans};
+  ws.lora_segments.clear();
+  if (std::any_of(batch.sequences.begin(), batch.sequences.end(), [](const SequenceInput& s) { return s.lora != nullptr; })) {
+    ws.lora_adapters.clear();
+    ws.lora_tokens.clear();
+    for (const SequenceInput& seq : batch.sequences) {
+      ws.lora_adapters.push_back(seq.lora);
+      ws.lora_tokens.push_back(seq.num_tokens());
+    }
+    lora_segments(ws.lora_adapters, ws.lora_tokens, ws.lora_segments);
+  }
+  const StepState state{c, runtime_, ws, slices, T, plans, ws.lora_segments};
   // Each norm is fused with the residual add before it (but the first) and with the conversion of
   // the next matmul's x; the final one runs alone (the LM head reads only the rows that want logits).
   for (int64_t l = 0; l < c.num_layers; ++l) {

@@ -34,7 +34,7 @@ void ModelRunner::apply_plan_state(const StepPlan& plan) {
   for (const auto& n : plan.new_requests) {
     Sampler sampler(n.sampling, config_.default_seed ^ n.id, model_.runtime().isa);
     State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler), nullptr,
-            n.streaming};
+            n.streaming, n.lora};
     if (n.sampling.constraint) {  // resumed requests replay their outputs into the grammar
       s.constraint = std::make_unique<grammar::ConstraintState>(*n.sampling.constraint);
       for (size_t k = static_cast<size_t>(n.num_prompt_tokens); k < n.token_ids.size(); ++k) {
@@ -121,6 +121,7 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
     in.num_cached = s.num_computed_tokens;
     in.block_table = st.block_table;
     in.streaming = st.streaming;
+    in.lora = st.lora.get();
     in.logits = !s.needs_sample ? LogitsRequest::kNone : drafted ? LogitsRequest::kAll : LogitsRequest::kLast;
     batch_.sequences.push_back(in);
   }

@@ -72,6 +72,7 @@ class ModelRunner {
     // Structured output: the grammar's state after the outputs so far (null: unconstrained).
     std::unique_ptr<grammar::ConstraintState> constraint;
     StreamingWindow streaming = {};  // attention sinks (G10)
+    std::shared_ptr<const LoraAdapter> lora = {};  // its LoRA adapter (G29), or null
   };
   void apply_plan_state(const StepPlan& plan);
   // Starts computing the grammar mask of each constrained sequence's first sampled position on a

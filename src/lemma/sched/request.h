@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "lemma/sched/stop_conditions.h"
 
 namespace lemma {
+
+struct LoraAdapter;  // model/lora/lora_adapter.h: carried, never read, by the scheduler
 
 using RequestId = uint64_t;
 
@@ -27,6 +30,10 @@ struct RequestOptions {
   // Attention sinks (G10): attend to the first S tokens and the last W only, the middle's KV blocks
   // freed as the request goes on; no prefix cache, no drafts, no beams (kv/streaming_window.h).
   StreamingWindow streaming = {};
+  // The LoRA adapter the request runs on (G29), or null for the base model. Holding it keeps its
+  // weights alive until the request ends, even when the adapter is unloaded meanwhile. The Engine
+  // adds its identity to extra_keys, so prefix-cache hits never cross adapters.
+  std::shared_ptr<const LoraAdapter> lora = {};
 };
 
 class Request {

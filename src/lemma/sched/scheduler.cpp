@@ -332,6 +332,7 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
   d.block_table.assign(table.begin(), table.end());
   d.sampling = r.sampling();
   d.streaming = r.streaming();
+  d.lora = r.options().lora;
   e.num_tokens_sent = r.num_tokens();
   e.dropped_unsent.clear();  // the table above shows them
   plan.new_requests.push_back(std::move(d));

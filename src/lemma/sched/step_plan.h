@@ -26,6 +26,7 @@ struct NewRequestData {
   std::vector<BlockId> block_table;   // device blocks covering the tokens granted this step
   SamplingParams sampling;
   StreamingWindow streaming = {};     // attention sinks (G10): what its forwards attend
+  std::shared_ptr<const LoraAdapter> lora = {};  // its adapter (G29), or null
 };
 
 // A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies),

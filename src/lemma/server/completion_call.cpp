@@ -47,6 +47,7 @@ CompletionRequest CompletionCall::engine_request() const {
   r.ignore_eos = request_.ignore_eos;
   r.timeout = timeout_;
   r.streaming = request_.streaming;
+  r.lora = lora_;
   return r;
 }
 

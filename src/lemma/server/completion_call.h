@@ -34,6 +34,8 @@ class CompletionCall {
 
   const std::shared_ptr<OutputBuffer>& buffer() const { return buffer_; }
   CompletionRequest engine_request() const;
+  // The LoRA adapter the request's `model` named (G29); the engine request carries it.
+  void set_lora(std::shared_ptr<const LoraAdapter> lora) { lora_ = std::move(lora); }
   bool streaming() const { return request_.stream; }
 
   // Consumes what the engine delivered. Streaming: returns the SSE bytes to write next (may be
@@ -56,6 +58,7 @@ class CompletionCall {
   double queue_seconds() const { return queue_seconds_; }
 
  private:
+  std::shared_ptr<const LoraAdapter> lora_;
   struct PendingLogprob {
     int32_t id;
     SampleResult logprob;

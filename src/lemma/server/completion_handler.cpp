@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "lemma/server/lora_handlers.h"
 #include "lemma/server/prompt_builder.h"
 
 namespace lemma::server {
@@ -11,8 +12,12 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
                                                  Clock::time_point arrival) {
   const ApiKind kind = route.route == Route::kChat ? ApiKind::kChat : ApiKind::kCompletions;
   ParsedCompletion parsed = parse_completion_request(request.body, kind, ctx.config);
+  // `model` names the base model or a LoRA adapter of the pool (G29); the adapter is held from here.
+  std::shared_ptr<const LoraAdapter> lora;
   if (!parsed.model.empty() && parsed.model != ctx.config.served_model_name) {
-    throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "model", "model_not_found");
+    if (!ctx.config.lora_pool || !ctx.config.lora_pool->contains(parsed.model))
+      throw ApiError(404, "The model `" + parsed.model + "` does not exist.", "model", "model_not_found");
+    lora = acquire_lora(*ctx.config.lora_pool, parsed.model);
   }
   build_prompt(parsed, ctx.tokenizer, ctx.chat_template, ctx.config);
   if (parsed.wants_tool_calls) parsed.tool_format = ctx.tool_format;
@@ -22,9 +27,11 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
   }
   if (parsed.forced_tool)
     parsed.sampling.constraint = compile_forced_tool_call(parsed.tools, *parsed.forced_tool, ctx.tool_format, ctx.grammar_vocabulary());
-  ResponseIds ids{request_id, ctx.config.served_model_name, int64_t(std::time(nullptr))};
-  return std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
-                                          arrival);
+  ResponseIds ids{request_id, lora ? parsed.model : ctx.config.served_model_name, int64_t(std::time(nullptr))};
+  auto call = std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
+                                               arrival);
+  call->set_lora(std::move(lora));
+  return call;
 }
 
 }  // namespace lemma::server

@@ -17,6 +17,10 @@
 #include "lemma/sampling/sampling_params.h"
 #include "lemma/sched/request_status.h"
 
+namespace lemma {
+struct LoraAdapter;  // model/lora/lora_adapter.h
+}
+
 namespace lemma::server {
 
 // One request as the engine sees it: already validated and tokenised by the server.
@@ -32,6 +36,7 @@ struct CompletionRequest {
   bool ignore_eos = false;            // keep going past the model's end-of-generation ids
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
   StreamingWindow streaming = {};     // attention sinks (G10); off: ordinary attention
+  std::shared_ptr<const LoraAdapter> lora = {};  // the adapter the request's `model` names (G29), or null
 };
 
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and

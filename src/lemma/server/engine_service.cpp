@@ -141,6 +141,7 @@ void EngineService::admit(Submission& s) {
                                  config_.end_of_generation_ids.end());
   o.arrival_time = s.arrival;
   o.streaming = r.streaming;
+  o.lora = r.lora;
   // A backstop: the server ends a call at its own deadline first and cancels it here.
   if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
   const RequestId first = next_id_;

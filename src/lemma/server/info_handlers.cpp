@@ -1,5 +1,6 @@
 #include "lemma/server/handlers.h"
 
+#include "lemma/server/lora_handlers.h"
 #include "lemma/server/openai_request.h"
 #include "lemma/server/prompt_builder.h"
 #include "lemma/server/response_format.h"
@@ -66,13 +67,18 @@ HttpResponse error_response(const ApiError& error) {
 
 HttpResponse handle_info(const RouteMatch& route, const HttpRequest& request, ServerContext& ctx) {
   switch (route.route) {
-    case Route::kModels:
-      return json_response(ojson{{"object", "list"}, {"data", ojson::array({model_card(ctx)})}});
+    case Route::kModels: {
+      ojson data = ojson::array({model_card(ctx)});
+      for (ojson& card : lora_model_cards(ctx)) data.push_back(std::move(card));
+      return json_response(ojson{{"object", "list"}, {"data", std::move(data)}});
+    }
     case Route::kModel:
-      if (route.model != ctx.config.served_model_name) {
-        throw ApiError(404, "The model `" + route.model + "` does not exist.", "model", "model_not_found");
-      }
-      return json_response(model_card(ctx));
+      if (route.model == ctx.config.served_model_name) return json_response(model_card(ctx));
+      for (ojson& card : lora_model_cards(ctx))
+        if (card["id"] == route.model) return json_response(card);
+      throw ApiError(404, "The model `" + route.model + "` does not exist.", "model", "model_not_found");
+    case Route::kLoadLora: return load_lora_adapter(request, ctx);
+    case Route::kUnloadLora: return unload_lora_adapter(request, ctx);
     case Route::kHealth: {
       HttpResponse r = json_response(ojson{{"status", ctx.draining ? "draining" : "ok"}});
       if (ctx.draining) r.status = 503;

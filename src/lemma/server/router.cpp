@@ -11,7 +11,7 @@ struct Entry {
   Route route;
   const char* label;
 };
-constexpr std::array<Entry, 8> kRoutes = {{
+constexpr std::array<Entry, 10> kRoutes = {{
     {"/v1/completions", "POST", Route::kCompletions, "completions"},
     {"/v1/chat/completions", "POST", Route::kChat, "chat_completions"},
     {"/v1/models", "GET", Route::kModels, "models"},
@@ -19,6 +19,8 @@ constexpr std::array<Entry, 8> kRoutes = {{
     {"/metrics", "GET", Route::kMetrics, "metrics"},
     {"/tokenize", "POST", Route::kTokenize, "tokenize"},
     {"/detokenize", "POST", Route::kDetokenize, "detokenize"},
+    {"/v1/load_lora_adapter", "POST", Route::kLoadLora, "load_lora_adapter"},
+    {"/v1/unload_lora_adapter", "POST", Route::kUnloadLora, "unload_lora_adapter"},
     {"/v1/models/", "GET", Route::kModel, "models"},  // prefix
 }};
 }  // namespace

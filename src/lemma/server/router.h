@@ -6,8 +6,8 @@
 
 namespace lemma::server {
 
-enum class Route { kCompletions, kChat, kModels, kModel, kHealth, kMetrics, kTokenize, kDetokenize, kNotFound,
-                   kMethodNotAllowed };
+enum class Route { kCompletions, kChat, kModels, kModel, kHealth, kMetrics, kTokenize, kDetokenize, kLoadLora,
+                   kUnloadLora, kNotFound, kMethodNotAllowed };
 
 struct RouteMatch {
   Route route = Route::kNotFound;

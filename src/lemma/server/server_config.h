@@ -5,9 +5,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "lemma/kv/streaming_window.h"
+namespace lemma {
+class LoraPool;  // engine/lora_pool.h
+}
 
 namespace lemma::server {
 
@@ -39,6 +43,9 @@ struct ServerConfig {
   std::chrono::milliseconds stalled_write_timeout{30'000};
   size_t max_connections = 0;               // 0: half the open-file limit (RLIMIT_NOFILE), 16..8192
   int retry_after_seconds = 1;              // Retry-After on 429
+  // The LoRA adapters requests may name as `model` (G29), thread-safe and shared with whoever
+  // registered the start-time modules; null: none, and the load/unload endpoints answer 404.
+  std::shared_ptr<LoraPool> lora_pool;
   // One JSON line per request; default: the process logger at info level.
   std::function<void(const std::string&)> access_log;
 };

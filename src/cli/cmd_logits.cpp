@@ -18,9 +18,8 @@ namespace lemma::cli {
 
 namespace {
 struct LogitsOptions {
-  std::string model, ids;
-  StreamingFlags streaming;
   std::string model, ids, lora;
+  StreamingFlags streaming;
 };
 }  // namespace
 

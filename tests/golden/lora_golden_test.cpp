@@ -108,7 +108,7 @@ TEST_P(LoraGolden, MixedAdapterBatchEqualsEachAlone) {
   ForwardWorkspace ws(2);
   ForwardBatch batch;
   for (size_t i = 0; i < rows.size(); ++i)
-    batch.sequences.push_back({*rows[i].tokens, 0, tables[i], LogitsRequest::kAll, {}, rows[i].lora});
+    batch.sequences.push_back({*rows[i].tokens, 0, tables[i], LogitsRequest::kAll, {}, {}, rows[i].lora});
   std::vector<float> logits(static_cast<size_t>(batch.num_logit_rows() * vocab));
   model_->forward(batch, cache, ws, logits);
 
@@ -150,7 +150,7 @@ TEST_P(LoraGolden, MixedPrefillThenDecode) {
     batch.sequences.clear();
     for (size_t s = 0; s < 4; ++s)
       batch.sequences.push_back({std::span(tokens).subspan(static_cast<size_t>(pos), static_cast<size_t>(count)), pos,
-                                 tables[s], LogitsRequest::kAll, {}, loras[s]});
+                                 tables[s], LogitsRequest::kAll, {}, {}, loras[s]});
     logits.assign(static_cast<size_t>(batch.num_logit_rows() * vocab), 0.0f);
     model_->forward(batch, cache, ws, logits);
     for (size_t s = 0; s < 4; ++s)

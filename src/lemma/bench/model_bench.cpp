@@ -68,7 +68,7 @@ class Runner {
       for (int64_t at = 0; at < options_.depth; at += kDepthChunk) {
         const auto ids = random_tokens(std::min(kDepthChunk, options_.depth - at), model_.config().vocab_size, rng_);
         ForwardBatch batch;
-        batch.sequences.push_back({ids, at, tables_[static_cast<size_t>(b)], LogitsRequest::kNone, {}, lora_of(b)});
+        batch.sequences.push_back({ids, at, tables_[static_cast<size_t>(b)], LogitsRequest::kNone, {}, {}, lora_of(b)});
         model_.forward(batch, cache_, workspace_, logits_);
       }
     }
@@ -78,7 +78,7 @@ class Runner {
   double prefill(bool check) {
     const auto prompt = random_tokens(options_.prompt_tokens, model_.config().vocab_size, rng_);
     ForwardBatch batch;
-    batch.sequences.push_back({prompt, options_.depth, tables_[0], LogitsRequest::kLast, {}, lora_of(0)});
+    batch.sequences.push_back({prompt, options_.depth, tables_[0], LogitsRequest::kLast, {}, {}, lora_of(0)});
     const auto start = Clock::now();
     model_.forward(batch, cache_, workspace_, logits_);
     const double s = seconds_since(start);

@@ -25,7 +25,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
   out.reserve(static_cast<size_t>(num_new));
 
   ForwardBatch batch;
-  batch.sequences.push_back({prompt, 0, table, LogitsRequest::kLast, {}, lora});
+  batch.sequences.push_back({prompt, 0, table, LogitsRequest::kLast, {}, {}, lora});
   int32_t next = 0;
   for (int64_t step = 0; step < num_new; ++step) {
     model.forward(batch, cache, workspace, logits);
@@ -33,7 +33,7 @@ std::vector<int32_t> generate_greedy(const Model& model, std::span<const int32_t
     out.push_back(next);
     if (stop_token && next == *stop_token) break;
     batch.sequences[0] = {std::span<const int32_t>(&next, 1),
-                          static_cast<int64_t>(prompt.size()) + step, table, LogitsRequest::kLast, {}, lora};
+                          static_cast<int64_t>(prompt.size()) + step, table, LogitsRequest::kLast, {}, {}, lora};
   }
   return out;
 }

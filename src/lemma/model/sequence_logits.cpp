@@ -18,7 +18,7 @@ std::vector<float> run_sequence(const Model& model, std::span<const int32_t> tok
   workspace.observe_linear_input = observer;
   const auto table = contiguous_block_table(n, kBlockSize);
   ForwardBatch batch;
-  batch.sequences.push_back({tokens, 0, table, logits_rows, {}, lora});
+  batch.sequences.push_back({tokens, 0, table, logits_rows, {}, {}, lora});
   std::vector<float> logits(static_cast<size_t>(batch.num_logit_rows() * model.config().vocab_size));
   model.forward(batch, cache, workspace, logits);
   return logits;

@@ -11,6 +11,7 @@
 
 #include "lemma/server/engine_client.h"
 #include "lemma/server/openai_request.h"
+#include "lemma/server/tool_call_stream.h"
 #include "lemma/server/tool_calls.h"
 #include "lemma/tokenizer/tokenizer.h"
 
@@ -45,9 +46,10 @@ ojson response_json(ApiKind kind, const ResponseIds& ids, ojson choices, const U
 // Tool calls (tool_calls.h) into a chat choice's message: "tool_calls" with ids derived from the
 // response id, "content" null when the message had no text besides the calls.
 void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls);
-// A chat stream chunk whose delta carries all of a choice's calls (each with its index, id, type and
-// whole arguments), as OpenAI streams them.
-ojson tool_calls_chunk_json(const ResponseIds& ids, int index, const std::vector<ToolCall>& calls);
+// A chat stream chunk with one tool-call delta of choice `index`, as OpenAI streams them: a call's
+// first delta carries its index, id, type and function.name with `arguments: ""`, the next ones its
+// index and a piece of function.arguments.
+ojson tool_call_chunk_json(const ResponseIds& ids, int index, const ToolCallDelta& call);
 
 // One streaming chunk with one choice; `role` set only on a chat stream's first chunk.
 ojson chunk_json(ApiKind kind, const ResponseIds& ids, int index, const std::string& text, const ojson& logprobs,

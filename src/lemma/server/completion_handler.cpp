@@ -24,7 +24,7 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
     // Forced calls, or (tool_choice auto) free text until the model opens a call, then well-formed calls.
     parsed.sampling.constraint =
         parsed.forced_tool ? compile_forced_tool_call(parsed.tools, *parsed.forced_tool, ctx.tool_syntax,
-                                                      parsed.parallel_tool_calls, ctx.grammar_vocabulary())
+                                                      ctx.grammar_vocabulary())
                            : compile_lazy_tool_calls(parsed.tools, ctx.tool_syntax, parsed.parallel_tool_calls,
                                                      ctx.grammar_vocabulary());
     parsed.tool_calls_constrained = parsed.sampling.constraint != nullptr;

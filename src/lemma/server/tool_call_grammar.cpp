@@ -134,7 +134,7 @@ MistralCallForm detect_mistral_call_form(std::string_view source) {
 }
 
 std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
-    const ojson& tools, const std::string& forced_tool, const ToolCallSyntax& syntax, bool parallel,
+    const ojson& tools, const std::string& forced_tool, const ToolCallSyntax& syntax,
     std::shared_ptr<const grammar::VocabularyIndex> vocabulary) {
   const auto refuse = [&](const std::string& why) {
     throw ApiError(400,
@@ -146,7 +146,7 @@ std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
   grammar::ComposedGrammarBuilder b;
   const int root = b.declare("root");
   try {
-    b.define(root, calls_expr(b, tools_of(tools, forced_tool), syntax, parallel && forced_tool.empty(), vocabulary.get()));
+    b.define(root, calls_expr(b, tools_of(tools, forced_tool), syntax, /*parallel=*/false, vocabulary.get()));
   } catch (const Error& e) {
     throw ApiError(400, std::string("tool_choice: a function's parameters cannot be honoured exactly: ") + e.what(),
                    "tool_choice", "invalid_request_error");

@@ -29,13 +29,13 @@ struct ToolCallSyntax {
   MistralCallForm mistral_form = MistralCallForm::kJsonArray;
 };
 
-// tool_choice "required" (`forced_tool` empty: any of `tools`, several calls when `parallel`) or a
-// named function (exactly one call of it). Special markers (`[TOOL_CALLS]`, and `[ARGS]` /
+// tool_choice "required" (`forced_tool` empty: any of `tools`) or a named function: exactly one call
+// (a weak model forced into calls could otherwise repeat them until max_tokens). Special markers (`[TOOL_CALLS]`, and `[ARGS]` /
 // `[CALL_ID]` where the vocabulary has them as special tokens) are token references. Throws
 // ApiError(400) on `tool_choice` for a format that cannot be forced (or a Mistral vocabulary
 // without the marker) or parameters that cannot be honoured.
 std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
-    const nlohmann::ordered_json& tools, const std::string& forced_tool, const ToolCallSyntax& syntax, bool parallel,
+    const nlohmann::ordered_json& tools, const std::string& forced_tool, const ToolCallSyntax& syntax,
     std::shared_ptr<const grammar::VocabularyIndex> vocabulary);
 
 // tool_choice "auto": the lazy grammar above; nullptr when the format has none or the tools'

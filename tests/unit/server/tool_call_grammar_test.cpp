@@ -170,7 +170,7 @@ TEST(ToolCallGrammar, MistralAutoAndForcedInTheNameArgsForms) {
 
   // Forced (Devstral / Ministral 3: name[ARGS]): the marker token first, then the named function.
   const ToolCallSyntax plain{ToolCallFormat::kMistral, MistralCallForm::kNameArgs};
-  const auto forced = compile_forced_tool_call(kTools, "get_time", plain, true, vocab);
+  const auto forced = compile_forced_tool_call(kTools, "get_time", plain, vocab);
   grammar::ConstraintState state(*forced);
   for (int32_t id = 0; id < vocab->vocab.size(); ++id) EXPECT_EQ(grammar::mask_allows(state.allowed(), id), id == 0) << id;
   EXPECT_TRUE(mistral_reads(*forced, "[TOOL_CALLS]get_time[ARGS]{\"zone\": \"utc\"}", true));
@@ -194,7 +194,7 @@ TEST(ToolCallGrammar, MistralCallFormsAreReadFromTheTemplates) {
 TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedWhenForcedAndUnconstrainedOnAuto) {
   EXPECT_EQ(compile_lazy_tool_calls(kTools, {ToolCallFormat::kNone}, true, mistral_vocabulary()), nullptr);
   try {
-    compile_forced_tool_call(kTools, "", {ToolCallFormat::kNone}, true, mistral_vocabulary());
+    compile_forced_tool_call(kTools, "", {ToolCallFormat::kNone}, mistral_vocabulary());
     ADD_FAILURE() << "no error";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
@@ -204,7 +204,7 @@ TEST(ToolCallGrammar, FormatsWithoutAGrammarAreRefusedWhenForcedAndUnconstrained
   const json odd = json::parse(R"([{"type": "function", "function": {"name": "f",
       "parameters": {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 3}}}}}])");
   EXPECT_EQ(compile_lazy_tool_calls(odd, {ToolCallFormat::kHermes}, true, mistral_vocabulary()), nullptr);
-  EXPECT_THROW(compile_forced_tool_call(odd, "", {ToolCallFormat::kHermes}, true, mistral_vocabulary()), ApiError);
+  EXPECT_THROW(compile_forced_tool_call(odd, "", {ToolCallFormat::kHermes}, mistral_vocabulary()), ApiError);
   // Qwen3-Coder / Qwen3.5 write XML calls: no JSON format is detected (nothing parsed or forced).
   EXPECT_EQ(detect_tool_call_format("<tool_call>\n<function={{ name }}>"), ToolCallFormat::kNone);
 }

@@ -142,7 +142,7 @@ TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
   const auto vocab = std::make_shared<const grammar::VocabularyIndex>(v);
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
-  const auto constraint = compile_forced_tool_call(tools, "", ToolCallSyntax{ToolCallFormat::kMistral}, true, vocab);
+  const auto constraint = compile_forced_tool_call(tools, "", ToolCallSyntax{ToolCallFormat::kMistral}, vocab);
   grammar::ConstraintState state(*constraint);
   for (int32_t id = 0; id < vocab->vocab.size(); ++id) EXPECT_EQ(grammar::mask_allows(state.allowed(), id), id == 0) << id;
   EXPECT_FALSE(state.accept(1));
@@ -161,7 +161,7 @@ TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
   grammar::TokenVocabulary plain = v;
   plain.special_text[0] = "<unused>";
   try {
-    compile_forced_tool_call(tools, "get_weather", ToolCallSyntax{ToolCallFormat::kMistral}, true,
+    compile_forced_tool_call(tools, "get_weather", ToolCallSyntax{ToolCallFormat::kMistral},
                              std::make_shared<const grammar::VocabularyIndex>(plain));
     ADD_FAILURE() << "no error";
   } catch (const ApiError& e) {

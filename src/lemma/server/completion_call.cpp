@@ -126,7 +126,7 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   if (request_.stream) {
     if (!calls.empty()) {  // content, then the calls' deltas, then the end
       if (!text.empty() || !lp.is_null()) frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, std::nullopt, false));
-      for (const ToolCallDelta& call : calls) frames += sse_event(tool_call_chunk_json(ids_, d.index, call));
+      for (const ToolCallDelta& call : calls) frames += sse_event(tool_call_chunk_json(ids_, d.index, call, request_.tool_format));
       if (c.finish) frames += sse_event(chunk_json(request_.kind, ids_, d.index, "", nullptr, c.finish, false));
     } else if (!text.empty() || c.finish || !lp.is_null()) {
       frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, c.finish, false));
@@ -265,7 +265,7 @@ HttpResponse CompletionCall::response() const {
       ojson choices = ojson::array();
       for (size_t i = 0; i < choices_.size(); ++i) {
         ojson choice = choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish);
-        if (choices_[i].tools && !choices_[i].tools->calls().empty()) add_tool_calls(choice, ids_, choices_[i].tools->calls());
+        if (choices_[i].tools && !choices_[i].tools->calls().empty()) add_tool_calls(choice, ids_, choices_[i].tools->calls(), request_.tool_format);
         choices.push_back(std::move(choice));
       }
       r.body = dump_json(response_json(request_.kind, ids_, std::move(choices), usage()));

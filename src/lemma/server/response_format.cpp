@@ -78,27 +78,35 @@ ojson choice_json(ApiKind kind, int index, const std::string& text, const ojson&
   return c;
 }
 
-namespace {
+std::string tool_call_id(const ResponseIds& ids, size_t k, ToolCallFormat format) {
+  std::string id = "call_" + ids.id + "_" + std::to_string(k);
+  if (format != ToolCallFormat::kMistral) return id;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 of the long id, in base 62
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string out(9, '0');
+  for (char& c : out) {
+    c = kDigits[h % 62];
+    h /= 62;
+  }
+  return out;
+}
 
-std::string tool_call_id(const ResponseIds& ids, size_t k) { return "call_" + ids.id + "_" + std::to_string(k); }
-
-}  // namespace
-
-void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls) {
+void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls, ToolCallFormat format) {
   ojson& message = choice["message"];
   if (message["content"] == "") message["content"] = nullptr;
   ojson out = ojson::array();
   for (size_t k = 0; k < calls.size(); ++k) {
-    out.push_back({{"id", tool_call_id(ids, k)}, {"type", "function"},
+    out.push_back({{"id", tool_call_id(ids, k, format)}, {"type", "function"},
                    {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}});
   }
   message["tool_calls"] = std::move(out);
 }
 
-ojson tool_call_chunk_json(const ResponseIds& ids, int index, const ToolCallDelta& call) {
+ojson tool_call_chunk_json(const ResponseIds& ids, int index, const ToolCallDelta& call, ToolCallFormat format) {
   ojson delta{{"index", call.index}};
   if (call.opens) {
-    delta["id"] = tool_call_id(ids, call.index);
+    delta["id"] = tool_call_id(ids, call.index, format);
     delta["type"] = "function";
     delta["function"] = {{"name", call.name}, {"arguments", ""}};
   } else {

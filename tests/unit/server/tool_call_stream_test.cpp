@@ -7,11 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "lemma/server/response_format.h"
 #include "support/shared_data.h"
 
 namespace lemma::server {
@@ -178,6 +180,24 @@ TEST(ToolCallStream, UnconstrainedTextStreamsNoCallBeforeTheEndAndKeepsMalformed
   const Streamed b = stream(ToolCallFormat::kHermes, bad, 1, false);
   EXPECT_TRUE(b.names.empty());
   EXPECT_EQ(b.content, bad);
+}
+
+// Call ids: distinct per call; for Mistral's format 9 alphanumerics (Mistral Small 3.2's template
+// raises on any other id when the call comes back in the conversation), the same in both shapes.
+TEST(ToolCallIds, DistinctPerCallAndNineAlphanumericsForMistral) {
+  const ResponseIds ids{"chatcmpl-abc", "m", 0};
+  EXPECT_EQ(tool_call_id(ids, 0, ToolCallFormat::kHermes), "call_chatcmpl-abc_0");
+  const std::string a = tool_call_id(ids, 0, ToolCallFormat::kMistral), b = tool_call_id(ids, 1, ToolCallFormat::kMistral);
+  EXPECT_NE(a, b);
+  for (const std::string& id : {a, b}) {
+    EXPECT_EQ(id.size(), 9u);
+    for (char c : id) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << id;
+  }
+  ojson choice = choice_json(ApiKind::kChat, 0, "", nullptr, "tool_calls");
+  add_tool_calls(choice, ids, {{"f", "{}"}, {"g", "{}"}}, ToolCallFormat::kMistral);
+  EXPECT_EQ(choice["message"]["tool_calls"][1]["id"], b);
+  const ojson chunk = tool_call_chunk_json(ids, 0, {1, true, "g", ""}, ToolCallFormat::kMistral);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["id"], b);
 }
 
 }  // namespace

@@ -307,21 +307,43 @@ test('tools: call -> tool message -> answer round-trips through the openai clien
     assert.ok(typeof args.city === 'string' && args.city.length <= 12);
     assert.ok(['c', 'f'].includes(args.unit));
 
-    // Streamed: the same call arrives as tool_call deltas (id, name, then the arguments).
-    let name = '';
-    let streamedArgs = '';
+    // Streamed as OpenAI streams calls: a first delta with index, id, type and name (arguments ""),
+    // then the arguments piece by piece as the model writes them, adding up byte for byte to the
+    // non-streamed arguments.
+    const deltas = [];
     let finish;
     for await (const chunk of await tc.chat.completions.create({ ...params, stream: true })) {
-      const delta = chunk.choices[0]?.delta;
-      for (const d of delta?.tool_calls ?? []) {
-        name += d.function?.name ?? '';
-        streamedArgs += d.function?.arguments ?? '';
-      }
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) deltas.push(d);
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-    assert.equal(name, 'get_weather');
-    assert.deepEqual(JSON.parse(streamedArgs), args);
+    assert.ok(deltas.length >= 3, `the arguments arrive in pieces (${deltas.length} deltas)`);
+    assert.equal(deltas[0].index, 0);
+    assert.equal(deltas[0].type, 'function');
+    assert.ok(deltas[0].id.startsWith('call_'));
+    assert.equal(deltas[0].function.name, 'get_weather');
+    assert.equal(deltas[0].function.arguments, '');
+    for (const d of deltas.slice(1)) {
+      assert.equal(d.index, 0);
+      assert.equal(d.id, undefined);
+      assert.equal(d.function.name, undefined);
+    }
+    assert.equal(deltas.map((d) => d.function.arguments).join(''), call.function.arguments);
     assert.equal(finish, 'tool_calls');
+    // The SDK's own stream helper assembles the same call from the deltas.
+    const assembled = await tc.beta.chat.completions.stream({ ...params, stream: true }).finalChatCompletion();
+    assert.equal(assembled.choices[0].finish_reason, 'tool_calls');
+    assert.equal(assembled.choices[0].message.tool_calls.length, 1);
+    assert.equal(assembled.choices[0].message.tool_calls[0].function.name, 'get_weather');
+    assert.equal(assembled.choices[0].message.tool_calls[0].function.arguments, call.function.arguments);
+
+    // tool_choice auto: free text until the model opens a call (a lazy grammar); streamed and whole agree.
+    const auto = { model: MODEL, messages, tools, tool_choice: 'auto', max_tokens: 48, temperature: 0 };
+    const whole = (await tc.chat.completions.create(auto)).choices[0];
+    const streamedAuto = (await tc.beta.chat.completions.stream({ ...auto, stream: true }).finalChatCompletion()).choices[0];
+    assert.equal(streamedAuto.finish_reason, whole.finish_reason);
+    assert.equal(streamedAuto.message.content ?? '', whole.message.content ?? '');
+    assert.deepEqual((streamedAuto.message.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]),
+      (whole.message.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]));
 
     // The tool's result goes back; the model answers (text, no call: tool_choice none).
     const answer = await tc.chat.completions.create({

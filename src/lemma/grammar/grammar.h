@@ -78,6 +78,7 @@ class Grammar {
 
  private:
   friend class GrammarBuilder;
+  friend class ComposedGrammarBuilder;  // embeds whole grammars as rules (composed_grammar.h)
   std::vector<Node> nodes_;
   std::vector<TokenRef> token_refs_;
   std::vector<std::vector<TokenEdge>> token_edges_;  // by node; empty without token references

@@ -28,6 +28,8 @@ CompletionCall::CompletionCall(ParsedCompletion request, const Tokenizer& tokeni
     // Tool-call markers may be special tokens (Mistral's [TOOL_CALLS], Llama's <|python_tag|>).
     Choice& c = choices_.emplace_back(tokenizer_, request_.tool_format == ToolCallFormat::kNone);
     c.detok.prime(request_.prompt_ids);
+    if (request_.tool_format != ToolCallFormat::kNone)
+      c.tools.emplace(request_.tool_format, request_.tool_calls_constrained, request_.parallel_tool_calls);
     if (!request_.stop.empty()) c.stop.emplace(request_.stop);
     if (request_.echo && request_.kind == ApiKind::kCompletions) {
       c.text = request_.prompt_text ? *request_.prompt_text : tokenizer_.decode(request_.prompt_ids);
@@ -119,14 +121,15 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
       text += rest;
     }
   }
-  text = route_tool_calls(c, std::move(text));
+  std::vector<ToolCallDelta> calls;
+  text = route_tool_calls(c, std::move(text), calls);
   ojson lp = take_logprobs(c);
   c.text += text;
   if (request_.stream) {
-    if (!c.calls.empty()) {  // content, then the calls, then the end
+    if (!calls.empty()) {  // content, then the calls' deltas, then the end
       if (!text.empty() || !lp.is_null()) frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, std::nullopt, false));
-      frames += sse_event(tool_calls_chunk_json(ids_, d.index, c.calls));
-      frames += sse_event(chunk_json(request_.kind, ids_, d.index, "", nullptr, c.finish, false));
+      for (const ToolCallDelta& call : calls) frames += sse_event(tool_call_chunk_json(ids_, d.index, call, request_.tool_format));
+      if (c.finish) frames += sse_event(chunk_json(request_.kind, ids_, d.index, "", nullptr, c.finish, false));
     } else if (!text.empty() || c.finish || !lp.is_null()) {
       frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, c.finish, false));
     }
@@ -135,32 +138,19 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   }
 }
 
-std::string CompletionCall::route_tool_calls(Choice& c, std::string text) {
-  if (request_.tool_format == ToolCallFormat::kNone) return text;
-  c.message += text;
-  if (!c.finish) {
-    // White space before a call is not content (parse_tool_calls trims it): hold it back too, so the
-    // released text does not depend on how the tokens were grouped into deltas.
-    size_t hold = tool_call_start(request_.tool_format, c.message);
-    while (hold > c.message_released && (c.message[hold - 1] == ' ' || c.message[hold - 1] == '\n' ||
-                                         c.message[hold - 1] == '\r' || c.message[hold - 1] == '\t'))
-      --hold;
-    if (hold <= c.message_released) return {};
-    std::string out = c.message.substr(c.message_released, hold - c.message_released);
-    c.message_released = hold;
-    return out;
-  }
-  AssistantOutput parsed = parse_tool_calls(request_.tool_format, c.message);
-  const std::string& content = parsed.calls.empty() ? c.message : parsed.content;
-  std::string out = content.size() > c.message_released ? content.substr(c.message_released) : std::string();
-  c.message_released = c.message.size();
-  if (!parsed.calls.empty()) {
-    if (!request_.parallel_tool_calls) parsed.calls.resize(1);
-    c.calls = std::move(parsed.calls);
-    // A message cut by max_tokens mid-call never parses, so an ended call is a natural stop.
-    c.finish = "tool_calls";
-  }
-  return out;
+std::string CompletionCall::route_tool_calls(Choice& c, std::string text, std::vector<ToolCallDelta>& calls) {
+  if (!c.tools) return text;
+  ToolCallStream::Update u = c.finish ? [&] {
+    ToolCallStream::Update fed = c.tools->feed(text);
+    ToolCallStream::Update rest = c.tools->finish();
+    fed.content += rest.content;
+    for (ToolCallDelta& d : rest.calls) fed.calls.push_back(std::move(d));
+    return fed;
+  }() : c.tools->feed(text);
+  calls = std::move(u.calls);
+  // A message cut by max_tokens mid-call never parses whole, so whole calls mean a natural stop.
+  if (c.finish && c.tools->calls_complete()) c.finish = "tool_calls";
+  return std::move(u.content);
 }
 
 // The logprobs of the tokens whose text has been released. Tokens after a stop string's cut never
@@ -277,7 +267,7 @@ HttpResponse CompletionCall::response() const {
       ojson choices = ojson::array();
       for (size_t i = 0; i < choices_.size(); ++i) {
         ojson choice = choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish);
-        if (!choices_[i].calls.empty()) add_tool_calls(choice, ids_, choices_[i].calls);
+        if (choices_[i].tools && !choices_[i].tools->calls().empty()) add_tool_calls(choice, ids_, choices_[i].tools->calls(), request_.tool_format);
         choices.push_back(std::move(choice));
       }
       r.body = dump_json(response_json(request_.kind, ids_, std::move(choices), usage()));

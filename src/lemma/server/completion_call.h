@@ -18,6 +18,7 @@
 #include "lemma/server/output_buffer.h"
 #include "lemma/server/response_format.h"
 #include "lemma/server/stop_matcher.h"
+#include "lemma/server/tool_call_stream.h"
 #include "lemma/tokenizer/streaming.h"
 
 namespace lemma::server {
@@ -78,16 +79,12 @@ class CompletionCall {
     int64_t tokens = 0;
     bool engine_done = false;
     bool role_sent = false;
-    // With tool calls on (ParsedCompletion::tool_format): the whole message so far, how much of it
-    // went out as content (a stream holds back from where a call may begin), and the calls found
-    // when it ended.
-    std::string message;
-    size_t message_released = 0;
-    std::vector<ToolCall> calls;
+    // With tool calls on (ParsedCompletion::tool_format): the message's content and calls.
+    std::optional<ToolCallStream> tools;
   };
-  // The content of `text` (this delta's text past the stop matcher) to release now, and at the end
-  // the calls (tool_calls.h); the identity when tool calls are off.
-  std::string route_tool_calls(Choice& c, std::string text);
+  // The content of `text` (this delta's text past the stop matcher) to release now, adding the
+  // tool-call deltas to `calls` (tool_call_stream.h); the identity when tool calls are off.
+  std::string route_tool_calls(Choice& c, std::string text, std::vector<ToolCallDelta>& calls);
   void consume(CompletionDelta& d, std::string& frames);
   ojson take_logprobs(Choice& c);
   void end(Terminal why, const std::string& message, std::string* frames);

@@ -4,6 +4,7 @@
 
 #include "lemma/server/lora_handlers.h"
 #include "lemma/server/prompt_builder.h"
+#include "lemma/server/tool_call_grammar.h"
 
 namespace lemma::server {
 
@@ -24,9 +25,15 @@ std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const 
   if (parsed.output_constraint.kind != OutputConstraintSpec::Kind::kNone) {
     if (parsed.forced_tool) throw ApiError(400, "tool_choice forces a call: it cannot be combined with " + parsed.output_constraint.field, "tool_choice");
     parsed.sampling.constraint = compile_output_constraint(parsed.output_constraint, ctx.grammar_vocabulary());
+  } else if (parsed.wants_tool_calls) {
+    // Forced calls, or (tool_choice auto) free text until the model opens a call, then well-formed calls.
+    parsed.sampling.constraint =
+        parsed.forced_tool ? compile_forced_tool_call(parsed.tools, *parsed.forced_tool, ctx.tool_syntax,
+                                                      ctx.grammar_vocabulary())
+                           : compile_lazy_tool_calls(parsed.tools, ctx.tool_syntax, parsed.parallel_tool_calls,
+                                                     ctx.grammar_vocabulary());
+    parsed.tool_calls_constrained = parsed.sampling.constraint != nullptr;
   }
-  if (parsed.forced_tool)
-    parsed.sampling.constraint = compile_forced_tool_call(parsed.tools, *parsed.forced_tool, ctx.tool_format, ctx.grammar_vocabulary());
   ResponseIds ids{request_id, lora ? parsed.model : ctx.config.served_model_name, int64_t(std::time(nullptr))};
   auto call = std::make_unique<CompletionCall>(std::move(parsed), ctx.tokenizer, std::move(ids), ctx.config, ctx.metrics,
                                                arrival);

@@ -34,6 +34,7 @@ struct ParsedCompletion {
   bool parallel_tool_calls = true;         // false: at most one call is reported
   std::optional<std::string> forced_tool;  // tool_choice "required" (empty: any tool) or a named function
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // set by the handler when wants_tool_calls
+  bool tool_calls_constrained = false;  // a tool-call grammar guards the calls: stream them piece by piece
   OutputConstraintSpec output_constraint;  // structured output; compiled by the handler
   SamplingParams sampling;
   std::optional<int64_t> max_tokens;       // max_tokens / max_completion_tokens

@@ -90,6 +90,8 @@ OutputConstraintSpec from_field(const json& body, const char* key) {
 
 }  // namespace
 
+const grammar::JsonSchemaOptions& serving_json_options() { return kServingJson; }
+
 OutputConstraintSpec parse_output_constraint(const json& body) {
   json fields = body;
   if (body.contains("structured_outputs") && !body.at("structured_outputs").is_null()) {
@@ -136,61 +138,6 @@ std::shared_ptr<const grammar::TokenConstraint> compile_output_constraint(
     if (spec.kind == Kind::kGbnf) bad(spec.field, std::string("is not a grammar lemma can use: ") + e.what());
     bad(spec.field, std::string("cannot be honoured exactly: ") + e.what());
   }
-}
-
-std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
-    const ojson& tools, const std::string& forced_tool, ToolCallFormat format,
-    std::shared_ptr<const grammar::VocabularyIndex> vocabulary) {
-  grammar::JsonSchemaOptions options = kServingJson;
-  std::string args_key = "arguments";
-  switch (format) {
-    case ToolCallFormat::kHermes:
-      options.prefix = "<tool_call>\n";
-      options.suffix = "\n</tool_call>";
-      break;
-    case ToolCallFormat::kLlama3Json: args_key = "parameters"; break;
-    case ToolCallFormat::kMistral:
-      // The marker is a special token: a token reference, then the calls' JSON array (one call).
-      options.prefix_token = "[TOOL_CALLS]";
-      options.prefix = "[";
-      options.suffix = "]";
-      break;
-    default:
-      bad("tool_choice", std::string("cannot force a call in this chat template's tool format (") +
-                             tool_call_format_name(format) + "): use \"auto\"");
-  }
-  ojson calls = ojson::array();
-  for (const ojson& tool : tools) {
-    const ojson& fn = tool.at("function");
-    const std::string name = fn.at("name").get<std::string>();
-    if (!forced_tool.empty() && name != forced_tool) continue;
-    const ojson params = fn.contains("parameters") ? fn.at("parameters") : ojson{{"type", "object"}};
-    calls.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", name}}}, {args_key, params}}},
-                     {"required", {"name", args_key}},
-                     {"additionalProperties", false}});
-  }
-  const ojson schema = calls.size() == 1 ? calls[0] : ojson{{"anyOf", calls}};
-  grammar::Grammar call;
-  try {
-    call = grammar::json_schema_grammar(schema, options);
-  } catch (const Error& e) {
-    bad("tool_choice", std::string("a function's parameters cannot be honoured exactly: ") + e.what());
-  }
-  if (!options.prefix_token.empty()) {
-    const auto unforceable = [&](const std::string& why) {
-      bad("tool_choice", std::string("cannot force a call in this chat template's tool format (") +
-                             tool_call_format_name(format) + "): " + why + "; use \"auto\"");
-    };
-    if (!vocabulary) unforceable("no vocabulary to find its marker token in");
-    try {
-      call = grammar::resolve_tokens(std::move(call), vocabulary->vocab);
-    } catch (const Error& e) {
-      unforceable(e.what());
-    }
-  }
-  auto g = std::make_shared<const grammar::Grammar>(std::move(call));
-  return std::make_shared<const grammar::TokenConstraint>(grammar::TokenConstraint{g, std::move(vocabulary), "tool_choice"});
 }
 
 }  // namespace lemma::server

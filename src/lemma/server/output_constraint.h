@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemma/grammar/json_schema.h"
 #include "lemma/grammar/token_constraint.h"
-#include "lemma/server/tool_calls.h"
 
 namespace lemma::server {
 
@@ -42,14 +42,7 @@ OutputConstraintSpec parse_output_constraint(const nlohmann::ordered_json& body)
 std::shared_ptr<const grammar::TokenConstraint> compile_output_constraint(
     const OutputConstraintSpec& spec, std::shared_ptr<const grammar::VocabularyIndex> vocabulary);
 
-// tool_choice "required" (`forced_tool` empty: any of `tools`) or a named function: the grammar of
-// one call in the template's format (Hermes `<tool_call>{..}</tool_call>`, Llama 3 `{"name", "parameters"}`,
-// Mistral `[TOOL_CALLS][{"name", "arguments"}]` with the marker as a token reference to the special
-// token), its arguments constrained by the function's parameter schema. Throws ApiError(400) on
-// `tool_choice` for a format that cannot be forced (or a Mistral vocabulary without the marker) or
-// parameters that cannot be honoured.
-std::shared_ptr<const grammar::TokenConstraint> compile_forced_tool_call(
-    const nlohmann::ordered_json& tools, const std::string& forced_tool, ToolCallFormat format,
-    std::shared_ptr<const grammar::VocabularyIndex> vocabulary);
+// JSON's white space as the server allows it in structured output and tool calls (bounded).
+const grammar::JsonSchemaOptions& serving_json_options();
 
 }  // namespace lemma::server

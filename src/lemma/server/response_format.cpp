@@ -78,31 +78,41 @@ ojson choice_json(ApiKind kind, int index, const std::string& text, const ojson&
   return c;
 }
 
-namespace {
-
-ojson tool_calls_json(const ResponseIds& ids, const std::vector<ToolCall>& calls, bool with_index) {
-  ojson out = ojson::array();
-  for (size_t k = 0; k < calls.size(); ++k) {
-    ojson call;
-    if (with_index) call["index"] = k;
-    call["id"] = "call_" + ids.id + "_" + std::to_string(k);
-    call["type"] = "function";
-    call["function"] = {{"name", calls[k].name}, {"arguments", calls[k].arguments}};
-    out.push_back(std::move(call));
+std::string tool_call_id(const ResponseIds& ids, size_t k, ToolCallFormat format) {
+  std::string id = "call_" + ids.id + "_" + std::to_string(k);
+  if (format != ToolCallFormat::kMistral) return id;
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64 of the long id, in base 62
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string out(9, '0');
+  for (char& c : out) {
+    c = kDigits[h % 62];
+    h /= 62;
   }
   return out;
 }
 
-}  // namespace
-
-void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls) {
+void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls, ToolCallFormat format) {
   ojson& message = choice["message"];
   if (message["content"] == "") message["content"] = nullptr;
-  message["tool_calls"] = tool_calls_json(ids, calls, false);
+  ojson out = ojson::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    out.push_back({{"id", tool_call_id(ids, k, format)}, {"type", "function"},
+                   {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}});
+  }
+  message["tool_calls"] = std::move(out);
 }
 
-ojson tool_calls_chunk_json(const ResponseIds& ids, int index, const std::vector<ToolCall>& calls) {
-  ojson c{{"index", index}, {"delta", {{"tool_calls", tool_calls_json(ids, calls, true)}}}, {"logprobs", nullptr},
+ojson tool_call_chunk_json(const ResponseIds& ids, int index, const ToolCallDelta& call, ToolCallFormat format) {
+  ojson delta{{"index", call.index}};
+  if (call.opens) {
+    delta["id"] = tool_call_id(ids, call.index, format);
+    delta["type"] = "function";
+    delta["function"] = {{"name", call.name}, {"arguments", ""}};
+  } else {
+    delta["function"] = {{"arguments", call.arguments}};
+  }
+  ojson c{{"index", index}, {"delta", {{"tool_calls", ojson::array({delta})}}}, {"logprobs", nullptr},
           {"finish_reason", nullptr}};
   return ojson{{"id", ids.id}, {"object", "chat.completion.chunk"}, {"created", ids.created}, {"model", ids.model},
                {"choices", ojson::array({c})}};

@@ -11,6 +11,7 @@
 
 #include "lemma/server/engine_client.h"
 #include "lemma/server/openai_request.h"
+#include "lemma/server/tool_call_stream.h"
 #include "lemma/server/tool_calls.h"
 #include "lemma/tokenizer/tokenizer.h"
 
@@ -44,10 +45,14 @@ ojson response_json(ApiKind kind, const ResponseIds& ids, ojson choices, const U
 
 // Tool calls (tool_calls.h) into a chat choice's message: "tool_calls" with ids derived from the
 // response id, "content" null when the message had no text besides the calls.
-void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls);
-// A chat stream chunk whose delta carries all of a choice's calls (each with its index, id, type and
-// whole arguments), as OpenAI streams them.
-ojson tool_calls_chunk_json(const ResponseIds& ids, int index, const std::vector<ToolCall>& calls);
+void add_tool_calls(ojson& choice, const ResponseIds& ids, const std::vector<ToolCall>& calls, ToolCallFormat format);
+// A chat stream chunk with one tool-call delta of choice `index`, as OpenAI streams them: a call's
+// first delta carries its index, id, type and function.name with `arguments: ""`, the next ones its
+// index and a piece of function.arguments.
+ojson tool_call_chunk_json(const ResponseIds& ids, int index, const ToolCallDelta& call, ToolCallFormat format);
+// The id of a response's call k: `call_<response id>_<k>`, or for Mistral's format 9 alphanumerics
+// derived from the same (Mistral Small 3.2's template refuses any other id when the call goes back).
+std::string tool_call_id(const ResponseIds& ids, size_t k, ToolCallFormat format);
 
 // One streaming chunk with one choice; `role` set only on a chat stream's first chunk.
 ojson chunk_json(ApiKind kind, const ResponseIds& ids, int index, const std::string& text, const ojson& logprobs,

@@ -12,6 +12,7 @@
 #include "lemma/server/engine_client.h"
 #include "lemma/server/metrics.h"
 #include "lemma/server/server_config.h"
+#include "lemma/server/tool_call_grammar.h"
 #include "lemma/server/tool_calls.h"
 #include "lemma/grammar/tokenizer_vocabulary.h"
 #include "lemma/tokenizer/jinja/chat_template.h"
@@ -23,6 +24,7 @@ struct ServerContext {
   ServerContext(ServerConfig c, EngineClient& e, Tokenizer t, ChatTemplate tpl)
       : config(std::move(c)), engine(e), tokenizer(std::move(t)), chat_template(std::move(tpl)),
         tool_format(detect_tool_call_format(chat_template.source())),
+        tool_syntax{tool_format, detect_mistral_call_form(chat_template.source())},
         connections(resolve_max_connections(config.max_connections)) {}
 
   const ServerConfig config;
@@ -30,6 +32,7 @@ struct ServerContext {
   const Tokenizer tokenizer;
   const ChatTemplate chat_template;
   const ToolCallFormat tool_format;  // how the template's model writes tool calls (tool_calls.h)
+  const ToolCallSyntax tool_syntax;  // the same with the form of Mistral's calls (tool_call_grammar.h)
   Metrics metrics;
   ConnectionTable connections;
   std::atomic<bool> draining{false};        // SIGTERM: refuse new generation requests (503)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,5 +38,21 @@ AssistantOutput parse_tool_calls(ToolCallFormat format, std::string_view text);
 // call can have begun, or the start of a trailing partial marker (which a stream must hold back
 // until the next piece says whether it is one).
 size_t tool_call_start(ToolCallFormat format, std::string_view text);
+
+// How far the calls of a message generated so far have come, for streaming them as they are
+// written (tool_call_stream.h). Read the same way parse_tool_calls reads a whole message, so the
+// text of a call's arguments is the same span of the message; meaningful for well-formed calls
+// (a grammar's), not a validator.
+struct ToolCallProgress {
+  struct Call {
+    std::string name;                   // complete (a call is listed once its name is)
+    size_t args_begin = std::string::npos;  // where the arguments' text begins, npos while not yet
+    std::optional<size_t> args_end;     // one past its end; nullopt while it is still being written
+    bool args_are_text = false;         // a JSON string holding the arguments (decoded only at the end)
+  };
+  size_t calls_begin = std::string::npos;  // where the first call begins; npos while none has
+  std::vector<Call> calls;
+};
+ToolCallProgress tool_call_progress(ToolCallFormat format, std::string_view text);
 
 }  // namespace lemma::server

@@ -56,17 +56,42 @@ std::vector<int32_t> JumpForwardSource::forced_tokens(const DraftQuery& q) {
   }
   for (; t.consumed < outputs.size(); ++t.consumed)
     if (!t.state->accept(outputs[t.consumed])) return {};  // a token the grammar refused: the runner failed it
-  const std::string forced = t.state->forced_bytes(kMaxForcedBytes);
-  if (forced.empty()) return {};
   std::unique_ptr<Spelled>& spelled = spellings_[constraint.vocabulary.get()];
   if (!spelled) spelled.reset(new Spelled{constraint.vocabulary, TokenSpellings(constraint.vocabulary->vocab)});
-  std::vector<int32_t> tokens = spelled->spellings.longest_match(forced, static_cast<size_t>(std::max(0, q.max_drafts)));
-  // Only tokens the grammar takes one after another (it always should: their bytes are forced).
-  size_t taken = 0;
-  while (taken < tokens.size() && t.state->accept(tokens[taken])) ++taken;
-  t.state->rollback(taken);
-  tokens.resize(taken);
+  // Forced text cut into tokens, and forced tokens (a special marker a token reference names, e.g.
+  // Mistral's [TOOL_CALLS]), one after another while the grammar forces them.
+  const auto max_tokens = static_cast<size_t>(std::max(0, q.max_drafts));
+  std::vector<int32_t> tokens;
+  while (tokens.size() < max_tokens) {
+    const std::string forced = t.state->forced_bytes(kMaxForcedBytes);
+    std::vector<int32_t> step;
+    if (!forced.empty()) {
+      step = spelled->spellings.longest_match(forced, max_tokens - tokens.size());
+    } else if (const auto only = forced_token(*t.state, constraint)) {
+      step = {*only};
+    }
+    // Only tokens the grammar takes one after another (it always should: they are forced).
+    size_t taken = 0;
+    while (taken < step.size() && t.state->accept(step[taken])) ++taken;
+    tokens.insert(tokens.end(), step.begin(), step.begin() + std::ptrdiff_t(taken));
+    if (taken == 0 || taken < step.size()) break;
+  }
+  t.state->rollback(tokens.size());
   return tokens;
+}
+
+std::optional<int32_t> JumpForwardSource::forced_token(grammar::ConstraintState& state,
+                                                       const grammar::TokenConstraint& constraint) {
+  // Byte-only grammars force nothing that forced_bytes does not show: skip their masks.
+  if (!constraint.grammar->has_token_edges() || state.is_complete()) return std::nullopt;
+  const grammar::TokenMask& mask = state.allowed();
+  std::optional<int32_t> only;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    if (mask[w] == 0) continue;
+    if (only || (mask[w] & (mask[w] - 1)) != 0) return std::nullopt;
+    only = static_cast<int32_t>(w * 64 + size_t(__builtin_ctzll(mask[w])));
+  }
+  return only;
 }
 
 void JumpForwardSource::propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) {

@@ -4,10 +4,14 @@
 // target verifies them like any draft. So the forced text costs one forward for many tokens, and the
 // output stays what plain constrained decoding samples: a token the model would have split otherwise
 // is simply not confirmed (unlike rewriting the output, which changes the tokenisation the model sees).
+// A token the grammar forces (the only one its mask allows where the grammar has token references,
+// e.g. Mistral's special [TOOL_CALLS] before a forced call) is proposed too, and forced text and
+// tokens chain (`[TOOL_CALLS]`, `get_time`, `[ARGS]`, `{"zone": "` in one draft).
 // Requests with nothing forced, and unconstrained ones, go to the inner source (or get no drafts).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <unordered_map>
@@ -45,6 +49,9 @@ class JumpForwardSource final : public DraftSource {
   };
   // The forced tokens of request `q` (empty when none or the state cannot follow its outputs).
   std::vector<int32_t> forced_tokens(const DraftQuery& q);
+  // The one token `state` allows, where its grammar has token references and the mask holds a
+  // single token (a special token no byte string spells, so forced_bytes cannot show it).
+  static std::optional<int32_t> forced_token(grammar::ConstraintState& state, const grammar::TokenConstraint& constraint);
 
   std::unique_ptr<DraftSource> inner_;
   int inner_max_drafts_;

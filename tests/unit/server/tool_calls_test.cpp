@@ -10,6 +10,7 @@
 #include "lemma/grammar/token_constraint.h"
 #include "lemma/server/api_error.h"
 #include "lemma/server/output_constraint.h"
+#include "lemma/server/tool_call_grammar.h"
 #include "support/shared_data.h"
 
 namespace lemma::server {
@@ -81,9 +82,9 @@ TEST(ToolCalls, HermesParallelCallsWithContentBefore) {
   ASSERT_EQ(got.calls.size(), 2u);
   EXPECT_EQ(got.content, "Let me check both.");
   EXPECT_EQ(got.calls[0].name, "a");
-  EXPECT_EQ(got.calls[0].arguments, "{\"x\":1}");
+  EXPECT_EQ(got.calls[0].arguments, "{\"x\": 1}");  // the model's text as written, not re-serialised
   EXPECT_EQ(got.calls[1].name, "b");
-  EXPECT_EQ(got.calls[1].arguments, "{\"y\":[1,\"}\"]}");  // a brace inside a string does not close it
+  EXPECT_EQ(got.calls[1].arguments, "{\"y\": [1, \"}\"]}");  // a string's contents; a brace in a string does not close it
   // The last closing tag may be cut by the end of generation.
   EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"a\", \"arguments\": {}}").calls.size(), 1u);
 }
@@ -106,7 +107,7 @@ TEST(ToolCalls, Llama3CallsAfterThePythonTagOrSeparated) {
   auto got = parse_tool_calls(ToolCallFormat::kLlama3Json,
                               "<|python_tag|>{\"name\": \"a\", \"parameters\": {\"q\": \"x\"}}; {\"name\": \"b\", \"parameters\": {}}");
   ASSERT_EQ(got.calls.size(), 2u);
-  EXPECT_EQ(got.calls[0].arguments, "{\"q\":\"x\"}");
+  EXPECT_EQ(got.calls[0].arguments, "{\"q\": \"x\"}");
   EXPECT_EQ(got.calls[1].name, "b");
 }
 
@@ -114,11 +115,13 @@ TEST(ToolCalls, MistralArrayAndArgsForms) {
   auto got = parse_tool_calls(ToolCallFormat::kMistral,
                               "[TOOL_CALLS] [{\"name\": \"a\", \"arguments\": {\"k\": 2}}, {\"name\": \"b\", \"arguments\": {}}]");
   ASSERT_EQ(got.calls.size(), 2u);
+  EXPECT_EQ(got.calls[0].arguments, "{\"k\": 2}");
   EXPECT_EQ(got.calls[1].name, "b");
+  EXPECT_EQ(got.calls[1].arguments, "{}");
   got = parse_tool_calls(ToolCallFormat::kMistral, "ok[TOOL_CALLS]a[ARGS]{\"k\": 1}[TOOL_CALLS]b[CALL_ID]xyz[ARGS]{}");
   ASSERT_EQ(got.calls.size(), 2u);
   EXPECT_EQ(got.content, "ok");
-  EXPECT_EQ(got.calls[0].arguments, "{\"k\":1}");
+  EXPECT_EQ(got.calls[0].arguments, "{\"k\": 1}");
   EXPECT_EQ(got.calls[1].name, "b");
   EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kMistral, "[TOOL_CALLS]a[ARGS]{\"k\": ").calls.empty());
 }
@@ -139,7 +142,7 @@ TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
   const auto vocab = std::make_shared<const grammar::VocabularyIndex>(v);
   const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])");
-  const auto constraint = compile_forced_tool_call(tools, "", ToolCallFormat::kMistral, vocab);
+  const auto constraint = compile_forced_tool_call(tools, "", ToolCallSyntax{ToolCallFormat::kMistral}, vocab);
   grammar::ConstraintState state(*constraint);
   for (int32_t id = 0; id < vocab->vocab.size(); ++id) EXPECT_EQ(grammar::mask_allows(state.allowed(), id), id == 0) << id;
   EXPECT_FALSE(state.accept(1));
@@ -158,7 +161,7 @@ TEST(ToolCalls, MistralForcedCallStartsWithTheMarkerToken) {
   grammar::TokenVocabulary plain = v;
   plain.special_text[0] = "<unused>";
   try {
-    compile_forced_tool_call(tools, "get_weather", ToolCallFormat::kMistral,
+    compile_forced_tool_call(tools, "get_weather", ToolCallSyntax{ToolCallFormat::kMistral},
                              std::make_shared<const grammar::VocabularyIndex>(plain));
     ADD_FAILURE() << "no error";
   } catch (const ApiError& e) {

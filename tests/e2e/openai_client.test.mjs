@@ -316,7 +316,10 @@ test('tools: call -> tool message -> answer round-trips through the openai clien
       for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) deltas.push(d);
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-    assert.ok(deltas.length >= 3, `the arguments arrive in pieces (${deltas.length} deltas)`);
+    // How many pieces depends on timing (jump-forward confirms several forced tokens per step, and
+    // a slow reader gets steps coalesced); piece by piece is tested byte-exactly in
+    // tests/unit/server/tool_call_stream_test.cpp. Here: the opening delta, then the arguments.
+    assert.ok(deltas.length >= 2, `an opening delta, then the arguments (${deltas.length} deltas)`);
     assert.equal(deltas[0].index, 0);
     assert.equal(deltas[0].type, 'function');
     assert.ok(deltas[0].id.startsWith('call_'));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "lemma/engine/lora_pool.h"
@@ -134,6 +135,8 @@ TEST_F(LoraPoolTest, ConcurrentLoadUnloadAcquire) {
     pool.load("c", dir("lora-c"));
     pool.unload("c");
   }
+  // On a busy machine the users may not have run at all yet: let them acquire before stopping.
+  for (int i = 0; i < 10000 && acquired.load() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop = true;
   for (auto& u : users) u.join();
   EXPECT_EQ(bad, 0);

@@ -1,0 +1,1 @@
+#include "lemma/dist/communicator.h"

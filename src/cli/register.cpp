@@ -14,6 +14,7 @@ void register_chat(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_topology(CLI::App& app);
 
 void register_commands(CLI::App& app) {
   register_version(app);
@@ -27,6 +28,7 @@ void register_commands(CLI::App& app) {
   register_quantize(app);
   register_bench(app);
   register_serve(app);
+  register_topology(app);
 }
 
 }  // namespace lemma::cli

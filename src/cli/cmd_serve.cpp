@@ -21,6 +21,9 @@
 #include "lemma/base/logging.h"
 #include "lemma/model/model.h"
 #include "lemma/server/connection_table.h"
+#include "lemma/server/data_parallel_client.h"
+#include "lemma/server/disaggregated_client.h"
+#include "lemma/server/prefix_router.h"
 #include "lemma/server/engine_service.h"
 #include "lemma/server/server.h"
 #include "lemma/tokenizer/jinja/chat_template.h"
@@ -54,6 +57,11 @@ struct ServeOptions {
   bool no_prefix_caching = false;
   bool no_chunked_prefill = false;
   bool allow_special_tokens_in_content = false;
+  int data_parallel_size = 1;
+  std::string data_parallel_routing = "prefix";
+  int64_t router_history_blocks = 65536;
+  bool disaggregate_prefill = false;
+  int prefill_threads = 0;
 };
 
 constexpr uint64_t kDefaultKvBudgetBytes = 4ull << 30;
@@ -106,7 +114,51 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
   return c;
 }
 
+// D whole engines over the one (immutable) model, the threads split between them, behind a router.
+std::unique_ptr<server::EngineClient> make_data_parallel_engines(const ServeOptions& o, const Model& model,
+                                                                 server::EngineServiceConfig& config) {
+  if (o.data_parallel_routing != "prefix" && o.data_parallel_routing != "round-robin")
+    fail<InvalidArgument>("--data-parallel-routing must be prefix or round-robin, got '{}'", o.data_parallel_routing);
+  if (o.router_history_blocks < 1)
+    fail<InvalidArgument>("--router-history-blocks must be >= 1, got {}", o.router_history_blocks);
+  config.engine.num_threads = std::max(1, config.engine.num_threads / o.data_parallel_size);
+  std::vector<std::unique_ptr<server::EngineClient>> replicas;
+  for (int r = 0; r < o.data_parallel_size; ++r) {
+    server::EngineServiceConfig replica = config;
+    // Distinct derived seeds per replica (a request's own seed is used as given everywhere).
+    if (replica.seed != 0) replica.seed = choice_seed(config.seed, static_cast<uint64_t>(r));
+    replicas.push_back(std::make_unique<server::EngineService>(model, replica));
+  }
+  const auto policy = o.data_parallel_routing == "prefix" ? server::RoutingPolicy::kPrefix
+                                                          : server::RoutingPolicy::kRoundRobin;
+  auto router = std::make_unique<server::PrefixRouter>(o.data_parallel_size, o.block_size,
+                                                       static_cast<std::size_t>(o.router_history_blocks), policy);
+  return std::make_unique<server::DataParallelClient>(std::move(replicas), std::move(router));
+}
+
+// A prefill engine and a decode engine over the one model, the threads split between them (G24).
+std::unique_ptr<server::EngineClient> make_disaggregated_engines(const ServeOptions& o, const Model& model,
+                                                                 server::EngineServiceConfig& config) {
+  if (o.data_parallel_size != 1)
+    fail<InvalidArgument>("--disaggregate-prefill runs one prefill and one decode engine; it does not combine with "
+                          "--data-parallel-size {}", o.data_parallel_size);
+  if (o.no_prefix_caching)
+    fail<InvalidArgument>("--disaggregate-prefill hands prompts over through the prefix cache; drop --no-prefix-caching");
+  const int total = config.engine.num_threads;
+  if (o.prefill_threads < 0 || (o.prefill_threads > 0 && o.prefill_threads >= std::max(total, 2)))
+    fail<InvalidArgument>("--prefill-threads must leave the decode engine at least one of the {} threads, got {}",
+                          total, o.prefill_threads);
+  server::EngineServiceConfig prefill = config;
+  prefill.engine.num_threads = o.prefill_threads > 0 ? o.prefill_threads : std::max(1, total / 2);
+  prefill.engine.speculative = {};  // one token per prompt: nothing to speculate
+  config.engine.num_threads = std::max(1, total - prefill.engine.num_threads);
+  return std::make_unique<server::DisaggregatedClient>(std::make_unique<server::EngineService>(model, prefill),
+                                                       std::make_unique<server::EngineService>(model, config),
+                                                       o.block_size);
+}
+
 int serve(const ServeOptions& o) {
+  if (o.data_parallel_size < 1) fail<InvalidArgument>("--data-parallel-size must be >= 1, got {}", o.data_parallel_size);
   if (o.port < 0 || o.port > 65535) fail<InvalidArgument>("--port must be in [0, 65535], got {}", o.port);
   if (o.max_request_bytes < 1) fail<InvalidArgument>("--max-request-bytes must be >= 1");
   if (!(o.request_timeout_s > 0) || !(o.shutdown_grace_s >= 0) || !(o.header_timeout_s > 0))
@@ -133,8 +185,15 @@ int serve(const ServeOptions& o) {
   if (!template_text.empty()) chat_template.emplace(template_text, "chat template");
   else log().warn("the model has no chat template; /v1/chat/completions uses lemma's default ChatML");
 
-  const auto service_config = engine_service_config(o, model, tokenizer, max_model_len);
-  server::EngineService engine(model, service_config);
+  auto service_config = engine_service_config(o, model, tokenizer, max_model_len);
+  std::unique_ptr<server::EngineClient> engine;
+  if (o.disaggregate_prefill) {
+    engine = make_disaggregated_engines(o, model, service_config);
+  } else if (o.data_parallel_size == 1) {
+    engine = std::make_unique<server::EngineService>(model, service_config);
+  } else {
+    engine = make_data_parallel_engines(o, model, service_config);
+  }
 
   server::ServerConfig config;
   config.host = o.host;
@@ -166,8 +225,14 @@ int serve(const ServeOptions& o) {
                kernels::kv_dtype_name(service_config.engine.kv_dtype), o.max_num_seqs,
                static_cast<long long>(service_config.engine.scheduler.max_num_batched_tokens),
                service_config.engine.num_threads, config.max_connections);
-  const int rc = server::run_server(config, engine, tokenizer, std::move(chat_template));
-  engine.shutdown();
+  if (o.disaggregate_prefill)
+    std::fprintf(stderr, "lemma serve: prefill/decode disaggregated: a prefill engine hands each prompt's KV blocks to "
+                 "the decode engine (%d decode threads)\n", service_config.engine.num_threads);
+  if (o.data_parallel_size > 1)
+    std::fprintf(stderr, "lemma serve: %d data-parallel replicas (%s routing), each with its own KV cache of %d blocks\n",
+                 o.data_parallel_size, o.data_parallel_routing.c_str(), service_config.engine.kv.num_device_blocks);
+  const int rc = server::run_server(config, *engine, tokenizer, std::move(chat_template));
+  engine.reset();  // every replica drains and joins its engine thread
   return rc;
 }
 
@@ -217,6 +282,20 @@ void register_serve(CLI::App& app) {
   sub->add_option("--shutdown-grace", o->shutdown_grace_s, "Seconds in-flight requests get after SIGTERM")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed for requests that give none (0: random)");
+  sub->add_option("--data-parallel-size,--dp", o->data_parallel_size,
+                  "Engine replicas, each with its own KV cache and scheduler, sharing the threads (default 1)")
+      ->capture_default_str();
+  sub->add_option("--data-parallel-routing", o->data_parallel_routing,
+                  "How requests pick a replica: prefix (longest cached prefix, then load) or round-robin")
+      ->capture_default_str();
+  sub->add_flag("--disaggregate-prefill", o->disaggregate_prefill,
+                "Compute prompts on a separate prefill engine and hand their KV blocks to the decode engine");
+  sub->add_option("--prefill-threads", o->prefill_threads,
+                  "Threads of the prefill engine with --disaggregate-prefill (0: half)")
+      ->capture_default_str();
+  sub->add_option("--router-history-blocks", o->router_history_blocks,
+                  "KV-block hashes the router remembers per replica (LRU)")
+      ->capture_default_str();
   sub->add_option("--load", o->load, "Weight loading: lazy, prefault or copy")->capture_default_str();
   bind(sub, [o] { return serve(*o); });
 }

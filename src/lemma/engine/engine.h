@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lemma/engine/beam_search.h"
+#include "lemma/engine/kv_handoff.h"
 #include "lemma/model/moe/moe_step_stats.h"
 #include "lemma/engine/request_trace.h"
 #include "lemma/model/model.h"
@@ -107,6 +108,18 @@ class Engine {
     return scheduler_.has_unfinished_requests() || !pending_choices_.empty() || !beam_requests_.empty() ||
            !beam_outputs_.empty();
   }
+  // Prefill/decode disaggregation (G24, engine_handoff.cpp), between steps on the engine's thread.
+  // How many leading full blocks of `token_ids` this engine's prefix cache holds.
+  int32_t num_cached_prefix_blocks(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys) const;
+  // The K/V of the full blocks of `token_ids` from `first_block` on, as far as this engine's prefix
+  // cache holds them without a gap (none when it holds fewer than first_block + 1).
+  KvHandoff export_prefix(std::span<const int32_t> token_ids, std::span<const uint64_t> extra_keys,
+                          int32_t first_block);
+  // Files a handoff's blocks in this engine's prefix cache, so a request on those tokens starts as a
+  // prefix hit; returns the blocks written. 0 when the receiver no longer holds the blocks before
+  // `first_block` or has no free blocks: the request then computes them itself, with the same result.
+  int32_t import_prefix(KvHandoff& handoff);
+
   const Scheduler& scheduler() const { return scheduler_; }
   const ModelRunner& runner() const { return runner_; }
   const Model& model() const { return model_; }

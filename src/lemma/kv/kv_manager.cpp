@@ -154,6 +154,52 @@ void KvManager::cache_computed_blocks(SeqId seq, std::span<const int32_t> token_
   s.num_registered = num_full;
 }
 
+std::vector<BlockId> KvManager::cached_prefix_blocks(std::span<const int32_t> token_ids,
+                                                std::span<const uint64_t> extra_keys) const {
+  if (!config_.enable_prefix_caching) return {};
+  std::vector<BlockHash> hashes;
+  prefix_cache_->extend_hashes(token_ids, extra_keys, hashes);
+  return prefix_cache_->find(hashes, token_ids);
+}
+
+std::optional<std::vector<BlockId>> KvManager::begin_import(std::span<const int32_t> token_ids,
+                                                            std::span<const uint64_t> extra_keys,
+                                                            int32_t num_blocks) {
+  if (!config_.enable_prefix_caching || num_blocks < 0) return std::nullopt;
+  std::vector<BlockHash> hashes;
+  prefix_cache_->extend_hashes(token_ids, extra_keys, hashes);
+  if (static_cast<size_t>(num_blocks) > hashes.size()) return std::nullopt;
+  std::vector<BlockId> result(static_cast<size_t>(num_blocks), -1);
+  std::vector<BlockId> pinned;  // the blocks held already, kept from eviction while we allocate
+  int32_t missing = 0;
+  for (int32_t i = 0; i < num_blocks; ++i) {
+    const BlockId held = prefix_cache_->lookup(hashes[static_cast<size_t>(i)]);
+    if (held >= 0) pinned.push_back(held);
+    else ++missing;
+  }
+  for (BlockId b : pinned) device_.add_ref(b);
+  if (!device_.can_allocate(missing)) {
+    for (BlockId b : pinned) device_.free(b);
+    return std::nullopt;
+  }
+  std::vector<BlockId> fresh = device_.allocate(missing);
+  size_t next = 0;
+  for (int32_t i = 0; i < num_blocks; ++i) {
+    const auto index = static_cast<size_t>(i);
+    if (prefix_cache_->lookup(hashes[index]) >= 0) continue;
+    result[index] = fresh[next++];
+    prefix_cache_->insert(result[index], hashes[index], token_ids.subspan(index * config_.block_size, config_.block_size));
+  }
+  for (BlockId b : pinned) device_.free(b);
+  return result;
+}
+
+void KvManager::finish_import(std::span<const BlockId> blocks) {
+  // Deepest first, as free() does: the chain's head stays cached longest.
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
+    if (*b >= 0) device_.free(*b);
+}
+
 bool KvManager::can_fork(SeqId parent, int64_t num_tokens) const {
   const auto it = seqs_.find(parent);
   if (it == seqs_.end()) return false;

@@ -96,6 +96,22 @@ class KvManager {
   // The parent still holds every block a child computing from num_tokens would read (a sliding window
   // may have dropped them).
   bool can_fork(SeqId parent, int64_t num_tokens) const;
+
+  // Prefill/decode disaggregation (G24): K/V computed by another engine enters this one as cached
+  // prefix blocks, so a request on those tokens is an ordinary prefix hit.
+  // The device blocks holding the leading full blocks of `token_ids` in the prefix cache, from the
+  // first (read-only: no references taken, no query counted).
+  std::vector<BlockId> cached_prefix_blocks(std::span<const int32_t> token_ids,
+                                            std::span<const uint64_t> extra_keys) const;
+  // Registers the first `num_blocks` full blocks of `token_ids` as cached: for each one not cached
+  // yet, a block is taken from the pool (reference 1) and filed under that block's hash. Returns, per
+  // block index, the block the caller must now fill with that block's K/V, or -1 where this cache
+  // already holds it; then finish_import() with the same list makes them ordinary evictable cached
+  // blocks. Returns nullopt, changing nothing, when the pool cannot supply the blocks (or prefix
+  // caching is off).
+  std::optional<std::vector<BlockId>> begin_import(std::span<const int32_t> token_ids,
+                                                   std::span<const uint64_t> extra_keys, int32_t num_blocks);
+  void finish_import(std::span<const BlockId> blocks);
   // Drops the sequence's blocks (device or host). Returns false when `seq` is unknown (idempotent).
   bool free(SeqId seq);
 

@@ -321,4 +321,18 @@ void ModelRunner::compact_accepted_trees() {
   }
 }
 
+KvCache ModelRunner::export_blocks(std::span<const int32_t> blocks) {
+  KvCache out(device_.num_layers(), static_cast<int64_t>(blocks.size()), device_.block_size(), device_.num_kv_heads(),
+              device_.head_dim(), device_.dtype());
+  for (size_t i = 0; i < blocks.size(); ++i) copy_kv_block(device_, blocks[i], out, static_cast<int64_t>(i));
+  return out;
+}
+
+void ModelRunner::import_blocks(KvCache& from, std::span<const int32_t> dst) {
+  if (static_cast<size_t>(from.num_blocks()) != dst.size())
+    fail<InvalidArgument>("KV import: {} blocks received for {} destinations", from.num_blocks(), dst.size());
+  for (size_t i = 0; i < dst.size(); ++i)
+    if (dst[i] >= 0) copy_kv_block(from, static_cast<int64_t>(i), device_, dst[i]);
+}
+
 }  // namespace lemma

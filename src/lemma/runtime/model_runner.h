@@ -61,6 +61,11 @@ class ModelRunner {
 
   size_t num_tracked() const { return state_.size(); }
   const KvCache& device_cache() const { return device_; }
+  // Prefill/decode disaggregation (G24): device blocks `blocks` copied into a cache of their own
+  // (its block i holds blocks[i]), and such a cache copied back into device blocks (dst[i] < 0:
+  // skipped). The layouts must match (same model and KV dtype); InvalidArgument otherwise.
+  KvCache export_blocks(std::span<const int32_t> blocks);
+  void import_blocks(KvCache& from, std::span<const int32_t> dst);
   const Model& model() const { return model_; }
 
  private:

@@ -127,6 +127,8 @@ class Scheduler {
   uint64_t num_finished() const { return num_finished_; }
   const SchedulerConfig& config() const { return config_; }
   const KvManager& kv() const { return kv_; }
+  // For handing KV between engines (G24: KvManager::begin_import), between steps only.
+  KvManager& kv_for_handoff() { return kv_; }
 
   // Throws std::logic_error when queues, statuses and the KvManager disagree (for tests).
   void check_invariants() const;

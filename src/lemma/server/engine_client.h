@@ -84,6 +84,17 @@ struct CumulativeHistogram {
   }
 };
 
+// One data-parallel replica's own figures (`--data-parallel-size`), beside the summed EngineStats.
+struct ReplicaStats {
+  int64_t requests_running = 0;
+  int64_t requests_waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t prefix_cache_queries = 0;   // monotonically increasing
+  int64_t prefix_cache_hits = 0;      // monotonically increasing
+  int64_t routed_requests = 0;        // monotonically increasing
+  int64_t routed_matched_tokens = 0;  // prompt tokens the router expected this replica to hold
+};
+
 struct EngineStats {
   int64_t requests_running = 0;
   int64_t requests_waiting = 0;
@@ -109,6 +120,14 @@ struct EngineStats {
   // load imbalance (busiest expert's tokens over the mean, worst layer). Never observed for dense models.
   CumulativeHistogram moe_expert_tokens;   // kMoeExpertTokensBuckets
   CumulativeHistogram moe_load_imbalance;  // kMoeLoadImbalanceBuckets
+  // Prefill/decode disaggregation only (G24): prompts handed from the prefill engine to the decode
+  // engine, the blocks and bytes carried, and the seconds spent exporting and importing them.
+  int64_t kv_handoffs = 0;        // monotonically increasing
+  int64_t kv_handoff_blocks = 0;  // monotonically increasing
+  int64_t kv_handoff_bytes = 0;   // monotonically increasing
+  double kv_handoff_seconds = 0;  // monotonically increasing
+  // Data parallelism only: each replica's figures (the fields above are their sums). Empty otherwise.
+  std::vector<ReplicaStats> replicas;
 };
 
 class EngineClient {  // thread-safe

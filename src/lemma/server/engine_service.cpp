@@ -62,6 +62,16 @@ void EngineService::cancel(const std::string& request_id) {
   inbox_cv_.notify_one();
 }
 
+bool EngineService::run_on_engine_thread(std::function<void(Engine&)> task) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    if (stopping_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  inbox_cv_.notify_one();
+  return true;
+}
+
 void EngineService::shutdown() {
   {
     std::lock_guard lock(inbox_mu_);
@@ -80,16 +90,21 @@ void EngineService::loop() {
   for (;;) {
     std::deque<Submission> submissions;
     std::vector<std::string> cancels;
+    std::vector<std::function<void(Engine&)>> tasks;
     bool stopping = false;
     {
       const bool busy = engine_.has_unfinished_requests();
       std::unique_lock lock(inbox_mu_);
-      inbox_cv_.wait(lock, [&] { return busy || stopping_ || !submissions_.empty() || !cancels_.empty(); });
+      inbox_cv_.wait(lock, [&] {
+        return busy || stopping_ || !submissions_.empty() || !cancels_.empty() || !tasks_.empty();
+      });
       submissions.swap(submissions_);
       cancels.swap(cancels_);
+      tasks.swap(tasks_);
       stopping = stopping_;
     }
     try {
+      for (auto& task : tasks) task(engine_);
       for (auto& s : submissions) admit(s);
       for (const auto& id : cancels) cancel_call(id);
       if (stopping) {

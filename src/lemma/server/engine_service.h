@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ class EngineService final : public EngineClient {
   bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) override;
   void cancel(const std::string& request_id) override;
   EngineStats stats() const override;
+
+  // Runs `task` on the engine thread between steps (KV handoffs, G24). Tasks run in the order given;
+  // they must not block. Returns false (the task is dropped) once shutdown() has begun.
+  bool run_on_engine_thread(std::function<void(Engine&)> task);
 
   // Refuses new requests, cancels every live one (each choice gets its final delta) and joins the
   // engine thread. Idempotent.
@@ -75,6 +80,7 @@ class EngineService final : public EngineClient {
   std::condition_variable inbox_cv_;
   std::deque<Submission> submissions_;
   std::vector<std::string> cancels_;
+  std::vector<std::function<void(Engine&)>> tasks_;
   bool stopping_ = false;
   std::atomic<int64_t> num_waiting_{0};
 

@@ -166,6 +166,38 @@ std::string Metrics::render(const EngineStats& engine) const {
   engine_histogram("lemma_moe_load_imbalance",
                    "Per step, the busiest expert's tokens over the mean per expert (worst MoE layer).",
                    kMoeLoadImbalanceBuckets, engine.moe_load_imbalance);
+  if (engine.kv_handoffs > 0) {  // prefill/decode disaggregation (G24)
+    counter("lemma_kv_handoffs_total", "Prompts whose KV blocks the prefill engine handed to the decode engine.",
+            engine.kv_handoffs);
+    counter("lemma_kv_handoff_blocks_total", "KV blocks handed from the prefill engine to the decode engine.",
+            engine.kv_handoff_blocks);
+    counter("lemma_kv_handoff_bytes_total", "KV bytes handed from the prefill engine to the decode engine.",
+            engine.kv_handoff_bytes);
+    header(out, "lemma_kv_handoff_seconds_total", "counter", "Seconds spent exporting and importing handed-over KV blocks.");
+    out += fmt::format("lemma_kv_handoff_seconds_total {}\n", engine.kv_handoff_seconds);
+  }
+  if (!engine.replicas.empty()) {  // data parallelism: one series per replica
+    auto per_replica = [&](const char* name, const char* type, const char* help, auto field) {
+      header(out, name, type, help);
+      for (size_t r = 0; r < engine.replicas.size(); ++r)
+        out += fmt::format("{}{{replica=\"{}\"}} {}\n", name, r, engine.replicas[r].*field);
+    };
+    per_replica("lemma_replica_requests_running", "gauge", "Requests a data-parallel replica is running.",
+                &ReplicaStats::requests_running);
+    per_replica("lemma_replica_requests_waiting", "gauge", "Requests waiting in a data-parallel replica's queue.",
+                &ReplicaStats::requests_waiting);
+    per_replica("lemma_replica_kv_blocks_used", "gauge", "KV-cache blocks a data-parallel replica uses.",
+                &ReplicaStats::kv_blocks_used);
+    per_replica("lemma_replica_prefix_cache_queries_total", "counter", "A replica's prefix-cache block lookups.",
+                &ReplicaStats::prefix_cache_queries);
+    per_replica("lemma_replica_prefix_cache_hits_total", "counter", "A replica's prefix-cache block hits.",
+                &ReplicaStats::prefix_cache_hits);
+    per_replica("lemma_replica_routed_requests_total", "counter", "Requests the router sent to a replica.",
+                &ReplicaStats::routed_requests);
+    per_replica("lemma_replica_routed_prefix_tokens_total", "counter",
+                "Prompt tokens the router expected the chosen replica to hold in its prefix cache.",
+                &ReplicaStats::routed_matched_tokens);
+  }
   return out;
 }
 

@@ -1,0 +1,1 @@
+#include "lemma/engine/kv_handoff.h"

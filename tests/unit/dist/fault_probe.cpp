@@ -1,0 +1,65 @@
+// A program for `mpirun`: world rank 1 misbehaves in the middle of a run of all-reduces (killed by
+// SIGKILL, stuck, or calling with another size) and every rank that notices reports whether it got a
+// DistError naming the culprit within the timeout. tests/unit/dist/run_fault_probe.sh counts the
+// verdicts. Usage: dist_fault_probe kill|stall|mismatch mpi|shm TIMEOUT_MS
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lemma/dist/world.h"
+
+namespace {
+int verdict(int rank, bool pass, long long ms, const std::string& what) {
+  std::printf("%s rank %d after %lld ms: %s\n", pass ? "PASS" : "FAIL", rank, ms, what.c_str());
+  std::fflush(stdout);
+  // No MPI_Finalize: it would wait for the lost rank. mpirun runs with --enable-recovery, so the
+  // other ranks' exits do not kill this one before it reports.
+  _exit(pass ? 0 : 1);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lemma::dist;
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: dist_fault_probe kill|stall|mismatch mpi|shm TIMEOUT_MS\n");
+    return 2;
+  }
+  const std::string mode = argv[1], transport = argv[2];
+  const auto timeout = std::chrono::milliseconds(std::atoll(argv[3]));
+  WorldOptions options;
+  options.launched_by_mpirun = true;
+  options.group.transport = transport == "shm" ? Transport::kShm : Transport::kMpi;
+  options.group.timeout = timeout;
+  World world(options);
+  Communicator& comm = world.comm();
+  const int me = comm.rank();
+  std::vector<float> data(1000, 1.0f);
+  for (int step = 0; step < 3; ++step) comm.all_reduce(data);  // healthy steps first
+  if (me == 1 && mode == "kill") raise(SIGKILL);
+  if (me == 1 && mode == "stall") {
+    std::this_thread::sleep_for(timeout * 3);
+    _exit(0);
+  }
+  if (me == 1 && mode == "mismatch") data.resize(1001);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    comm.all_reduce(data);
+  } catch (const DistError& e) {
+    const long long ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const std::string message = e.what();
+    // The culprit names someone else (its peers disagree with it); everyone else names rank 1.
+    const bool names_culprit = me == 1 ? message.find("sizes disagree") != std::string::npos
+                                       : message.find("from rank 1 ") != std::string::npos ||
+                                             message.find(" rank 1 ") != std::string::npos;
+    const bool in_time = ms <= timeout.count() + 3000;
+    return verdict(me, names_culprit && in_time, ms, message);
+  }
+  return verdict(me, false, 0, "no DistError");
+}

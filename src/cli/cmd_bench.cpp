@@ -369,6 +369,7 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
 }  // namespace
 
 void register_bench_grammar(CLI::App* bench);  // cmd_bench_grammar.cpp
+void register_bench_collectives(CLI::App* bench);  // cmd_bench_collectives.cpp
 
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks: machine roofline, model throughput, memory capacity");
@@ -435,6 +436,7 @@ void register_bench(CLI::App& app) {
   bind(serve, [sf] { return run_serve(*sf); });
 
   register_bench_grammar(bench);
+  register_bench_collectives(bench);
 }
 
 }  // namespace lemma::cli

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
+#include "cli/machine_info.h"
 #include "lemma/model/lora/lora_adapter.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
@@ -68,14 +69,6 @@ struct ServeFlags {
   bool burst = false;
   bool json = false;
 };
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
 
 double mem_total_bytes() {
   std::ifstream in("/proc/meminfo");

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/dist_world.h"
+#include "cli/machine_info.h"
 #include "lemma/base/error.h"
 #include "lemma/dist/collective_bench.h"
 
@@ -26,14 +26,6 @@ struct CollectivesFlags {
   bool json = false;
 };
 
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
-
 int run_collectives(const CollectivesFlags& flags) {
   auto world = open_world(flags.dist);
   const int ranks = world->comm().size();
@@ -45,7 +37,7 @@ int run_collectives(const CollectivesFlags& flags) {
   nlohmann::json rows = nlohmann::json::array();
   const bool printer = world->comm().rank() == 0;
   if (printer && !flags.json) {
-    std::printf("collectives: %d ranks, %s\n", ranks, cpu_name().c_str());
+    std::printf("collectives: %d ranks, %s\n", ranks, cpu_model_name().c_str());
     std::printf("%-11s %-4s %10s %6s %10s %10s %10s %10s\n", "op", "via", "bytes", "iters", "avg_us", "p50_us",
                 "algbw_GB/s", "busbw_GB/s");
   }
@@ -70,7 +62,7 @@ int run_collectives(const CollectivesFlags& flags) {
     }
   }
   if (printer && flags.json) {
-    std::printf("%s\n", nlohmann::json{{"test", "collectives"}, {"ranks", ranks}, {"cpu", cpu_name()}, {"rows", rows}}
+    std::printf("%s\n", nlohmann::json{{"test", "collectives"}, {"ranks", ranks}, {"cpu", cpu_model_name()}, {"rows", rows}}
                             .dump(2)
                             .c_str());
   }

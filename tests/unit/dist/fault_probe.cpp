@@ -1,5 +1,5 @@
 // A program for `mpirun`: world rank 1 misbehaves in the middle of a run of all-reduces (killed by
-// SIGKILL, stuck, or calling with another size) and every rank that notices reports whether it got a
+// SIGKILL inside one, stuck, or calling with another size) and every rank that notices reports whether it got a
 // DistError naming the culprit within the timeout. tests/unit/dist/run_fault_probe.sh counts the
 // verdicts. Usage: dist_fault_probe kill|stall|mismatch mpi|shm TIMEOUT_MS
 #include <signal.h>
@@ -39,17 +39,26 @@ int main(int argc, char** argv) {
   World world(options);
   Communicator& comm = world.comm();
   const int me = comm.rank();
-  std::vector<float> data(1000, 1.0f);
-  for (int step = 0; step < 3; ++step) comm.all_reduce(data);  // healthy steps first
-  if (me == 1 && mode == "kill") raise(SIGKILL);
-  if (me == 1 && mode == "stall") {
-    std::this_thread::sleep_for(timeout * 3);
-    _exit(0);
+  // kill: rank 1 dies by SIGKILL from a thread while all ranks loop over 256 KiB all-reduces, so it
+  // is lost in the middle of one; stall and mismatch: rank 1 misbehaves at step 3.
+  std::vector<float> data(mode == "kill" ? 65536 : 1000);
+  if (me == 1 && mode == "kill") {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      raise(SIGKILL);
+    }).detach();
   }
-  if (me == 1 && mode == "mismatch") data.resize(1001);
-  const auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   try {
-    comm.all_reduce(data);
+    for (int step = 0; step < 1000000; ++step) {
+      if (me == 1 && step == 3 && mode == "stall") {
+        std::this_thread::sleep_for(timeout * 3);
+        _exit(0);
+      }
+      data.assign(me == 1 && step == 3 && mode == "mismatch" ? data.size() + 1 : data.size(), 1.0f);
+      start = std::chrono::steady_clock::now();
+      comm.all_reduce(data);
+    }
   } catch (const DistError& e) {
     const long long ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();

@@ -26,7 +26,7 @@ void SelfCommunicator::all_to_all_v(std::span<const std::byte> send, std::span<c
                                     std::span<const std::size_t> recv_offsets) {
   check_all_to_all_layout(*this, send.size(), send_counts, send_offsets, recv.size(), recv_counts, recv_offsets);
   if (send_counts[0] != recv_counts[0]) {
-    fail<DistError>("dist: all_to_all_v on group '{}': rank 0 sends itself {} bytes but expects {}", name(),
+    fail<InvalidArgument>("dist: all_to_all_v on group '{}': rank 0 sends itself {} bytes but expects {}", name(),
                     send_counts[0], recv_counts[0]);
   }
   std::copy_n(send.data() + send_offsets[0], send_counts[0], recv.data() + recv_offsets[0]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 
 #include "lemma/dist/collective_checks.h"
 #include "lemma/dist/group_factory.h"
@@ -69,8 +70,9 @@ ShmCommunicator::ShmCommunicator(std::unique_ptr<MpiCommunicator> mpi)
 ShmCommunicator::~ShmCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  // MPI_Win_free is collective: after a failure the lost rank would never join it.
-  if (finalized || !failure_.empty()) return;
+  // MPI_Win_free is collective (a barrier, without a deadline): after a failure the lost rank would
+  // never join it, and while an exception unwinds the other ranks may not be coming either.
+  if (finalized || !failure_.empty() || std::uncaught_exceptions() > 0) return;
   MPI_Win_free(&segment_->window);
 }
 
@@ -93,9 +95,9 @@ void ShmCommunicator::arrive_and_wait(const char* op, std::uint64_t bytes) {
   Header& me = *segment_->headers[static_cast<std::size_t>(rank())];
   me.bytes[arrivals_ & 1].store(bytes, std::memory_order_relaxed);
   me.arrivals.store(arrivals_, std::memory_order_release);  // publishes our slot and byte count
+  Poller poller(mpi_->options().timeout);  // one deadline for the whole wait, not one per peer
   for (int r = 0; r < n; ++r) {
     const Header& peer = *segment_->headers[static_cast<std::size_t>(r)];
-    Poller poller(mpi_->options().timeout);
     while (peer.arrivals.load(std::memory_order_acquire) < arrivals_) {
       if (poller.expired()) {
         fail_collective(op, fmt::format("no answer from {} within {} ms (it died or is stuck)",

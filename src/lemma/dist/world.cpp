@@ -36,7 +36,12 @@ std::unique_ptr<Communicator> World::make_group(Transport transport, const std::
 
 World::~World() {
   if (!initialized_mpi_) return;
-  if (options_.world_failed->load() || std::uncaught_exceptions() > 0) return;
+  if (options_.world_failed->load() || std::uncaught_exceptions() > 0) {
+    // Freeing the world's groups may wait on the lost rank too (a shared window's free is a
+    // barrier): leave them to the process's exit.
+    (void)comm_.release();
+    return;
+  }
   comm_.reset();
   MPI_Finalize();
 }

@@ -115,15 +115,19 @@ class MpiCommunicator::Exchange {
   }
 
   [[noreturn]] void report_timeout() {
-    // A missing receive names the rank that did not send; if all arrived, the rank that did not take ours.
-    const Item* lost = nullptr;
-    for (std::size_t i = 0; i < requests_.size(); ++i) {
-      if (requests_[i] == MPI_REQUEST_NULL) continue;
-      if (lost == nullptr || (items_[i].is_recv && !lost->is_recv)) lost = &items_[i];
+    // The ranks that did not send; if every message arrived, those that did not take ours.
+    std::vector<int> silent;
+    for (bool receives : {true, false}) {
+      for (std::size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] != MPI_REQUEST_NULL && items_[i].is_recv == receives &&
+            std::find(silent.begin(), silent.end(), items_[i].peer) == silent.end()) {
+          silent.push_back(items_[i].peer);
+        }
+      }
+      if (!silent.empty()) break;
     }
-    comm_.fail_collective(op_, fmt::format("no answer from {} within {} ms (it died or is stuck)",
-                                           comm_.describe_rank(lost ? lost->peer : -1),
-                                           comm_.options().timeout.count()));
+    std::sort(silent.begin(), silent.end());
+    comm_.fail_collective(op_, comm_.describe_silence(silent));
   }
 
   MpiCommunicator& comm_;
@@ -134,8 +138,32 @@ class MpiCommunicator::Exchange {
   std::vector<Item> items_;
 };
 
-std::unique_ptr<MpiCommunicator> make_mpi_communicator(MPI_Comm comm, std::string label, GroupOptions options) {
+namespace {
+// Every world rank's host and pid (fixed-size records through one MPI_Allgather).
+std::shared_ptr<const std::vector<PeerProcess>> gather_world_processes() {
+  struct Record {
+    char host[248];
+    long pid;
+  };
+  Record mine = {};
+  const PeerProcess me = this_process();
+  me.host.copy(mine.host, sizeof(mine.host) - 1);
+  mine.pid = me.pid;
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<Record> all(static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(&mine, sizeof(Record), MPI_BYTE, all.data(), sizeof(Record), MPI_BYTE, MPI_COMM_WORLD),
+            "dist: gathering every rank's host and pid");
+  auto processes = std::make_shared<std::vector<PeerProcess>>();
+  for (const Record& r : all) processes->push_back({std::string(r.host), r.pid});
+  return processes;
+}
+}  // namespace
+
+std::unique_ptr<MpiCommunicator> make_mpi_communicator(MPI_Comm comm, std::string label, GroupOptions options,
+                                                       std::shared_ptr<const std::vector<PeerProcess>> world_processes) {
   auto handle = std::make_unique<MpiCommunicator::Handle>();
+  handle->world_processes = world_processes ? std::move(world_processes) : gather_world_processes();
   check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "dist: MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_dup(comm, &handle->collectives), "dist: MPI_Comm_dup");
   check_mpi(MPI_Comm_dup(comm, &handle->point_to_point), "dist: MPI_Comm_dup");
@@ -173,6 +201,36 @@ std::string MpiCommunicator::describe_rank(int rank) const {
   if (rank < 0 || rank >= size_) return fmt::format("rank {}", rank);
   const int world = handle_->world_ranks[static_cast<std::size_t>(rank)];
   return world == rank ? fmt::format("rank {}", rank) : fmt::format("rank {} (world rank {})", rank, world);
+}
+
+std::string MpiCommunicator::describe_silence(const std::vector<int>& silent) const {
+  std::vector<int> exited, others;
+  for (int r : silent) {
+    const int world = r >= 0 && r < size_ ? handle_->world_ranks[static_cast<std::size_t>(r)] : -1;
+    const bool gone = world >= 0 && static_cast<std::size_t>(world) < handle_->world_processes->size() &&
+                      peer_state((*handle_->world_processes)[static_cast<std::size_t>(world)]) == PeerState::kExited;
+    (gone ? exited : others).push_back(r);
+  }
+  auto list = [&](const std::vector<int>& ranks) {
+    std::string text;
+    for (int r : ranks) text += (text.empty() ? "" : ", ") + describe_rank(r);
+    return text;
+  };
+  const long long ms = options_.timeout.count();
+  if (!exited.empty()) {
+    std::string text;
+    for (int r : exited) {
+      const int world = handle_->world_ranks[static_cast<std::size_t>(r)];
+      text += fmt::format("{}{} (pid {})", text.empty() ? "" : ", ", describe_rank(r),
+                          (*handle_->world_processes)[static_cast<std::size_t>(world)].pid);
+    }
+    text += fmt::format(" exited; no answer within {} ms", ms);
+    if (!others.empty()) text += fmt::format(" (also silent: {}, waiting on it)", list(others));
+    return text;
+  }
+  if (others.size() == 1) return fmt::format("no answer from {} within {} ms (it died or is stuck)", list(others), ms);
+  return fmt::format("no answer from {} within {} ms (one of them died or is stuck, the others may be waiting on it)",
+                     list(others), ms);
 }
 
 std::string MpiCommunicator::record_failure(const char* op, const std::string& group_name, const std::string& what) {
@@ -354,7 +412,7 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::split_mpi(int color, int key, 
   MPI_Comm comm = MPI_COMM_NULL;
   const int rc = MPI_Comm_split(handle_->collectives, color, key, &comm);
   if (rc != MPI_SUCCESS) fail_collective("split", "MPI_Comm_split failed: " + mpi_error_string(rc));
-  return make_mpi_communicator(comm, label, options_);
+  return make_mpi_communicator(comm, label, options_, handle_->world_processes);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& label) {

@@ -47,6 +47,11 @@ class MpiCommunicator final : public Communicator {
   const std::string& label() const { return label_; }
   // "rank 3" or "rank 1 (world rank 3)".
   std::string describe_rank(int rank) const;
+  // Why a wait on these ranks (of this group) timed out: the ones whose process is gone first,
+  // e.g. "rank 1 (pid 4242) exited; no answer within 2000 ms (also silent: rank 0, waiting on it)",
+  // else "no answer from rank 1 within 2000 ms (it died or is stuck)". A survivor that already
+  // gave up and exited counts as exited too: the first rank to time out names only the lost one.
+  std::string describe_silence(const std::vector<int>& silent) const;
   // Marks this group and its world failed (no later call may use it) and returns the message
   // "dist: <op> on group '<group_name>' (rank r of n): <what>".
   std::string record_failure(const char* op, const std::string& group_name, const std::string& what);

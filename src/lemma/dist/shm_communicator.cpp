@@ -100,8 +100,13 @@ void ShmCommunicator::arrive_and_wait(const char* op, std::uint64_t bytes) {
     const Header& peer = *segment_->headers[static_cast<std::size_t>(r)];
     while (peer.arrivals.load(std::memory_order_acquire) < arrivals_) {
       if (poller.expired()) {
-        fail_collective(op, fmt::format("no answer from {} within {} ms (it died or is stuck)",
-                                        mpi_->describe_rank(r), mpi_->options().timeout.count()));
+        std::vector<int> silent;
+        for (int s = r; s < n; ++s) {
+          if (segment_->headers[static_cast<std::size_t>(s)]->arrivals.load(std::memory_order_acquire) < arrivals_) {
+            silent.push_back(s);
+          }
+        }
+        fail_collective(op, mpi_->describe_silence(silent));
       }
     }
     const std::uint64_t theirs = peer.bytes[arrivals_ & 1].load(std::memory_order_relaxed);

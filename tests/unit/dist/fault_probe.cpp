@@ -18,6 +18,9 @@ namespace {
 int verdict(int rank, bool pass, long long ms, const std::string& what) {
   std::printf("%s rank %d after %lld ms: %s\n", pass ? "PASS" : "FAIL", rank, ms, what.c_str());
   std::fflush(stdout);
+  // Stay a moment: a rank that times out a little later must find this one alive, or it would
+  // rightly list it among the exited too.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   // No MPI_Finalize: it would wait for the lost rank. mpirun runs with --enable-recovery, so the
   // other ranks' exits do not kill this one before it reports.
   _exit(pass ? 0 : 1);
@@ -63,10 +66,16 @@ int main(int argc, char** argv) {
     const long long ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     const std::string message = e.what();
-    // The culprit names someone else (its peers disagree with it); everyone else names rank 1.
-    const bool names_culprit = me == 1 ? message.find("sizes disagree") != std::string::npos
-                                       : message.find("from rank 1 ") != std::string::npos ||
-                                             message.find(" rank 1 ") != std::string::npos;
+    // The culprit names someone else (its peers disagree with it); everyone else names rank 1: as
+    // exited when it was killed (a survivor may also hear nothing from another survivor still
+    // waiting on it, and must not blame that one), as silent when stuck.
+    const std::string expected = mode == "kill"    ? "rank 1 (pid "
+                                 : mode == "stall" ? "no answer from rank 1 within"
+                                 : me == 1         ? "sizes disagree"
+                                                   : "rank 1 ";
+    const bool names_culprit = message.find(expected) != std::string::npos &&
+                               (mode != "kill" || message.find(") exited; no answer") != std::string::npos) &&
+                               (mode != "kill" || message.find("), rank") == std::string::npos);
     const bool in_time = ms <= timeout.count() + 3000;
     return verdict(me, names_culprit && in_time, ms, message);
   }

@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
+
+#include <fmt/format.h>
 #include <string>
 #include <vector>
 
@@ -38,8 +41,8 @@ int run_collectives(const CollectivesFlags& flags) {
   const bool printer = world->comm().rank() == 0;
   if (printer && !flags.json) {
     std::printf("collectives: %d ranks, %s\n", ranks, cpu_model_name().c_str());
-    std::printf("%-11s %-4s %10s %6s %10s %10s %10s %10s\n", "op", "via", "bytes", "iters", "avg_us", "p50_us",
-                "algbw_GB/s", "busbw_GB/s");
+    std::printf("%-11s %-4s %10s %6s %10s %10s %10s %10s %10s\n", "op", "via", "bytes", "iters", "avg_us", "p50_us",
+                "algbw_GB/s", "busbw_GB/s", "model_us");
   }
   for (const dist::Transport transport : {dist::Transport::kShm, dist::Transport::kMpi}) {
     const char* via = dist::transport_name(transport);
@@ -50,15 +53,29 @@ int run_collectives(const CollectivesFlags& flags) {
       if (printer) std::fprintf(stderr, "bench collectives: no %s rows: %s\n", via, e.what());
       continue;
     }
-    for (const auto& t : dist::time_collectives(*comm, options)) {
+    const std::vector<dist::CollectiveTiming> timings = dist::time_collectives(*comm, options);
+    // The cost model (G19): a link fitted to this transport's broadcasts predicts every row.
+    std::optional<dist::LinkCost> link;
+    try {
+      link = dist::fit_link_from_broadcasts(timings, ranks);
+    } catch (const InvalidArgument&) {  // fewer than two sizes: no model column
+    }
+    for (const auto& t : timings) {
+      const double model_us = link ? dist::predicted_us(t, ranks, *link) : 0.0;
       rows.push_back({{"op", dist::bench_op_name(t.op)}, {"transport", via}, {"bytes", t.bytes},
                       {"iterations", t.iterations}, {"avg_us", t.avg_us}, {"p50_us", t.p50_us},
                       {"algbw_gbps", t.algbw_gbps}, {"busbw_gbps", t.busbw_gbps}});
+      if (link) rows.back()["model_us"] = model_us;
       if (printer && !flags.json) {
-        std::printf("%-11s %-4s %10zu %6d %10.2f %10.2f %10.3f %10.3f\n", dist::bench_op_name(t.op), via, t.bytes,
-                    t.iterations, t.avg_us, t.p50_us, t.algbw_gbps, t.busbw_gbps);
+        std::printf("%-11s %-4s %10zu %6d %10.2f %10.2f %10.3f %10.3f %10s\n", dist::bench_op_name(t.op), via, t.bytes,
+                    t.iterations, t.avg_us, t.p50_us, t.algbw_gbps, t.busbw_gbps,
+                    link ? fmt::format("{:.2f}", model_us).c_str() : "-");
         std::fflush(stdout);
       }
+    }
+    if (printer && !flags.json && link) {
+      std::printf("cost model (%s): %.2f us latency, %.2f GB/s per link, fitted to the broadcasts' medians (compare model_us with p50_us)\n", via,
+                  link->latency_s * 1e6, link->bytes_per_s / 1e9);
     }
   }
   if (printer && flags.json) {

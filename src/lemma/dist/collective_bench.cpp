@@ -73,4 +73,27 @@ std::vector<CollectiveTiming> time_collectives(Communicator& comm, const Collect
   return results;
 }
 
+LinkCost fit_link_from_broadcasts(const std::vector<CollectiveTiming>& timings, int num_ranks) {
+  int steps = 0;
+  while ((1 << steps) < num_ranks) ++steps;
+  std::vector<TimedMessage> messages;
+  for (const CollectiveTiming& t : timings) {
+    // Medians: on a shared machine the means carry the outliers of other processes.
+    if (t.op == BenchOp::kBroadcast && steps > 0) messages.push_back({t.bytes, t.p50_us * 1e-6 / steps});
+  }
+  return fit_link_cost(messages);
+}
+
+double predicted_us(const CollectiveTiming& timing, int num_ranks, const LinkCost& link) {
+  // Sizes are per rank: the all-gather's result is num_ranks of them.
+  switch (timing.op) {
+    case BenchOp::kAllReduce: return collective_seconds(Collective::kAllReduce, timing.bytes, num_ranks, link) * 1e6;
+    case BenchOp::kAllGather:
+      return collective_seconds(Collective::kAllGather, timing.bytes * static_cast<std::size_t>(num_ranks), num_ranks,
+                                link) * 1e6;
+    case BenchOp::kBroadcast: return collective_seconds(Collective::kBroadcast, timing.bytes, num_ranks, link) * 1e6;
+  }
+  return 0;
+}
+
 }  // namespace lemma::dist

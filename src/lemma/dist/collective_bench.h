@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/dist/collective_cost.h"
 #include "lemma/dist/communicator.h"
 
 namespace lemma::dist {
@@ -34,5 +35,12 @@ struct CollectiveBenchOptions {
 };
 
 std::vector<CollectiveTiming> time_collectives(Communicator& comm, const CollectiveBenchOptions& options);
+
+// The cost model (collective_cost.h) checked against the timings: a link fitted to the broadcasts'
+// medians alone (each split into its binomial-tree steps), then used to predict every row. Throws
+// InvalidArgument when fewer than two broadcast sizes were timed.
+LinkCost fit_link_from_broadcasts(const std::vector<CollectiveTiming>& timings, int num_ranks);
+// The model's time in microseconds for one timed row on `link` (compare with its p50_us).
+double predicted_us(const CollectiveTiming& timing, int num_ranks, const LinkCost& link);
 
 }  // namespace lemma::dist

@@ -108,26 +108,26 @@ double collective_seconds(Collective collective, std::size_t bytes, int num_rank
 }
 
 LinkCost fit_link_cost(std::span<const TimedMessage> samples) {
-  const double count = static_cast<double>(samples.size());
-  double sum_x = 0, sum_y = 0;
+  // Weighted least squares on relative errors (weight 1 / t^2): small messages set the latency and
+  // large ones the bandwidth, instead of the largest times deciding both.
+  double w_sum = 0, wx = 0, wy = 0, wxx = 0, wxy = 0;
   for (const TimedMessage& s : samples) {
-    sum_x += static_cast<double>(s.bytes);
-    sum_y += s.seconds;
+    if (!(s.seconds > 0)) continue;
+    const double w = 1.0 / (s.seconds * s.seconds);
+    const double x = static_cast<double>(s.bytes);
+    w_sum += w;
+    wx += w * x;
+    wy += w * s.seconds;
+    wxx += w * x * x;
+    wxy += w * x * s.seconds;
   }
-  const double mean_x = count > 0 ? sum_x / count : 0;
-  const double mean_y = count > 0 ? sum_y / count : 0;
-  double sxx = 0, sxy = 0;
-  for (const TimedMessage& s : samples) {
-    const double dx = static_cast<double>(s.bytes) - mean_x;
-    sxx += dx * dx;
-    sxy += dx * (s.seconds - mean_y);
-  }
-  if (samples.size() < 2 || sxx <= 0) {
+  const double sxx = w_sum * wxx - wx * wx;
+  if (samples.size() < 2 || !(sxx > 1e-9 * w_sum * wxx)) {
     fail<InvalidArgument>("fitting a link needs timings at >= 2 distinct message sizes, got {} samples", samples.size());
   }
   // Time per byte: at least that of 1 TB/s (a positive slope even when noise makes it flat).
-  const double seconds_per_byte = std::max(sxy / sxx, 1e-12);
-  const double latency = std::max(mean_y - seconds_per_byte * mean_x, 0.0);
+  const double seconds_per_byte = std::max((w_sum * wxy - wx * wy) / sxx, 1e-12);
+  const double latency = std::max((wy - seconds_per_byte * wx) / w_sum, 0.0);
   return {latency, 1.0 / seconds_per_byte};
 }
 

@@ -47,8 +47,8 @@ struct TimedMessage {
   double seconds = 0;  // one-way time of one message of `bytes`
 };
 
-// Least-squares fit of seconds = latency + bytes / bandwidth; a non-positive slope or intercept is
-// clamped (a link never has negative latency or infinite bandwidth). Needs >= 2 distinct sizes.
+// Least-squares fit (on relative errors) of seconds = latency + bytes / bandwidth; a non-positive
+// slope or intercept is clamped (a link never has negative latency or infinite bandwidth). Needs >= 2 distinct sizes.
 LinkCost fit_link_cost(std::span<const TimedMessage> samples);
 
 }  // namespace lemma::dist

@@ -1,4 +1,5 @@
 #include "lemma/dist/collective_cost.h"
+#include "lemma/dist/collective_bench.h"
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,33 @@ TEST(CollectiveCost, LinksFollowThePlacement) {
   const PlacementPlan one_node = plan_placement(discover_topology("pack:1 numa:1 core:4 pu:1"), 2);
   EXPECT_EQ(slowest_link(discover_topology("pack:1 numa:1 core:4 pu:1"), one_node), LinkKind::kSameNuma);
   EXPECT_LT(default_link_cost(LinkKind::kSameNuma).latency_s, default_link_cost(LinkKind::kCrossHost).latency_s);
+}
+
+TEST(CollectiveCost, BenchRowsAreCheckedAgainstALinkFittedToBroadcasts) {
+  const LinkCost truth{3e-6, 2e9};
+  const int ranks = 4;  // binomial broadcast: 2 steps
+  std::vector<CollectiveTiming> timings;
+  for (std::size_t bytes : {1024u, 65536u, 1048576u}) {
+    CollectiveTiming broadcast;
+    broadcast.op = BenchOp::kBroadcast;
+    broadcast.bytes = bytes;
+    broadcast.p50_us = collective_seconds(Collective::kBroadcast, bytes, ranks, truth) * 1e6;
+    timings.push_back(broadcast);
+  }
+  CollectiveTiming all_reduce;
+  all_reduce.op = BenchOp::kAllReduce;
+  all_reduce.bytes = 4096;
+  all_reduce.p50_us = 1e6;  // measured times never enter the fit except the broadcasts.
+  timings.push_back(all_reduce);
+  const LinkCost fitted = fit_link_from_broadcasts(timings, ranks);
+  EXPECT_NEAR(fitted.latency_s, truth.latency_s, 1e-12);
+  EXPECT_NEAR(fitted.bytes_per_s / truth.bytes_per_s, 1.0, 1e-9);
+  EXPECT_NEAR(predicted_us(all_reduce, ranks, fitted), (6 * 3e-6 + 1.5 * 4096 / 2e9) * 1e6, 1e-6);
+  CollectiveTiming gather;
+  gather.op = BenchOp::kAllGather;
+  gather.bytes = 4096;  // per rank: 16 KiB gathered
+  EXPECT_NEAR(predicted_us(gather, ranks, fitted), (3 * 3e-6 + 0.75 * 16384 / 2e9) * 1e6, 1e-6);
+  EXPECT_THROW(fit_link_from_broadcasts({all_reduce}, ranks), InvalidArgument);
 }
 
 }  // namespace

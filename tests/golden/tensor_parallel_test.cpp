@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "golden_models.h"
@@ -30,6 +32,7 @@ struct RankResult {
   std::vector<int32_t> greedy;
   uint64_t matrix_bytes = 0;
   uint64_t full_matrix_bytes = 0;
+  uint64_t page_bytes = 0;
   int64_t num_kv_heads = 0;  // this rank's
 };
 
@@ -52,6 +55,7 @@ std::vector<RankResult> run_ranks(const std::filesystem::path& path, int size, c
     if (tp == nullptr) throw std::runtime_error("a TP rank's model has no shard");
     out.matrix_bytes = tp->matrix_bytes;
     out.full_matrix_bytes = tp->full_matrix_bytes;
+    out.page_bytes = tp->page_bytes;
     out.num_kv_heads = model.config().num_kv_heads;
     out.logits = sequence_logits(model, tokens, 1);
     out.greedy = generate_greedy(model, prompt, num_new, std::nullopt, 1);
@@ -90,6 +94,9 @@ void expect_matches_single_rank(const std::filesystem::path& path, const std::ve
     EXPECT_EQ(0, std::memcmp(ranks[r].logits.data(), got.data(), got.size() * sizeof(float))) << "rank " << r;
     EXPECT_EQ(ranks[r].greedy, ranks[0].greedy) << "rank " << r;
     total += ranks[r].matrix_bytes;
+    // The pages it reads cover what it holds, and (o_proj/down share pages across ranks) less than all.
+    EXPECT_GE(ranks[r].page_bytes, ranks[r].matrix_bytes) << "rank " << r;
+    EXPECT_LT(ranks[r].page_bytes, full) << "rank " << r;
     if (size <= full_kv) {  // nothing replicated: exactly a 1/T share
       EXPECT_EQ(ranks[r].matrix_bytes * static_cast<uint64_t>(size), full) << "rank " << r;
     } else {  // each rank also holds a whole KV head: more than 1/T, far less than everything
@@ -99,9 +106,11 @@ void expect_matches_single_rank(const std::filesystem::path& path, const std::ve
     }
   }
   EXPECT_GE(total, full);
-  std::printf("[ tp ] %s TP=%d: max |diff| %.3g (max |logit| %.3g), %llu of %llu matrix bytes per rank (%.1f%%)\n",
+  std::printf("[ tp ] %s TP=%d: max |diff| %.3g (max |logit| %.3g), %llu of %llu matrix bytes per rank (%.1f%%), "
+              "%.1f%% in file pages\n",
               (path.parent_path().filename() / path.filename()).c_str(), size, max_diff, max_ref, static_cast<unsigned long long>(ranks[0].matrix_bytes),
-              static_cast<unsigned long long>(full), 100.0 * static_cast<double>(ranks[0].matrix_bytes) / static_cast<double>(full));
+              static_cast<unsigned long long>(full), 100.0 * static_cast<double>(ranks[0].matrix_bytes) / static_cast<double>(full),
+              100.0 * static_cast<double>(ranks[0].page_bytes) / static_cast<double>(full));
 }
 
 struct Case {
@@ -182,6 +191,39 @@ TEST(TensorParallel, RanksFollowingRankZeroGiveTheSameResults) {
   });
   EXPECT_EQ(logits, spmd[0].logits);
   EXPECT_EQ(greedy, spmd[0].greedy);
+}
+
+// Kilobytes of file pages mapped into this process (touched through its mappings), from /proc.
+int64_t rss_file_kb() {
+  std::istringstream status(read_file("/proc/self/status"));
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("RssFile:")) return std::stoll(line.substr(8));
+  return -1;
+}
+
+// The page count against the kernel's: a TP=2 rank opened alone over a lazy mmap (loading runs no
+// collective) of a bf16 model with tied embeddings, whose matrices are all re-laid (so read) at load, maps about
+// TensorParallelShard::page_bytes of the file (RssFile; fault-around maps up to 64 KiB more at each
+// slice's edges; an untied embedding would be read in the forward only). A measurement of a large model,
+// so only when LEMMA_TP_RSS_MODEL names one (docs/performance.md quotes qwen05b-shape bf16).
+TEST(TensorParallel, ARankMapsThePagesItCounts) {
+  const char* model_path = std::getenv("LEMMA_TP_RSS_MODEL");
+  if (model_path == nullptr) GTEST_SKIP() << "set LEMMA_TP_RSS_MODEL to a bf16 GGUF with tied embeddings of 100 MB or more";
+  const std::filesystem::path path = model_path;
+  const double file_mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto comms = dist::ThreadCommunicator::create_group(2);
+    const int64_t before = rss_file_kb();
+    ASSERT_GE(before, 0) << "no RssFile in /proc/self/status";
+    const Model model = Model::open(path, LoadMode::kLazyMmap, rank_options(std::move(comms[static_cast<size_t>(rank)])));
+    const double mapped_mb = static_cast<double>(rss_file_kb() - before) * 1024.0 / 1e6;
+    const TensorParallelShard& tp = *model.tensor_parallel();
+    const double counted_mb = static_cast<double>(tp.page_bytes) / 1e6, held_mb = static_cast<double>(tp.matrix_bytes) / 1e6;
+    std::printf("[ tp ] %s rank %d of 2: file %.0f MB, matrices held %.0f MB, pages counted %.0f MB, mapped (RssFile) %.0f MB\n",
+                path.filename().c_str(), rank, file_mb, held_mb, counted_mb, mapped_mb);
+    EXPECT_GT(mapped_mb, 0.9 * counted_mb) << "rank " << rank;
+    EXPECT_LT(mapped_mb, 1.1 * counted_mb) << "rank " << rank;
+  }
 }
 
 std::string load_error(const std::filesystem::path& path, int size) {

@@ -11,6 +11,21 @@ namespace lemma {
 
 namespace {
 
+constexpr uint64_t kPage = 4096;
+
+// Bytes of the distinct pages under `count` ranges of `width` bytes, `stride` apart from `first`
+// (a view's rows, in increasing addresses; neighbouring rows may share pages).
+uint64_t pages_of_rows(const uint8_t* first, uint64_t width, uint64_t stride, int64_t count) {
+  uint64_t pages = 0, counted_end = 0;  // pages below counted_end are counted
+  for (int64_t r = 0; r < count; ++r) {
+    const auto at = reinterpret_cast<uintptr_t>(first) + static_cast<uint64_t>(r) * stride;
+    const uint64_t begin = std::max<uint64_t>(at / kPage, counted_end), end = (at + width + kPage - 1) / kPage;
+    if (end > begin) pages += end - begin;
+    counted_end = std::max(counted_end, end);
+  }
+  return pages * kPage;
+}
+
 uint64_t matrix_bytes(const TensorView& t) { return t.data == nullptr ? 0 : t.bytes(); }
 
 uint64_t row_bytes(const TensorView& t) { return *dtype_bytes(t.dtype, static_cast<uint64_t>(t.shape[1])); }
@@ -22,6 +37,8 @@ TensorView output_rows(const TensorView& t, dist::IndexRange rows) {
   v.shape = Shape{rows.size(), t.shape[1]};
   return v;
 }
+
+uint64_t pages_of(const TensorView& v) { return pages_of_rows(v.bytes_ptr(), v.bytes(), 0, 1); }
 
 template <typename T>
 std::vector<T> slice(const std::vector<T>& values, int64_t begin, int64_t end) {
@@ -46,6 +63,7 @@ class Sharder {
     const uint64_t full = row_bytes(t);
     const uint64_t first = static_cast<uint64_t>(cols.begin / block) * info.block_bytes;
     const uint64_t width = static_cast<uint64_t>(cols.size() / block) * info.block_bytes;
+    shard_.page_bytes += pages_of_rows(t.bytes_ptr() + first, width, full, t.shape[0]);
     std::vector<uint8_t>& copy = shard_.copies.emplace_back(static_cast<size_t>(width * static_cast<uint64_t>(t.shape[0])));
     for (int64_t r = 0; r < t.shape[0]; ++r)
       std::memcpy(copy.data() + static_cast<uint64_t>(r) * width, t.bytes_ptr() + static_cast<uint64_t>(r) * full + first, width);
@@ -112,6 +130,10 @@ std::unique_ptr<TensorParallelShard> shard_model_weights(ModelWeights& w, const 
   w.token_embedding = output_rows(w.token_embedding, s.vocab);
   w.lm_head = tied ? w.token_embedding : output_rows(w.lm_head, s.vocab);
   shard->matrix_bytes = sum_matrix_bytes(w);
+  // The sub-views' pages (the copies' were counted as they were made).
+  shard->page_bytes += pages_of(w.token_embedding) + (tied ? 0 : pages_of(w.lm_head));
+  for (const LayerWeights& l : w.layers)
+    for (const TensorView* t : {&l.q, &l.k, &l.v, &l.gate, &l.up}) shard->page_bytes += pages_of(*t);
   return shard;
 }
 

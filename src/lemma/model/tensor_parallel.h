@@ -29,6 +29,10 @@ struct TensorParallelShard {
   dist::TensorParallelSlices slices = {};
   uint64_t matrix_bytes = 0;       // bytes of the matrices this rank holds (and so ever reads)
   uint64_t full_matrix_bytes = 0;  // the same over the whole model (what one rank alone would read)
+  // The file pages (4 KiB) those matrices lie on, what a rank reads over a lazy mmap: more than
+  // matrix_bytes because o_proj's and down's rows are row-major in the file, so a rank's input
+  // columns share pages with the other ranks' wherever a row is shorter than a few pages.
+  uint64_t page_bytes = 0;
   std::vector<std::vector<uint8_t>> copies;  // the row-parallel slices (input columns are strided in the file)
 };
 

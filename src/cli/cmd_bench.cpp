@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
+#include "cli/machine_info.h"
 #include "lemma/model/lora/lora_adapter.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
@@ -68,14 +69,6 @@ struct ServeFlags {
   bool burst = false;
   bool json = false;
 };
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
 
 double mem_total_bytes() {
   std::ifstream in("/proc/meminfo");
@@ -369,6 +362,7 @@ CLI::Option* add_model_options(CLI::App* app, ModelFlags& flags) {
 }  // namespace
 
 void register_bench_grammar(CLI::App* bench);  // cmd_bench_grammar.cpp
+void register_bench_collectives(CLI::App* bench);  // cmd_bench_collectives.cpp
 
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks: machine roofline, model throughput, memory capacity");
@@ -435,6 +429,7 @@ void register_bench(CLI::App& app) {
   bind(serve, [sf] { return run_serve(*sf); });
 
   register_bench_grammar(bench);
+  register_bench_collectives(bench);
 }
 
 }  // namespace lemma::cli

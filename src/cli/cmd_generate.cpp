@@ -70,8 +70,9 @@ void register_generate(CLI::App& app) {
     // (beam forks, speculative acceptance): those stay single-rank for now.
     if (opts->tensor_parallel.size > 1 && (opts->beam.beams || opts->sampling.speculative.method != "none"))
       fail<InvalidArgument>("generate: --tensor-parallel-size > 1 does not support --beams or speculative decoding yet");
-    const TensorParallelModel ranks(opts->model, mode, runtime_options(), opts->tensor_parallel.size,
+    const TensorParallelModel ranks(opts->model, mode, runtime_options(), opts->tensor_parallel,
                                     resolve_threads(opts->sampling.threads));
+    if (ranks.is_follower()) return 0;  // mpirun: rank 0 prints
     const Model& model = ranks.model();
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);

@@ -34,7 +34,8 @@ void register_logits(CLI::App& app) {
   opts->tensor_parallel.add_to(sub);
   sub->add_option("--lora", opts->lora, "A PEFT LoRA adapter directory to apply (adapter_config.json + adapter_model.safetensors)");
   bind(sub, [opts] {
-    const TensorParallelModel ranks(opts->model, LoadMode::kLazyMmap, runtime_options(), opts->tensor_parallel.size, 1);
+    const TensorParallelModel ranks(opts->model, LoadMode::kLazyMmap, runtime_options(), opts->tensor_parallel, 1);
+    if (ranks.is_follower()) return 0;  // mpirun: rank 0 prints
     const Model& model = ranks.model();
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");

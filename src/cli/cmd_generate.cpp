@@ -4,6 +4,7 @@
 
 #include "cli/lora_option.h"
 #include "cli/runtime_flags.h"
+#include "cli/tensor_parallel_option.h"
 #include "cli/arguments.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
@@ -22,6 +23,7 @@ struct GenerateOptions {
   SamplingFlags sampling;
   BeamFlags beam;
   LoraFlags lora;
+  TensorParallelFlag tensor_parallel;
 };
 
 std::string decode_continuation(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
@@ -59,11 +61,19 @@ void register_generate(CLI::App& app) {
   opts->sampling.add_to(sub);
   opts->beam.add_to(sub);
   opts->lora.add_to(sub, /*select=*/true);
+  opts->tensor_parallel.add_to(sub);
   bind(sub, [opts] {
     if (!opts->prompt && !opts->prompt_ids) fail<InvalidArgument>("generate: give --prompt or --prompt-ids");
     const LoadMode mode = parse_load_mode(opts->sampling.load);
     const auto load_start = std::chrono::steady_clock::now();
-    const Model model = Model::open(opts->model, mode, runtime_options());
+    // Under tensor parallelism the followers mirror rank 0's forwards only, not its KV block copies
+    // (beam forks, speculative acceptance): those stay single-rank for now.
+    if (opts->tensor_parallel.size > 1 && (opts->beam.beams || opts->sampling.speculative.method != "none"))
+      fail<InvalidArgument>("generate: --tensor-parallel-size > 1 does not support --beams or speculative decoding yet");
+    const TensorParallelModel ranks(opts->model, mode, runtime_options(), opts->tensor_parallel,
+                                    resolve_threads(opts->sampling.threads));
+    if (ranks.is_follower()) return 0;  // mpirun: rank 0 prints
+    const Model& model = ranks.model();
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const double load_ms =

@@ -13,6 +13,7 @@
 #include "lemma/model/sequence_logits.h"
 #include "lemma/model/streaming_logits.h"
 #include "cli/streaming_option.h"
+#include "cli/tensor_parallel_option.h"
 
 namespace lemma::cli {
 
@@ -20,6 +21,7 @@ namespace {
 struct LogitsOptions {
   std::string model, ids, lora;
   StreamingFlags streaming;
+  TensorParallelFlag tensor_parallel;
 };
 }  // namespace
 
@@ -29,9 +31,12 @@ void register_logits(CLI::App& app) {
   sub->add_option("--model,-m", opts->model, "HF directory or .gguf file")->required();
   sub->add_option("--ids", opts->ids, "Token ids, e.g. \"1,2,3\"")->required();
   opts->streaming.add_to(sub);  // then: the logits of streaming the ids one token per step
+  opts->tensor_parallel.add_to(sub);
   sub->add_option("--lora", opts->lora, "A PEFT LoRA adapter directory to apply (adapter_config.json + adapter_model.safetensors)");
   bind(sub, [opts] {
-    const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
+    const TensorParallelModel ranks(opts->model, LoadMode::kLazyMmap, runtime_options(), opts->tensor_parallel, 1);
+    if (ranks.is_follower()) return 0;  // mpirun: rank 0 prints
+    const Model& model = ranks.model();
     const auto ids = parse_id_list(opts->ids, "--ids");
     if (ids.empty()) fail<InvalidArgument>("--ids: give at least one token id");
     const int64_t vocab = model.config().vocab_size;

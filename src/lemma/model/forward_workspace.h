@@ -69,6 +69,10 @@ struct ForwardWorkspace {
   // and attention that thread runs. Empty for kernels that stage nothing.
   std::vector<kernels::KernelScratch> kernel_scratch;
   moe::MoeWorkspace moe;  // the MoE layers' buffers and this forward's routing statistics (G27)
+  // Tensor parallelism (G7): this rank's share of the logits and every rank's, gathered
+  // (model/tensor_parallel.h); empty on a single rank.
+  std::vector<float> tp_logits;
+  std::vector<float> tp_gathered;
   DecodePlanCache decode_plans;  // matmul plans per batch row count, replayed by decode steps (G15)
   // Empty in serving (one branch per matmul group); set by calibration tools (linear_inputs.h).
   LinearInputObserver observe_linear_input;

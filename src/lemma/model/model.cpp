@@ -6,6 +6,7 @@
 
 #include "lemma/base/error.h"
 #include "lemma/base/trace.h"
+#include "lemma/dist/communicator.h"
 #include "lemma/kernels/kernel_set.h"
 #include "lemma/kernels/ops.h"
 #include "lemma/model/interleaved_weights.h"
@@ -15,6 +16,7 @@
 #include "lemma/model/layers/rope.h"
 #include "lemma/model/layers/tree_keys.h"
 #include "lemma/model/moe/moe_layer.h"
+#include "lemma/model/tensor_parallel_steps.h"
 #include "lemma/model/lora/lora_delta.h"
 #include "lemma/model/token_tree.h"
 
@@ -51,6 +53,13 @@ Model Model::from_tensors(ModelConfig config, WeightFormat format, const TensorL
   m.runtime_ = runtime;
   m.runtime_.isa = kernels::checked_isa(runtime.isa);
   m.weights_ = load_model_weights(config, format, lookup);
+  if (const auto& comm = runtime.tensor_parallel; comm && comm->size() > 1) {  // G7: keep this rank's slices only
+    const auto slices = dist::plan_tensor_parallel(
+        {config.num_heads, config.num_kv_heads, config.intermediate_size, config.vocab_size}, comm->rank(), comm->size());
+    m.tp_ = shard_model_weights(m.weights_, config, format, slices, comm.get());
+    config = shard_config(config, slices);
+    owns_sources = false;  // the row-parallel slices are heap copies, not the file's pages
+  }
   m.interleaved_ = interleave_matmul_weights(m.weights_, m.runtime_, owns_sources);
   m.rope_ = compute_rope_frequencies(config.rope, 0);
   m.config_ = std::move(config);
@@ -75,6 +84,7 @@ Model Model::first_layers(int64_t num_layers) const {
   m.rope_ = rope_;
   m.owner_ = owner_;
   m.interleaved_ = interleaved_;
+  m.tp_ = tp_;
   m.id_ = next_model_id();  // its own captured decode plans
   return m;
 }
@@ -121,6 +131,9 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
                               cache.num_blocks());
     }
   }
+  for (size_t s = 0; s < batch.sequences.size(); ++s)
+    if (tp_ && batch.sequences[s].lora != nullptr)
+      fail<InvalidArgument>("forward: sequence {}: LoRA adapters are not supported under tensor parallelism", s);
   for (size_t s = 0; s < batch.sequences.size(); ++s)
     if (const LoraAdapter* a = batch.sequences[s].lora; a != nullptr && (s == 0 || batch.sequences[s - 1].lora != a))
       check_lora_fits(*a, c, s);
@@ -176,6 +189,15 @@ struct StepState {
   int64_t num_tokens;
   DecodePlanCache::Step& plans;
   std::span<const LoraSegment> lora;  // token rows per adapter; empty: no adapter in this step
+  const TensorParallelShard* tp;      // null: one rank
+
+  // Under tensor parallelism a row-parallel matmul (o_proj, down) leaves each rank a partial sum of
+  // its output rows: add them up over the group (G7).
+  void reduce_partial(std::span<float> y) const {
+    if (tp == nullptr) return;
+    trace::Scope t("tp_all_reduce");
+    all_reduce_partial(*tp, y.first(static_cast<size_t>(num_tokens * config.hidden_size)));
+  }
 
   // y_i += LoRA deltas of the rows that run on an adapter (after the base matmul wrote y_i).
   void add_lora(int64_t layer, std::span<const float> x, int64_t K, std::initializer_list<LoraOutput> outputs) const {
@@ -281,6 +303,7 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   const layers::LinearOutput o{&w.o, {}, ws.normed, w.o_order};
   st.linear("o_proj", layer, kO, ws.attn_out, T, std::span(&o, 1));
   st.add_lora(layer, ws.attn_out, c.q_dim(), {{LoraTarget::kO, ws.normed}});
+  st.reduce_partial(ws.normed);
 }
 
 // normed = ffn_norm(residual + normed) (fused with that add and with x's conversion for gate/up);
@@ -300,6 +323,7 @@ void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
   };
   st.written_linear("silu_mul", silu_mul_rows, "down", layer, kDown, ws.gate, std::span(&down, 1));
   st.add_lora(layer, ws.gate, I, {{LoraTarget::kDown, ws.normed}});
+  st.reduce_partial(ws.normed);
 }
 
 // A MoE layer's MLP (G27): normed = ffn_norm(residual + normed), then normed = moe(normed) (the
@@ -365,6 +389,7 @@ void add_sink_queries(const SequenceInput& seq, std::span<const int64_t> positio
 void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace& ws, std::span<float> logits) const {
   trace::Scope t_forward("forward", "step", "tokens", batch.num_tokens());
   validate(batch, cache, logits);
+  if (tp_ && runtime_.tensor_parallel_leader && tp_->slices.rank == 0) send_forward_step(*tp_->comm, batch, cache);
   const ModelConfig& c = config_;
   const int64_t T = batch.num_tokens();
   const int64_t H = c.hidden_size;
@@ -406,9 +431,8 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     } else {
       for (size_t i = 0; i < n; ++i) positions[i] = seq.num_cached + static_cast<int64_t>(i);
     }
-    for (size_t i = 0; i < n; ++i, ++row)
-      layers::read_row(weights_.token_embedding, seq.token_ids[i],
-                       std::span(ws.residual).subspan(static_cast<size_t>(row * H), static_cast<size_t>(H)));
+    embed_tokens(weights_.token_embedding, tp_.get(), seq.token_ids, H, std::span(ws.residual).subspan(first * static_cast<size_t>(H), n * static_cast<size_t>(H)));
+    row += seq.num_tokens();
     // Dynamic NTK scales by the context length: a tree's is its deepest path's as a chain.
     const int64_t rope_context = n == 0 ? seq.num_cached : *std::max_element(positions.begin(), positions.end()) + 1;
     const RopeFrequencies& freqs =
@@ -418,12 +442,20 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     slices.push_back({static_cast<int64_t>(first), seq.num_tokens(), seq.context_length(), seq.block_table});
     if (seq.streaming.enabled()) add_sink_queries(seq, positions, first, freqs, c.q_dim(), ws, slices.back());
   }
+  if (tp_) all_reduce_partial(*tp_, std::span(ws.residual).first(static_cast<size_t>(T * H)));  // vocab-parallel rows
   build_tree_keys(batch, cache.block_size(), ws);
 
+  // The LM head writes the logits, or under tensor parallelism this rank's share of them.
+  std::span<float> head_out = logits;
+  if (tp_) {
+    const auto local = static_cast<size_t>(local_logits_floats(*tp_, batch.num_logit_rows()));
+    if (ws.tp_logits.size() < local) ws.tp_logits.resize(local);
+    head_out = ws.tp_logits;
+  }
   // Captured plans for this row count over these buffers, or planned now (and captured).
   const DecodePlanCache::Key key{id_, ws.team.get(), T, batch.num_logit_rows(),
                                  {ws.normed.data(), ws.q.data(), ws.k.data(), ws.v.data(), ws.attn_out.data(),
-                                  ws.gate.data(), ws.up.data(), ws.head_input.data(), logits.data()}};
+                                  ws.gate.data(), ws.up.data(), ws.head_input.data(), head_out.data()}};
   DecodePlanCache::Step plans =
       ws.decode_plans.begin(key, static_cast<size_t>(c.num_layers) * kSlotsPerLayer + 1, runtime_.decode_plans);
   ws.lora_segments.clear();
@@ -436,7 +468,7 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     }
     lora_segments(ws.lora_adapters, ws.lora_tokens, ws.lora_segments);
   }
-  const StepState state{c, runtime_, ws, slices, T, plans, ws.lora_segments};
+  const StepState state{c, runtime_, ws, slices, T, plans, ws.lora_segments, tp_.get()};
   // Each norm is fused with the residual add before it (but the first) and with the conversion of
   // the next matmul's x; the final one runs alone (the LM head reads only the rows that want logits).
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -466,8 +498,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     out_rows += count;
   }
   if (out_rows > 0) {
-    const layers::LinearOutput head{&weights_.lm_head, {}, logits, weights_.lm_head_order};
+    const layers::LinearOutput head{&weights_.lm_head, {}, head_out, weights_.lm_head_order};
     state.linear("lm_head", c.num_layers, kQkv, ws.head_input, out_rows, std::span(&head, 1));  // the slot after the layers'
+    if (tp_) {
+      trace::Scope t_gather("tp_gather_logits");
+      gather_logits(*tp_, ws.tp_logits, out_rows, c.vocab_size, ws.tp_gathered, logits);
+    }
   }
   plans.commit();
 }

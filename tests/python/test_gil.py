@@ -1,0 +1,34 @@
+"""The GIL is released while the engine runs: another Python thread makes progress meanwhile."""
+
+import threading
+import time
+
+from lemma import SamplingParams
+
+
+def test_another_thread_runs_during_generate(llm):
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        params = SamplingParams(temperature=0, max_tokens=400, ignore_eos=True)
+        start = time.monotonic()
+        llm.generate(["Once upon a time"] * 8, params)
+        end = time.monotonic()
+    finally:
+        stop.set()
+        thread.join()
+    duration = end - start
+    inside = [t for t in ticks if start <= t <= end]
+    assert duration > 0.05, f"generate took {duration:.3f} s: too short to tell"
+    assert len(inside) >= 5, f"{len(inside)} ticks in {duration:.3f} s of generate"
+    # Held GIL: one gap as long as the whole call. Released: short gaps (even on a busy machine).
+    gaps = [b - a for a, b in zip([start] + inside, inside + [end])]
+    assert max(gaps) < duration / 2, f"longest gap {max(gaps):.3f} s of {duration:.3f} s"

@@ -32,3 +32,25 @@ def test_another_thread_runs_during_generate(llm):
     # Held GIL: one gap as long as the whole call. Released: short gaps (even on a busy machine).
     gaps = [b - a for a, b in zip([start] + inside, inside + [end])]
     assert max(gaps) < duration / 2, f"longest gap {max(gaps):.3f} s of {duration:.3f} s"
+
+
+def test_threads_sharing_one_llm_get_their_own_results(llm):
+    prompts = ["Once upon a time", "The little dog", "One day", "Lily and Ben went to the park"]
+    params = SamplingParams(temperature=0, max_tokens=64, ignore_eos=True)
+    expected = [o.outputs[0].token_ids for o in llm.generate(prompts, params)]
+    results = [None] * len(prompts)
+    errors = []
+
+    def worker(i):
+        try:
+            results[i] = llm.generate(prompts[i], params)[0].outputs[0].token_ids
+        except Exception as e:  # reported below: an exception in a thread would otherwise vanish
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert results == expected

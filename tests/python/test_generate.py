@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+import lemma
+
 from lemma import CompletionOutput, RequestOutput, SamplingParams
 
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Ben went to the park", "One day"]
@@ -99,3 +101,28 @@ def test_tokenizer_round_trip(llm):
     assert ids and tok.decode(ids) == "Once upon a time"
     assert llm.encode("Once upon a time")[0] == tok.bos_token_id  # the model's BOS rule
     assert tok.vocab_size == 512
+
+
+def test_stop_token_ids_end_the_choice_and_are_kept(llm):
+    free = llm.generate("Once upon a time", SamplingParams(temperature=0, max_tokens=16, ignore_eos=True))[0]
+    ids = free.outputs[0].token_ids
+    stop_id = ids[5]
+    first = ids.index(stop_id)
+    out = llm.generate("Once upon a time", SamplingParams(temperature=0, max_tokens=16, stop_token_ids=[stop_id]))[0]
+    assert out.outputs[0].token_ids == ids[:first + 1]
+    assert out.outputs[0].finish_reason == "stop"
+
+
+def test_engine_keywords_reach_the_engine(stories_path, llm):
+    # Scalar kernels, 4-token prefill chunks, 4-token blocks, no prefix cache, bf16 KV: the same
+    # greedy tokens as the default engine (scalar and vector kernels agree on stories260K's argmax).
+    other = lemma.LLM(stories_path, isa="scalar", max_num_batched_tokens=4, block_size=4,
+                      enable_prefix_caching=False, threads=1, pin_threads=False, max_num_seqs=2)
+    params = SamplingParams(temperature=0, max_tokens=24)
+    prompt = "Lily and Ben went to the park"
+    assert other.generate(prompt, params)[0].outputs[0].token_ids == llm.generate(prompt, params)[0].outputs[0].token_ids
+    short = lemma.LLM(stories_path, max_model_len=20, threads=1, pin_threads=False)
+    assert short.max_model_len == 20
+    out = short.generate(prompt, SamplingParams(temperature=0, max_tokens=None, ignore_eos=True))[0]
+    assert len(out.prompt_token_ids) + len(out.outputs[0].token_ids) == 20
+    assert out.outputs[0].finish_reason == "length"

@@ -19,9 +19,10 @@ namespace lemma::python {
 
 class CompletionState {
  public:
-  // `prompt` primes the detokeniser; `stop` are the request's stop strings.
+  // `prompt` primes the detokeniser; `stop` are the request's stop strings and `stop_token_ids`
+  // the ids it asked to stop at (to name the one that ended it, not to detect it: the engine does).
   CompletionState(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::vector<std::string> stop,
-                  bool skip_special_tokens, bool want_logprobs);
+                  std::vector<int32_t> stop_token_ids, bool skip_special_tokens, bool want_logprobs);
 
   // Appends sampled tokens (logprobs parallel to them when asked for). Returns true when a stop
   // string completed: the text ends before it and the caller should end the request as stopped.
@@ -32,6 +33,10 @@ class CompletionState {
   bool finished() const { return is_finished(status_); }
   RequestStatus status() const { return status_; }
   const std::string& error() const { return error_; }
+  // What ended a stopped choice (vLLM's stop_reason): the stop string, or one of the request's
+  // stop_token_ids; neither for EOS or end-of-turn tokens.
+  const std::optional<std::string>& stop_string() const { return stop_string_; }
+  const std::optional<int32_t>& stop_token() const { return stop_token_; }
   const std::string& text() const { return text_; }
   const std::vector<int32_t>& token_ids() const { return token_ids_; }
   const std::vector<SampleResult>& logprobs() const { return logprobs_; }  // empty unless asked for
@@ -47,8 +52,16 @@ class CompletionState {
   const Cursor& cursor() const { return cursor_; }
 
  private:
+  // Feeds detokenised text to the stop matcher; records the stop string when one completes.
+  void feed(const std::string& piece);
+
   StreamingDetokenizer detokenizer_;
   server::StopMatcher stop_matcher_;
+  std::vector<std::string> stops_;
+  std::vector<int32_t> stop_token_ids_;
+  std::string raw_text_ = {};  // every piece fed, stop strings included (until one matches)
+  std::optional<std::string> stop_string_ = {};
+  std::optional<int32_t> stop_token_ = {};
   bool want_logprobs_ = false;
   int32_t vocab_size_ = 0;
   std::string text_ = {};

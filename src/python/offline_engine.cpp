@@ -90,7 +90,7 @@ RequestId OfflineEngine::add_request(std::vector<int32_t> prompt, const OfflineR
   next_id_ += static_cast<RequestId>(params.n);
   OfflineRequest request;
   for (int i = 0; i < params.n; ++i)
-    request.choices.emplace_back(tokenizer_, prompt, params.stop, params.skip_special_tokens,
+    request.choices.emplace_back(tokenizer_, prompt, params.stop, params.stop_token_ids, params.skip_special_tokens,
                                  params.sampling.logprobs);
   request.prompt_token_ids = std::move(prompt);
   requests_.emplace(id, std::move(request));

@@ -20,6 +20,8 @@ ChoiceSnapshot snapshot_from(const CompletionState& c, int index, size_t text_fr
   if (c.finished()) {
     s.finished = c.status();
     s.error = c.error();
+    s.stop_string = c.stop_string();
+    s.stop_token = c.stop_token();
   }
   return s;
 }

@@ -20,6 +20,8 @@ struct ChoiceSnapshot {
   bool logprobs_requested = false;
   std::optional<RequestStatus> finished = {};   // set once the choice has ended
   std::string error = {};                       // why it failed (kFinishedFailed)
+  std::optional<std::string> stop_string = {};  // what stopped it (CompletionState::stop_string)
+  std::optional<int32_t> stop_token = {};
 };
 
 struct OutputSnapshot {

@@ -96,8 +96,11 @@ py::tuple to_python(const OutputSnapshot& snapshot, const Tokenizer& tokenizer) 
     py::object reason = py::none();
     if (c.finished) reason = py::str(std::string(finish_reason(*c.finished)));
     py::object cumulative = c.cumulative_logprob ? py::object(py::float_(*c.cumulative_logprob)) : py::none();
+    py::object stop_reason = py::none();
+    if (c.stop_string) stop_reason = py::bytes(*c.stop_string).attr("decode")("utf-8", "replace");
+    else if (c.stop_token) stop_reason = py::int_(*c.stop_token);
     choices.append(py::make_tuple(c.index, py::bytes(c.text).attr("decode")("utf-8", "replace"), c.token_ids,
-                                  logprobs_to_python(c, tokenizer), cumulative, reason, c.error));
+                                  logprobs_to_python(c, tokenizer), cumulative, reason, stop_reason, c.error));
   }
   return py::make_tuple(snapshot.prompt_token_ids, choices, snapshot.finished);
 }

@@ -15,7 +15,7 @@ namespace lemma::python {
 LlmOptions llm_options_from(const std::string& model, const pybind11::dict& options);
 OfflineRequestParams request_params_from(const pybind11::dict& params);
 // (prompt_token_ids, [(index, text, token_ids, logprobs | None, cumulative_logprob | None,
-//  finish_reason | None, error)], finished); logprobs: one {token_id: (logprob, rank | None,
+//  finish_reason | None, stop_reason: str | int | None, error)], finished); logprobs: one {token_id: (logprob, rank | None,
 // decoded_token)} dict per token, the sampled token and the top entries.
 pybind11::tuple to_python(const OutputSnapshot& snapshot, const Tokenizer& tokenizer);
 

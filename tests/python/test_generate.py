@@ -46,7 +46,7 @@ def test_batched_results_equal_one_prompt_at_a_time(llm):
 def test_max_tokens_ends_with_length(llm):
     out = llm.generate("Once upon a time", SamplingParams(temperature=0, max_tokens=5, ignore_eos=True))[0]
     assert len(out.outputs[0].token_ids) == 5
-    assert out.outputs[0].finish_reason == "length"
+    assert out.outputs[0].finish_reason == "length" and out.outputs[0].stop_reason is None
 
 
 def test_token_id_prompts_and_per_prompt_params(llm):
@@ -72,7 +72,7 @@ def test_stop_string_cuts_the_text(llm):
     words = full.text.split()
     stop = words[len(words) // 2]
     cut = llm.generate("Once upon a time", SamplingParams(temperature=0, max_tokens=48, stop=[stop]))[0].outputs[0]
-    assert cut.finish_reason == "stop"
+    assert cut.finish_reason == "stop" and cut.stop_reason == stop
     assert stop not in cut.text
     assert full.text.startswith(cut.text)
     assert full.text[len(cut.text):].startswith(stop)
@@ -110,7 +110,7 @@ def test_stop_token_ids_end_the_choice_and_are_kept(llm):
     first = ids.index(stop_id)
     out = llm.generate("Once upon a time", SamplingParams(temperature=0, max_tokens=16, stop_token_ids=[stop_id]))[0]
     assert out.outputs[0].token_ids == ids[:first + 1]
-    assert out.outputs[0].finish_reason == "stop"
+    assert out.outputs[0].finish_reason == "stop" and out.outputs[0].stop_reason == stop_id
 
 
 def test_engine_keywords_reach_the_engine(stories_path, llm):

@@ -188,4 +188,4 @@ class LLM:
         for out in outs:
             for c in out.outputs:
                 if c.finish_reason == "error":
-                    raise RuntimeError(f"request {out.request_id} choice {c.index} failed: {c.stop_reason}")
+                    raise RuntimeError(f"request {out.request_id} choice {c.index} failed: {c.error}")

@@ -1,7 +1,7 @@
 """What generate() and chat() return, shaped as vLLM's RequestOutput / CompletionOutput."""
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 
 @dataclass
@@ -23,7 +23,8 @@ class CompletionOutput:
     cumulative_logprob: Optional[float]  # None unless SamplingParams.logprobs was set
     logprobs: Optional[List[Dict[int, Logprob]]]  # one dict per token: the sampled one and the top ones
     finish_reason: Optional[str] = None  # "stop", "length", "abort" or "error"; None while running
-    stop_reason: Optional[str] = None
+    stop_reason: Union[str, int, None] = None  # the stop string or stop_token_ids entry that ended it
+    error: Optional[str] = None  # why it failed (finish_reason "error"); generate() raises it
 
     def finished(self) -> bool:
         return self.finish_reason is not None
@@ -41,13 +42,11 @@ class RequestOutput:
 
 
 def completion_from(raw) -> CompletionOutput:
-    index, text, token_ids, logprobs, cumulative, reason, error = raw
+    index, text, token_ids, logprobs, cumulative, reason, stop_reason, error = raw
     if logprobs is not None:
         logprobs = [{tok: Logprob(*entry) for tok, entry in step.items()} for step in logprobs]
-    out = CompletionOutput(index, text, list(token_ids), cumulative, logprobs, reason)
-    if reason == "error":
-        out.stop_reason = error
-    return out
+    return CompletionOutput(index, text, list(token_ids), cumulative, logprobs, reason, stop_reason,
+                            error if reason == "error" else None)
 
 
 def request_from(request_id: str, prompt: Optional[str], raw) -> RequestOutput:

@@ -121,6 +121,16 @@ class PyEngine {
     }
   }
 
+  // (engine has live requests, requests not yet taken): for tests that nothing is left behind.
+  py::tuple pending() {
+    py::gil_scoped_release release;
+    std::lock_guard lock(mutex_);
+    const bool live = engine_->has_unfinished_requests();
+    const size_t held = engine_->num_requests();
+    py::gil_scoped_acquire acquire;
+    return py::make_tuple(live, held);
+  }
+
   int64_t vocab_size() const { return engine_->tokenizer().vocab_size(); }
   int64_t max_model_len() const { return engine_->max_model_len(); }
   std::optional<int32_t> eos_token_id() const { return engine_->tokenizer().eos_id(); }
@@ -166,6 +176,7 @@ PYBIND11_MODULE(_lemma, m) {
       .def("run", &PyEngine::run, py::arg("request_ids"))
       .def("next_delta", &PyEngine::next_delta, py::arg("request_id"))
       .def("abort", &PyEngine::abort, py::arg("request_id"))
+      .def("pending", &PyEngine::pending)
       .def_property_readonly("vocab_size", &PyEngine::vocab_size)
       .def_property_readonly("max_model_len", &PyEngine::max_model_len)
       .def_property_readonly("eos_token_id", &PyEngine::eos_token_id)

@@ -71,6 +71,8 @@ class OfflineEngine {
   // One engine step: every queued and running request advances together.
   void step();
   bool has_unfinished_requests() const { return engine_->has_unfinished_requests(); }
+  // Requests queued and not yet taken (finished or not).
+  size_t num_requests() const { return requests_.size(); }
 
   // A queued request's state; throws InvalidArgument for an unknown id.
   OfflineRequest& request(RequestId id);

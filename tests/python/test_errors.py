@@ -48,5 +48,8 @@ def test_bad_requests(llm):
         llm.generate(["a", "b"], [SamplingParams()])
     with pytest.raises(ValueError, match="chat_template"):
         llm.chat([{"role": "user", "content": "hi"}], chat_template="{% if %}")
-    # A failed submission queued nothing: the engine still runs.
+    # A failed submission queued nothing (the batch's valid prompts included): the engine still runs.
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        llm.generate(["One day", {"prompt_token_ids": [1, 99999]}], SamplingParams(max_tokens=2))
+    assert llm._engine.pending() == (False, 0)
     assert llm.generate("One day", SamplingParams(temperature=0, max_tokens=2))[0].finished

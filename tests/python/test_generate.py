@@ -34,6 +34,7 @@ def test_greedy_text_and_ids_equal_the_cli(llm, stories_path, lemma_binary):
         assert out.outputs[0].text == cli["text"]
         assert out.outputs[0].finish_reason == cli["finish_reason"]
         assert out.finished
+    assert llm._engine.pending() == (False, 0)  # every request taken back out of the engine
 
 
 def test_batched_results_equal_one_prompt_at_a_time(llm):

@@ -12,6 +12,7 @@ def test_stream_deltas_add_up_to_generate(llm):
     assert "".join(p.outputs[0].text for p in pieces) == whole.text
     assert [t for p in pieces for t in p.outputs[0].token_ids] == whole.token_ids
     assert pieces[-1].outputs[0].finish_reason == whole.finish_reason
+    assert llm._engine.pending() == (False, 0)  # a finished stream leaves nothing behind
 
 
 def test_closing_a_stream_early_aborts_it(llm):
@@ -19,8 +20,10 @@ def test_closing_a_stream_early_aborts_it(llm):
     stream = llm.generate_stream("The little dog", params)
     first = next(stream)
     assert not first.finished
+    assert llm._engine.pending() == (True, 1)  # running, held for its reader
     stream.close()
-    # The engine is free again: a later generate() completes and matches a fresh run.
+    assert llm._engine.pending() == (False, 0)  # aborted and forgotten
+    # The engine is free again: a later generate() completes.
     out = llm.generate("The little dog", SamplingParams(temperature=0, max_tokens=8))[0]
     assert out.finished and len(out.outputs[0].token_ids) <= 8
 

@@ -2,10 +2,14 @@
 // (what `lemma` runs on without mpirun) and the parallel layout's validation and coordinates.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <vector>
 
 #include "lemma/dist/parallel_config.h"
+#include "lemma/dist/peer_process.h"
 #include "lemma/dist/reduce.h"
 #include "lemma/dist/self_communicator.h"
 #include "lemma/dist/world.h"
@@ -110,6 +114,21 @@ TEST(ParallelConfig, TensorParallelRanksAreConsecutive) {
     ++seen[static_cast<std::size_t>(((c.pp * 2 + c.dp) * 1 + c.ep) * 2 + c.tp)];
   }
   for (int count : seen) EXPECT_EQ(count, 1);  // the coordinates are a bijection
+}
+
+TEST(PeerProcess, TellsAnExitedProcessFromALiveOne) {
+  const PeerProcess me = this_process();
+  EXPECT_EQ(peer_state(me), PeerState::kAlive);
+  // A child that exits and is not yet reaped is a zombie: as gone as a reaped one.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  PeerProcess peer = {me.host, static_cast<long>(child)};
+  for (int i = 0; i < 200 && peer_state(peer) != PeerState::kExited; ++i) usleep(5000);
+  EXPECT_EQ(peer_state(peer), PeerState::kExited) << "zombie child";
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(peer_state(peer), PeerState::kExited) << "reaped child";
+  EXPECT_EQ(peer_state({me.host + "-elsewhere", me.pid}), PeerState::kUnknown);
 }
 
 }  // namespace

@@ -45,15 +45,17 @@ int main(int argc, char** argv) {
   // kill: rank 1 dies by SIGKILL from a thread while all ranks loop over 256 KiB all-reduces, so it
   // is lost in the middle of one; stall and mismatch: rank 1 misbehaves at step 3.
   std::vector<float> data(mode == "kill" ? 65536 : 1000);
-  if (me == 1 && mode == "kill") {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      raise(SIGKILL);
-    }).detach();
-  }
   auto start = std::chrono::steady_clock::now();
   try {
     for (int step = 0; step < 1000000; ++step) {
+      // After a first all-reduce every rank is past the World's set-up (whose MPI calls have no
+      // deadline); then rank 1 dies 300 ms into the loop, inside whichever all-reduce it is in.
+      if (me == 1 && step == 1 && mode == "kill") {
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          raise(SIGKILL);
+        }).detach();
+      }
       if (me == 1 && step == 3 && mode == "stall") {
         std::this_thread::sleep_for(timeout * 3);
         _exit(0);

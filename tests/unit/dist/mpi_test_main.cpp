@@ -25,6 +25,10 @@ int main(int argc, char** argv) {
   using lemma::dist::World;
   using lemma::dist::WorldOptions;
   namespace testing = lemma::dist::testing;
+  // Decided before InitGoogleTest, which picks the result printer: the rank comes from mpirun's
+  // environment, as MPI is not initialised yet.
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank != nullptr && std::string(rank) != "0") GTEST_FLAG_SET(brief, true);
   ::testing::InitGoogleTest(&argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -40,7 +44,6 @@ int main(int argc, char** argv) {
   options.group.shm_slot_bytes = 64 * 1024;
   auto world = std::make_unique<World>(options);
   testing::g_world = world.get();
-  if (world->comm().rank() != 0) GTEST_FLAG_SET(brief, true);
   const int failed = RUN_ALL_TESTS();
   world.reset();
   return failed;

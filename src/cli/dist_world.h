@@ -19,6 +19,8 @@ bool launched_by_mpirun();
 struct DistFlags {
   double timeout_s = 60.0;          // a collective that hears nothing from a rank this long fails
   std::string transport = "auto";   // auto | mpi | shm
+  std::string placement = "auto";   // auto: pin each rank to its NUMA node's cores (lemma topology) unless
+                                    // the launcher bound it; none: leave affinity alone
 };
 
 void add_dist_options(CLI::App* app, DistFlags& flags);

@@ -1,5 +1,7 @@
 #include "lemma/dist/placement.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "lemma/base/error.h"
@@ -65,6 +67,22 @@ PlacementPlan plan_placement(const Topology& topology, int num_ranks) {
     }
   }
   return plan;
+}
+
+bool process_may_run_anywhere(const Topology& topology) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
+  return CPU_COUNT(&allowed) >= topology.num_hardware_threads();
+}
+
+bool pin_process(const RankPlacement& placement) {
+  if (placement.cpus.empty()) return false;
+  cpu_set_t wanted;
+  CPU_ZERO(&wanted);
+  for (int cpu : placement.cpus)
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &wanted);
+  return sched_setaffinity(0, sizeof(wanted), &wanted) == 0;
 }
 
 }  // namespace lemma::dist

@@ -29,4 +29,11 @@ struct PlacementPlan {
 // topology without cores.
 PlacementPlan plan_placement(const Topology& topology, int num_ranks = 0);
 
+// Applying a placement to this process (its threads, including those started later, inherit it).
+// True when the process may run on every hardware thread of `topology` (no launcher bound it).
+bool process_may_run_anywhere(const Topology& topology);
+// Restricts the process to `placement`'s cpus; false (nothing changed) when it has none or the
+// operating system refuses.
+bool pin_process(const RankPlacement& placement);
+
 }  // namespace lemma::dist

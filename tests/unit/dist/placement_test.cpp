@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <set>
 
 #include "lemma/base/error.h"
@@ -77,6 +79,24 @@ TEST(Placement, BadCountsAreRefused) {
   EXPECT_THROW(plan_placement(topology, -1), InvalidArgument);
   const PlacementPlan plan = plan_placement(topology, 1);
   EXPECT_THROW(plan.threads_for(3), InvalidArgument);
+}
+
+TEST(Placement, PinningRestrictsThisProcess) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  const Topology topology = discover_topology();
+  const bool anywhere = process_may_run_anywhere(topology);
+  EXPECT_EQ(anywhere, CPU_COUNT(&saved) >= topology.num_hardware_threads());
+  RankPlacement one;
+  one.cpus = {topology.numa_nodes.at(0).cores.at(0)};
+  ASSERT_TRUE(pin_process(one));
+  cpu_set_t now;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(now), &now), 0);
+  EXPECT_EQ(CPU_COUNT(&now), 1);
+  EXPECT_TRUE(CPU_ISSET(one.cpus[0], &now));
+  if (topology.num_hardware_threads() > 1) EXPECT_FALSE(process_may_run_anywhere(topology));
+  EXPECT_FALSE(pin_process(RankPlacement{})) << "no cpus: nothing changed";
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "lemma/dist/reduce.h"
+
 namespace lemma::dist {
 
 // What one rank brings to the collective in progress (pointers stay valid until the closing barrier).
@@ -132,15 +134,9 @@ void ThreadCommunicator::all_reduce(std::span<float> data, ReduceOp op) {
   reduced_.resize(data.size());
   collective(*group_, rank_, {.op = "all_reduce", .in = data.data(), .in_size = data.size()}, [&](std::span<const Slot> s) {
     check_same_size(*group_, s, "all_reduce");
-    std::copy_n(static_cast<const float*>(s[0].in), data.size(), reduced_.begin());
-    for (size_t r = 1; r < s.size(); ++r) {  // rank order: the same bits on every rank
-      const auto* x = static_cast<const float*>(s[r].in);
-      if (op == ReduceOp::kSum) {
-        for (size_t i = 0; i < data.size(); ++i) reduced_[i] += x[i];
-      } else {
-        for (size_t i = 0; i < data.size(); ++i) reduced_[i] = std::max(reduced_[i], x[i]);
-      }
-    }
+    std::vector<const float*> sources;
+    for (const Slot& slot : s) sources.push_back(static_cast<const float*>(slot.in));
+    reduce_in_rank_order(reduced_, sources, op);  // the backends' one reduction: the same bits
   });
   std::copy(reduced_.begin(), reduced_.end(), data.begin());
 }
@@ -163,11 +159,9 @@ void ThreadCommunicator::reduce_scatter(std::span<const float> input, std::span<
   collective(*group_, rank_, {.op = "reduce_scatter", .in = input.data(), .in_size = input.size()}, [&](std::span<const Slot> s) {
     check_same_size(*group_, s, "reduce_scatter");
     const size_t first = static_cast<size_t>(rank_) * out.size();
-    std::copy_n(static_cast<const float*>(s[0].in) + first, out.size(), out.begin());
-    for (size_t r = 1; r < s.size(); ++r) {
-      const float* x = static_cast<const float*>(s[r].in) + first;
-      for (size_t i = 0; i < out.size(); ++i) out[i] += x[i];
-    }
+    std::vector<const float*> sources;
+    for (const Slot& slot : s) sources.push_back(static_cast<const float*>(slot.in) + first);
+    reduce_in_rank_order(out, sources, ReduceOp::kSum);
   });
 }
 

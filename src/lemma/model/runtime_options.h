@@ -12,6 +12,7 @@
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/matmul.h"
+#include "lemma/model/layers/mla_config.h"
 
 namespace lemma {
 
@@ -22,7 +23,8 @@ struct RuntimeOptions {
   bool decode_plans = true;  // decode steps replay their captured matmul plans (decode_plans.h)
   int num_threads = 0;       // threads per forward, the caller's included; 0: one per allowed CPU
   bool pin_threads = true;   // pin each worker to one allowed CPU when there are enough of them
-  std::optional<kernels::KvDtype> kv_dtype;  // unset: from the weights (cli/kv_cache_option.h)
+  std::optional<kernels::KvDtype> kv_dtype = {};  // unset: from the weights (cli/kv_cache_option.h)
+  MlaMode mla_attention = MlaMode::kAuto;     // latent attention (G28): absorbed / materialised choice
 
   // The MatmulOptions of this model's matmuls (precision from the policy table).
   kernels::MatmulOptions matmul_options() const { return {isa, std::nullopt, activations}; }

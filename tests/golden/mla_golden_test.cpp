@@ -17,6 +17,7 @@
 #include "lemma/model/model.h"
 #include "lemma/model/mtp/mtp_module.h"
 #include "lemma/model/sequence_logits.h"
+#include "lemma/spec/mtp_proposer.h"
 #include "support/shared_data.h"
 
 namespace lemma::testing {
@@ -246,6 +247,38 @@ TEST(MtpGolden, SpeculativeGreedyEqualsPlainGreedy) {
   std::printf("mtp acceptance (40-token prompt, 48 tokens): %llu of %llu drafts\n",
               static_cast<unsigned long long>(stats.num_accepted_draft_tokens),
               static_cast<unsigned long long>(stats.num_draft_tokens));
+}
+
+// The proposer's drafts are the MTP module's own predictions while it follows a decoding request:
+// fed the len64 sequence's prefixes one accepted token at a time (and once a jump of 5), its draft for
+// tokens t_0..t_n is the argmax of the teacher-forced MTP row n-1 (which predicts t_{n+1}).
+TEST(MtpGolden, ProposerDraftsAreTheModulesPredictions) {
+  LEMMA_REQUIRE_SHARED(shared_data("golden/models/tiny-deepseek-v3.json"));
+  LEMMA_REQUIRE_PRESET(files, "tiny-deepseek-v3");
+  const auto& golden = golden_json("models/tiny-deepseek-v3.json");
+  const auto tokens = golden["sequences"][2]["tokens"].get<std::vector<int32_t>>();
+  const Model model = Model::open(files->hf_dir);
+  const auto mtp = std::make_shared<const MtpModule>(MtpModule::open(files->hf_dir));
+  const auto want = golden["mtp"]["argmax"].get<std::vector<int32_t>>();
+  spec::DraftModelConfig config;
+  config.num_blocks = 8;
+  config.block_size = 16;
+  spec::MtpProposer proposer(model, mtp, config);
+  const SamplingParams sampling;
+  int checked = 0;
+  for (size_t len = 2; len <= tokens.size(); len += len == 20 ? 5 : 1) {
+    const DraftQuery q{7, std::span(tokens).first(len), 1, 1, &sampling};
+    std::vector<Drafts> out;
+    proposer.propose(std::span(&q, 1), out);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].tokens.size(), 1u) << len;
+    EXPECT_EQ(out[0].tokens[0], want[len - 2]) << "tokens 0.." << len - 1;
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+  proposer.forget(7);
+  EXPECT_EQ(proposer.num_tracked(), 0u);
+  EXPECT_EQ(proposer.num_free_blocks(), 8);
 }
 
 std::vector<Case> all_cases() {

@@ -13,7 +13,8 @@ MtpProposer::MtpProposer(const Model& target, std::shared_ptr<const MtpModule> m
       mtp_(std::move(mtp)),
       config_(config),
       target_ws_(std::max(1, config.num_threads), target.runtime().pin_threads),
-      mtp_ws_(std::max(1, config.num_threads), target.runtime().pin_threads) {
+      mtp_ws_(std::max(1, config.num_threads), target.runtime().pin_threads),
+      table_(std::max<int64_t>(0, config.num_blocks)) {
   if (mtp_ == nullptr) fail<InvalidArgument>("mtp speculation: no MTP module");
   if (config.num_blocks <= 0 || config.block_size <= 0)
     fail<InvalidArgument>("mtp speculation: KV blocks ({}) and block size ({}) must be positive", config.num_blocks,
@@ -24,48 +25,16 @@ MtpProposer::MtpProposer(const Model& target, std::shared_ptr<const MtpModule> m
                           m.hidden_size, target.config().vocab_size, target.config().hidden_size);
   target_cache_ = KvCache::for_model(target.config(), config.num_blocks, config.block_size, config.kv_dtype);
   mtp_cache_ = KvCache::for_model(m, config.num_blocks, config.block_size, config.kv_dtype);
-  for (int64_t b = config.num_blocks - 1; b >= 0; --b) free_blocks_.push_back(static_cast<int32_t>(b));
 }
 
-void MtpProposer::release(State& st) {
-  free_blocks_.insert(free_blocks_.end(), st.blocks.begin(), st.blocks.end());
-  st.blocks.clear();
-  st.seen.clear();
-}
-
-void MtpProposer::forget(uint64_t id) {
-  const auto it = states_.find(id);
-  if (it == states_.end()) return;
-  release(it->second);
-  states_.erase(it);
-}
-
-bool MtpProposer::reserve_blocks(State& st, int64_t num_tokens) {
-  const auto needed = static_cast<size_t>((num_tokens + config_.block_size - 1) / config_.block_size);
-  if (st.blocks.size() >= needed) return true;
-  const size_t missing = needed - st.blocks.size();
-  for (auto it = states_.begin(); free_blocks_.size() < missing && it != states_.end();) {
-    if (it->second.last_call != call_) {
-      release(it->second);
-      it = states_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (free_blocks_.size() < missing) return false;
-  for (size_t i = 0; i < missing; ++i) {
-    st.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
-  return true;
-}
+void MtpProposer::forget(uint64_t id) { table_.forget(id); }
 
 void MtpProposer::propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) {
   trace::Scope t("mtp", "spec");
-  ++call_;
+  table_.begin_call();
   out.assign(queries.size(), Drafts{});
   for (const DraftQuery& q : queries)
-    if (q.max_drafts > 0) states_[q.id].last_call = call_;
+    if (q.max_drafts > 0) table_.mark(q.id);
   // Per drafted query: its tokens t_0..t_n and the first position c whose target hidden state and
   // MTP row are (re)computed; positions c..n-1 run, the last MTP row predicts t_{n+1}.
   struct Work {
@@ -77,12 +46,12 @@ void MtpProposer::propose(std::span<const DraftQuery> queries, std::vector<Draft
   for (size_t i = 0; i < queries.size(); ++i) {
     const DraftQuery& q = queries[i];
     if (q.max_drafts <= 0 || q.tokens.size() < 2) continue;
-    State& st = states_.at(q.id);
+    State& st = table_.at(q.id);
     const auto n = static_cast<int64_t>(q.tokens.size()) - 1;
     const auto shared = std::mismatch(st.seen.begin(), st.seen.end(), q.tokens.begin(), q.tokens.end()).first - st.seen.begin();
     // Position j's MTP row read t_{j+1}: rows below shared - 1 still hold; the last one always reruns.
     const int64_t first = std::min<int64_t>(std::max<int64_t>(0, shared - 1), n - 1);
-    if (!reserve_blocks(st, n)) continue;  // no room: no draft for it this step
+    if (!table_.reserve(st, n, config_.block_size)) continue;  // no room: no draft for it this step
     work.push_back({i, &st, first, n});
   }
   if (work.empty()) return;

@@ -14,12 +14,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "lemma/model/model.h"
 #include "lemma/model/mtp/mtp_module.h"
 #include "lemma/sched/draft_source.h"
+#include "lemma/spec/draft_cache_table.h"
 #include "lemma/spec/draft_model_proposer.h"
 
 namespace lemma::spec {
@@ -33,26 +33,23 @@ class MtpProposer final : public DraftSource {
   void propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) override;
   void forget(uint64_t id) override;
 
-  size_t num_tracked() const { return states_.size(); }
-  int64_t num_free_blocks() const { return static_cast<int64_t>(free_blocks_.size()); }
+  size_t num_tracked() const { return table_.num_tracked(); }
+  int64_t num_free_blocks() const { return table_.num_free_blocks(); }
 
  private:
   struct State {
     std::vector<int32_t> seen;     // t_0 .. t_m: target K/V for positions 0..m-1, MTP K/V for 0..m-1 (which read t_1..t_m)
     std::vector<int32_t> blocks;   // one table for both caches
     uint64_t last_call = 0;
+    void clear_tokens() { seen.clear(); }
   };
-  bool reserve_blocks(State& st, int64_t num_tokens);
-  void release(State& st);
 
   const Model& target_;
   std::shared_ptr<const MtpModule> mtp_;
   DraftModelConfig config_;
   KvCache target_cache_, mtp_cache_;
   ForwardWorkspace target_ws_, mtp_ws_;
-  std::vector<int32_t> free_blocks_;
-  std::unordered_map<uint64_t, State> states_;
-  uint64_t call_ = 0;
+  DraftCacheTable<State> table_;  // the requests followed and their blocks
 };
 
 }  // namespace lemma::spec

@@ -37,6 +37,19 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name;
 }
 
+// An engine over 32 blocks of 16 tokens, up to 4 sequences, `step_tokens` tokens per step, 2 threads.
+EngineConfig small_engine(int64_t step_tokens) {
+  EngineConfig config;
+  config.scheduler.max_num_batched_tokens = step_tokens;
+  config.scheduler.max_num_seqs = 4;
+  config.scheduler.max_model_len = 256;
+  config.kv.num_device_blocks = 32;
+  config.kv.block_size = 16;
+  config.kv.watermark = 0.0;
+  config.num_threads = 2;
+  return config;
+}
+
 class MlaGolden : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
@@ -146,15 +159,7 @@ TEST_P(MlaGolden, GreedyContinuationBothPaths) {
 // prefill of 32-token chunks, so steps mix prefill and decode) as requests in one engine.
 TEST_P(MlaGolden, EngineGreedy) {
   const Model model = open(MlaMode::kAuto);
-  EngineConfig config;
-  config.scheduler.max_num_batched_tokens = 32;
-  config.scheduler.max_num_seqs = 4;
-  config.scheduler.max_model_len = 256;
-  config.kv.num_device_blocks = 32;
-  config.kv.block_size = 16;
-  config.kv.watermark = 0.0;
-  config.num_threads = 2;
-  Engine engine(model, config);
+  Engine engine(model, small_engine(32));
   const auto& greedy = (*golden_)["greedy"];
   RequestOptions options;
   options.sampling.temperature = 0.0f;
@@ -208,14 +213,7 @@ TEST(MtpGolden, SpeculativeGreedyEqualsPlainGreedy) {
   const auto& golden = golden_json("models/tiny-deepseek-v3.json");
   const Model model = Model::open(files->hf_dir);
   const auto run = [&](bool mtp, std::vector<int32_t> prompt, int64_t n, SchedulerStats* stats) {
-    EngineConfig config;
-    config.scheduler.max_num_batched_tokens = 64;
-    config.scheduler.max_num_seqs = 4;
-    config.scheduler.max_model_len = 256;
-    config.kv.num_device_blocks = 32;
-    config.kv.block_size = 16;
-    config.kv.watermark = 0.0;
-    config.num_threads = 2;
+    EngineConfig config = small_engine(64);
     if (mtp) {
       config.speculative.method = spec::SpeculativeMethod::kMtp;
       config.speculative.num_tokens = 1;

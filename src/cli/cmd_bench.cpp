@@ -169,21 +169,21 @@ int run_model(const ModelFlags& flags) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   const RuntimeOptions& rt = runtime_options();
-  const kernels::MatrixFormat q_format = kernels::format_of(w.layers.at(0).q);
+  const kernels::MatrixFormat q_format = kernels::format_of(w.attention_matrix());
   const std::string kernel(kernels::kernel_name_for(q_format, c.hidden_size, rt.isa,
                                                     kernels::default_matmul_precision(q_format, rt.isa, rt.activations)));
   const auto weight_bytes = bench::weight_bytes(c, w);
-  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, w.layers.at(0).q.dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, w.attention_matrix().dtype);
   const uint64_t kv_per_token = bench::kv_bytes_per_token(c, kv_dtype);
   const bool measured = flags.bandwidth_gbps <= 0;
   const double bandwidth_before = measured ? measure_bandwidth(threads, flags.buffer_mib).best_gbps : flags.bandwidth_gbps;
-  const std::string peak_probe = matmul_peak_probe(kernels::format_of(w.layers.at(0).q));
+  const std::string peak_probe = matmul_peak_probe(kernels::format_of(w.attention_matrix()));
   const double peak = flags.peak_gflops > 0 ? flags.peak_gflops : matmul_peak_gflops(threads, peak_probe);
   if (!flags.json) {
     print_machine(threads);
     std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());
     std::printf("weights: %s, %.1f MiB resident, %.1f MiB read per decode step; kv: %llu bytes/token (%s)\n",
-                std::string(dtype_name(w.layers.at(0).q.dtype)).c_str(), static_cast<double>(weight_bytes.resident) / (1 << 20),
+                std::string(dtype_name(w.attention_matrix().dtype)).c_str(), static_cast<double>(weight_bytes.resident) / (1 << 20),
                 static_cast<double>(weight_bytes.read_per_token) / (1 << 20), static_cast<unsigned long long>(kv_per_token),
                 kernels::kv_dtype_name(kv_dtype));
     std::printf("matmul kernel: %s\n", kernel.c_str());
@@ -294,7 +294,7 @@ int run_capacity(const CapacityFlags& flags) {
   const auto weights = bench::weight_bytes(c, model.weights());
   const double memory = flags.memory_gb > 0 ? flags.memory_gb * 1e9 : mem_total_bytes();
   if (memory <= 0) throw InvalidArgument("--memory-gb is needed (cannot read MemTotal)");
-  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, model.weights().layers.at(0).q.dtype);
+  const KvDtype kv_dtype = parse_kv_cache_dtype(flags.kv_cache_dtype, model.weights().attention_matrix().dtype);
   const auto plan =
       bench::plan_capacity(c, weights.resident, static_cast<uint64_t>(memory), flags.ctx, flags.block_size, kv_dtype);
   std::printf("model: %s (%s)\n", flags.model.c_str(), c.summary().c_str());

@@ -57,6 +57,7 @@ void register_chat(CLI::App& app) {
   opts->lora.add_to(sub, /*select=*/true);
   bind(sub, [opts] {
     const Model model = Model::open(opts->model, parse_load_mode(opts->sampling.load), runtime_options());
+    opts->sampling.speculative.target_model = opts->model;  // --speculative-method mtp reads its MTP module
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     std::string template_text;
@@ -70,7 +71,7 @@ void register_chat(CLI::App& app) {
     }
     const ChatTemplate chat_template(template_text, "chat template");
     const auto tokens = special_token_texts(source, &tokenizer);
-    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
+    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().attention_matrix().dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
     options.lora = opts->lora.selected(model.config());
 

@@ -74,6 +74,7 @@ void register_generate(CLI::App& app) {
                                     resolve_threads(opts->sampling.threads));
     if (ranks.is_follower()) return 0;  // mpirun: rank 0 prints
     const Model& model = ranks.model();
+    opts->sampling.speculative.target_model = opts->model;  // --speculative-method mtp reads its MTP module
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const double load_ms =
@@ -81,7 +82,7 @@ void register_generate(CLI::App& app) {
 
     const std::vector<int32_t> prompt = opts->prompt ? tokenizer.encode(*opts->prompt, true, false)
                                                      : parse_id_list(*opts->prompt_ids, "--prompt-ids");
-    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().layers.at(0).q.dtype);
+    GenerationOptions options = opts->sampling.to_options(model.config().vocab_size, model.weights().attention_matrix().dtype);
     if (!options.ignore_eos) options.stop_token_ids = tokenizer.end_of_generation_ids();
     opts->beam.apply(options);
     options.lora = opts->lora.selected(model.config());

@@ -10,6 +10,7 @@
 #include "lemma/model/config_from_gguf.h"
 #include "lemma/model/config_from_hf.h"
 #include "lemma/base/error.h"
+#include "lemma/bench/capacity.h"
 #include "lemma/quant/quantized_safetensors.h"
 #include <fmt/format.h>
 
@@ -132,6 +133,20 @@ void register_inspect(CLI::App& app) {
         const ModelConfig config = source.gguf ? config_from_gguf(*source.gguf)
                                                : config_from_hf_json(nlohmann::json::parse(source.hf_config_json));
         std::printf("architecture: %s\n", config.summary().c_str());
+        // KV cache per token (f32 and bf16 elements); MLA (G28) beside the MHA cache it replaces.
+        for (const KvDtype dtype : {KvDtype::kF32, KvDtype::kBf16}) {
+          const uint64_t kv = bench::kv_bytes_per_token(config, dtype);
+          const uint64_t mha = bench::mha_equivalent_kv_bytes_per_token(config, dtype);
+          if (config.mla.enabled()) {
+            std::printf("kv cache per token (%s): %llu bytes latent (MLA: %lld x %lld per layer); as MHA: %llu bytes (%.1fx)\n",
+                        std::string(kernels::kv_dtype_name(dtype)).c_str(), static_cast<unsigned long long>(kv),
+                        static_cast<long long>(config.cache_kv_heads()), static_cast<long long>(config.cache_head_dim()),
+                        static_cast<unsigned long long>(mha), static_cast<double>(mha) / static_cast<double>(kv));
+          } else {
+            std::printf("kv cache per token (%s): %llu bytes\n", std::string(kernels::kv_dtype_name(dtype)).c_str(),
+                        static_cast<unsigned long long>(kv));
+          }
+        }
       } catch (const std::exception& e) {
         std::printf("architecture: not runnable by lemma: %s\n", e.what());
       }

@@ -43,7 +43,7 @@ void register_perplexity(CLI::App& app) {
     if (opts->stream_tokens > 0 && !streaming.enabled())
       fail<InvalidArgument>("--stream-tokens needs --streaming-window (attention sinks)");
     const Model model = Model::open(opts->model, LoadMode::kLazyMmap, runtime_options());
-    const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype, model.weights().layers.at(0).q.dtype);
+    const KvDtype kv_dtype = parse_kv_cache_dtype(opts->kv_cache_dtype, model.weights().attention_matrix().dtype);
     const auto source = open_model_source(opts->model);
     const Tokenizer tokenizer = load_tokenizer(source);
     const std::string text = read_text_file(opts->file);

@@ -19,6 +19,7 @@
 #include "cli/model_source.h"
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
+#include "lemma/bench/capacity.h"
 #include "lemma/model/model.h"
 #include "lemma/server/connection_table.h"
 #include "lemma/server/data_parallel_client.h"
@@ -83,9 +84,8 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
     fail<InvalidArgument>("--kv-cache-tokens and --swap-space-tokens must be >= 0");
   if (o.preemption_mode != "recompute" && o.preemption_mode != "swap")
     fail<InvalidArgument>("--preemption-mode must be recompute or swap, got '{}'", o.preemption_mode);
-  const KvDtype kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype, model.weights().layers.at(0).q.dtype);
-  const auto kv_bytes_per_token = static_cast<int64_t>(KvCache::kv_cache_bytes_per_token(
-      model.config().num_layers, model.config().num_kv_heads, model.config().head_dim, kv_dtype));
+  const KvDtype kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype, model.weights().attention_matrix().dtype);
+  const auto kv_bytes_per_token = static_cast<int64_t>(bench::kv_bytes_per_token(model.config(), kv_dtype));
   int64_t kv_tokens = o.kv_cache_tokens;
   if (kv_tokens == 0)  // every sequence at full length, within a memory budget, but at least one
     kv_tokens = std::max(max_model_len, std::min<int64_t>(o.max_num_seqs * max_model_len,
@@ -101,7 +101,9 @@ server::EngineServiceConfig engine_service_config(const ServeOptions& o, const M
   c.engine.scheduler.enable_chunked_prefill = !o.no_chunked_prefill;
   if (o.no_chunked_prefill) c.engine.scheduler.max_num_batched_tokens = std::max(o.max_num_batched_tokens, max_model_len);
   c.engine.scheduler.preemption_mode = o.preemption_mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
-  c.engine.speculative = o.speculative.to_options(o.block_size);
+  SpeculativeFlags speculative = o.speculative;
+  speculative.target_model = o.model;  // --speculative-method mtp reads its MTP module
+  c.engine.speculative = speculative.to_options(o.block_size);
   c.engine.kv.block_size = o.block_size;
   c.engine.kv.num_device_blocks = static_cast<int32_t>((kv_tokens + o.block_size - 1) / o.block_size);
   c.engine.kv.num_host_blocks = static_cast<int32_t>((o.swap_space_tokens + o.block_size - 1) / o.block_size);

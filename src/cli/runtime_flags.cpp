@@ -16,6 +16,7 @@ struct RuntimeFlags {
   bool interleave = true;
   bool decode_plans = true;
   bool pin_threads = true;
+  std::string mla_attention = "auto";
 };
 
 RuntimeFlags& flags() {
@@ -46,6 +47,14 @@ RuntimeOptions resolve(const RuntimeFlags& f) {
   o.decode_plans = f.decode_plans;
   if (!o.decode_plans) log().info("model: decode plans off: every forward plans its matmuls");
   o.pin_threads = f.pin_threads;
+  if (f.mla_attention == "absorbed") {
+    o.mla_attention = MlaMode::kAbsorbed;
+  } else if (f.mla_attention == "materialised") {
+    o.mla_attention = MlaMode::kMaterialised;
+  } else if (f.mla_attention != "auto") {
+    fail<InvalidArgument>("--mla-attention (LEMMA_MLA_ATTENTION) {} is not one of auto, absorbed, materialised",
+                          f.mla_attention);
+  }
   return o;
 }
 
@@ -67,6 +76,11 @@ void add_runtime_flags(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--pin-threads", f.pin_threads, "Pin forward worker threads to CPUs (0: leave them to the scheduler)")
       ->envname("LEMMA_PIN_THREADS")
+      ->capture_default_str();
+  app.add_option("--mla-attention", f.mla_attention,
+                 "Latent attention (DeepSeek MLA): auto (materialise K/V for long prefills, absorb for decode), "
+                 "absorbed or materialised")
+      ->envname("LEMMA_MLA_ATTENTION")
       ->capture_default_str();
 }
 

@@ -10,7 +10,7 @@
 
 namespace lemma::cli {
 
-// Adds --isa, --matmul-precision, --interleave, --decode-plans, --pin-threads to the root app.
+// Adds --isa, --matmul-precision, --interleave, --decode-plans, --pin-threads, --mla-attention to the root app.
 void add_runtime_flags(CLI::App& app);
 
 // The options those flags (or their variables) give, validated: InvalidArgument names the flag or

@@ -9,7 +9,8 @@ void SpeculativeFlags::add_to(CLI::App* sub) {
   sub->add_option("--speculative-method", method,
                   "Speculative decoding: none, ngram (prompt lookup), ngram-tree (prompt lookup, a tree of up to "
                   "three continuations verified in one forward), draft (--speculative-model), layer-skip "
-                  "(the model's first --speculative-layers layers)")
+                  "(the model's first --speculative-layers layers), mtp (DeepSeek-V3's multi-token-prediction module, HF "
+                  "directory; one draft per step)")
       ->capture_default_str();
   sub->add_option("--num-speculative-tokens", num_tokens, "Drafts per decode step with a speculative method")
       ->capture_default_str();
@@ -66,6 +67,14 @@ spec::SpeculativeOptions SpeculativeFlags::to_options(int64_t block_size) const 
     } catch (const std::exception& e) {
       fail<InvalidArgument>("--speculative-model {}: {}", model, e.what());
     }
+  } else if (o.method == spec::SpeculativeMethod::kMtp) {
+    if (target_model.empty()) fail<InvalidArgument>("--speculative-method mtp: no model path to read the MTP module from");
+    try {
+      o.mtp_module = std::make_shared<const MtpModule>(MtpModule::open(target_model, LoadMode::kLazyMmap, runtime_options()));
+    } catch (const std::exception& e) {
+      fail<InvalidArgument>("--speculative-method mtp: {}: {}", target_model, e.what());
+    }
+    o.num_tokens = 1;  // one MTP module: one draft per step
   } else if (!model.empty()) {
     fail<InvalidArgument>("--speculative-model is for --speculative-method draft, not {}", method);
   }

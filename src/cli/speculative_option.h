@@ -1,5 +1,5 @@
 // Speculative decoding flags (vLLM's names), shared by generate, chat and serve:
-// --speculative-method none|ngram|draft|layer-skip, --num-speculative-tokens K,
+// --speculative-method none|ngram|draft|layer-skip|mtp, --num-speculative-tokens K,
 // --speculative-model M (draft), --speculative-layers L (layer-skip), --speculative-tree-width W
 // (token trees of the draft's candidates, or ngram-tree's continuations), the n-gram lookup sizes and
 // the draft's KV pool. Drafts are verified in the engine's forward; greedy and point-mass drafts give
@@ -24,6 +24,7 @@ struct SpeculativeFlags {
                                 // (ngram-tree: 3); 0: the method's default
   int64_t draft_kv_tokens = 0;  // the draft's KV pool in tokens (0: as large as the target's)
   int disable_by_batch_size = 4;  // no drafts while more requests run (0: no limit)
+  std::string target_model;     // set by the command: mtp opens the MTP module (G30) beside it
 
   void add_to(CLI::App* sub);
   // Throws InvalidArgument naming the flag for an unknown method or bad sizes; opens the draft model

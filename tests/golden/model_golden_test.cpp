@@ -2,7 +2,8 @@
 // sequences within golden/README.md's f32 tolerance with argmax equal everywhere, and the 32-token
 // greedy continuation exactly (llama.cpp b4748 / 2026-07 as the reference; the float64 numpy forward
 // for tiny-mistral, whose sliding window of 16 bites on len64/len200 and in the greedy decode; the
-// MoE presets tiny-mixtral / tiny-qwen2-moe (b4748) and tiny-qwen3-moe (numpy), G27).
+// MoE presets tiny-mixtral / tiny-qwen2-moe (b4748) and tiny-qwen3-moe (numpy), G27; the DeepSeek
+// MLA + MoE presets tiny-deepseek-v2 / -v3 (numpy), G28).
 #include <gtest/gtest.h>
 
 #include "golden_models.h"
@@ -104,7 +105,8 @@ TEST_P(ModelGolden, GreedyContinuation) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* p : {"tiny", "tiny-gqa", "tiny-mqa", "tiny-qwen2", "tiny-qwen3", "tiny-rope-linear", "tiny-rope-yarn",
-                        "tiny-rope-llama3", "tiny-tied", "tiny-mistral", "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe"})
+                        "tiny-rope-llama3", "tiny-tied", "tiny-mistral", "tiny-mixtral", "tiny-qwen2-moe", "tiny-qwen3-moe",
+                        "tiny-deepseek-v2", "tiny-deepseek-v3"})
     for (bool gguf : {true, false}) cases.push_back({p, gguf});
   return cases;
 }

@@ -1,5 +1,6 @@
 #include "lemma/bench/capacity.h"
 
+#include <algorithm>
 #include <string>
 
 #include "lemma/base/error.h"
@@ -12,15 +13,26 @@ uint64_t floats_bytes(const std::vector<float>& v) { return static_cast<uint64_t
 }  // namespace
 
 uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
-  return KvCache::kv_cache_bytes_per_token(config.num_layers, config.num_kv_heads, config.head_dim, dtype);
+  return KvCache::kv_cache_bytes_per_token(config.num_layers, config.cache_kv_heads(), config.cache_head_dim(), dtype,
+                                           config.mla.enabled());
+}
+
+uint64_t mha_equivalent_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype) {
+  if (!config.mla.enabled()) return kv_bytes_per_token(config, dtype);
+  // Per head: a key of nope + rope and a value of v_head_dim, as K and V rows of one width would take
+  // (the wider of the two, which is what an MHA cache with one head_dim stores).
+  const MlaConfig& m = config.mla;
+  const int64_t width = std::max(m.qk_head_dim(), m.v_head_dim);
+  return KvCache::kv_cache_bytes_per_token(config.num_layers, config.num_heads, width, dtype);
 }
 
 uint64_t kv_cache_bytes(const ModelConfig& config, int64_t num_blocks, int64_t block_size, KvDtype dtype) {
   // model/kv_cache.cpp's layout: elements [layers, 2, blocks, block_size, kv_heads, head_dim], then
   // (int8/fp8) f32 scales [layers, 2, blocks, block_size, kv_heads] from the next 64-byte boundary.
   constexpr uint64_t kScaleAlignment = 64;
-  const auto slots = static_cast<uint64_t>(config.num_layers * 2 * num_blocks * block_size * config.num_kv_heads);
-  const uint64_t elements = slots * static_cast<uint64_t>(config.head_dim * kernels::kv_element_bytes(dtype));
+  const int64_t tensors = config.mla.enabled() ? 1 : 2;  // a latent cache has one row per layer (G28)
+  const auto slots = static_cast<uint64_t>(config.num_layers * tensors * num_blocks * block_size * config.cache_kv_heads());
+  const uint64_t elements = slots * static_cast<uint64_t>(config.cache_head_dim() * kernels::kv_element_bytes(dtype));
   if (!kernels::kv_dtype_has_scales(dtype)) return elements;
   return (elements + kScaleAlignment - 1) / kScaleAlignment * kScaleAlignment + slots * sizeof(float);
 }
@@ -29,8 +41,10 @@ WeightBytes weight_bytes(const ModelConfig& config, const ModelWeights& weights)
   WeightBytes b;
   uint64_t matrices = 0, vectors = floats_bytes(weights.final_norm);
   for (const auto& l : weights.layers) {
-    for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+    for (const TensorView* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down, &l.mla.q, &l.mla.q_a, &l.mla.q_b,
+                                &l.mla.kv_a, &l.mla.kv_b, &l.mla.o})
       if (m->data != nullptr) matrices += m->bytes();
+    vectors += floats_bytes(l.mla.q_a_norm) + floats_bytes(l.mla.kv_a_norm) + floats_bytes(l.mla.w_uk_t) + floats_bytes(l.mla.w_uv);
     for (const auto* v : {&l.attn_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm, &l.ffn_norm}) {
       vectors += floats_bytes(*v);
     }

@@ -13,7 +13,11 @@ namespace lemma::bench {
 
 // K and V of one token in every layer in a cache of `dtype` (model/kv_cache.h): 2 x layers x kv_heads
 // x (head_dim x element bytes + one f32 scale for int8/fp8).
+// An MLA model (G28) caches one latent row per layer: layers x ((kv_lora_rank + rope) x element bytes + scale).
 uint64_t kv_bytes_per_token(const ModelConfig& config, KvDtype dtype = KvDtype::kF32);
+// What the same model would cache per token as plain multi-head attention (per-head K and V of
+// max(nope + rope, v) each); = kv_bytes_per_token for a model without MLA.
+uint64_t mha_equivalent_kv_bytes_per_token(const ModelConfig& config, KvDtype dtype = KvDtype::kF32);
 
 // What KvCache::for_model(config, num_blocks, block_size, dtype) allocates: num_blocks x block_size x
 // kv_bytes_per_token, plus (int8/fp8) the padding that starts the scales on a 64-byte boundary.

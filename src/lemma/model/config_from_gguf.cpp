@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "lemma/base/error.h"
 #include "lemma/model/arch/arch_registry.h"
 #include "lemma/model/layers/linear.h"
@@ -89,6 +91,43 @@ void read_moe_keys(const GgufFile& file, const Keys& keys, const ArchSpec& arch,
   m.first_dense_layers = keys.opt_int("leading_dense_block_count").value_or(0);
 }
 
+// llama.cpp's deepseek2 keys (G28): attention.kv_lora_rank makes the model MLA; key_length is
+// nope + rope, value_length the value head, rope.dimension_count the rope part,
+// [attention.q_lora_rank]; rope.scaling.yarn_log_multiplier = 0.1 x mscale_all_dim. llama.cpp leaves
+// the YaRN cos/sin unscaled for this arch (its attn_factor cancels YaRN's) and puts mscale^2 into the
+// softmax scale. MoE: expert_shared_count shared experts of the expert width, expert groups
+// (expert_group_count / _used_count) scored by the group's best (softmax gating, V2) or the sum of
+// its two best (sigmoid gating, V3, with exp_probs_b.bias).
+void read_mla_keys(const GgufFile& file, const Keys& keys, ModelConfig& c) {
+  const auto kv_lora_rank = keys.opt_int("attention.kv_lora_rank");
+  if (!kv_lora_rank) return;
+  MlaConfig& m = c.mla;
+  m.kv_lora_rank = *kv_lora_rank;
+  m.q_lora_rank = keys.opt_int("attention.q_lora_rank").value_or(0);
+  m.qk_rope_head_dim = c.rope.rotary_dim;
+  m.qk_nope_head_dim = c.head_dim - m.qk_rope_head_dim;
+  m.v_head_dim = keys.require_int("attention.value_length");
+  RopeScaling& s = c.rope.scaling;
+  if (s.type == RopeScalingType::kYarn) {
+    s.mscale_all_dim = keys.opt_float("rope.scaling.yarn_log_multiplier").value_or(0.0) / 0.1;
+    s.attention_factor = 1.0;
+  }
+  m.softmax_scale = mla_softmax_scale(c.head_dim, s.type == RopeScalingType::kYarn ? s.factor : 1.0, s.mscale_all_dim);
+  MoeConfig& moe = c.moe;
+  if (!moe.enabled()) return;
+  moe.shared_intermediate_size = moe.expert_intermediate_size * keys.opt_int("expert_shared_count").value_or(0);
+  moe.shared_expert_gate = false;
+  moe.naming = MoeTensorNaming::kDeepSeek;
+  const int64_t groups = keys.opt_int("expert_group_count").value_or(1);
+  const bool sigmoid = moe.routing.scoring == RouterScoring::kSigmoid;
+  moe.score_correction_bias = file.tensor(fmt::format("blk.{}.exp_probs_b.bias", moe.first_dense_layers)) != nullptr;
+  if (groups > 1) {
+    moe.routing.group_score = sigmoid ? GroupScore::kTop2Sum : GroupScore::kMax;
+    moe.routing.num_groups = groups;
+    moe.routing.top_groups = keys.opt_int("expert_group_used_count").value_or(groups);
+  }
+}
+
 }  // namespace
 
 ModelConfig config_from_gguf(const GgufFile& file) {
@@ -108,7 +147,8 @@ ModelConfig config_from_gguf(const GgufFile& file) {
   c.num_heads = keys.require_int("attention.head_count");
   c.num_kv_heads = keys.opt_int("attention.head_count_kv").value_or(c.num_heads);
   c.head_dim = keys.opt_int("attention.key_length").value_or(c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-  if (auto value_length = keys.opt_int("attention.value_length"); value_length && *value_length != c.head_dim)
+  const bool is_mla = keys.opt_int("attention.kv_lora_rank").has_value();  // value_length is MLA's v_head_dim
+  if (auto value_length = keys.opt_int("attention.value_length"); !is_mla && value_length && *value_length != c.head_dim)
     fail<Unsupported>("{}: value_length {} != key_length {} is not supported", file.path(), *value_length, c.head_dim);
   c.max_position_embeddings = keys.opt_int("context_length").value_or(2048);
   c.rms_norm_eps = static_cast<float>(keys.opt_float("attention.layer_norm_rms_epsilon").value_or(1e-5));
@@ -134,6 +174,7 @@ ModelConfig config_from_gguf(const GgufFile& file) {
   c.qkv_bias = arch->qkv_bias;
   c.qk_norm = arch->qk_norm;
   read_moe_keys(file, keys, *arch, c);
+  read_mla_keys(file, keys, c);
   if (auto bos = file.get_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = static_cast<int32_t>(*bos);
   if (auto eos = file.get_int("tokenizer.ggml.eos_token_id")) c.eos_token_id = static_cast<int32_t>(*eos);
   c.validate();

@@ -43,6 +43,10 @@ struct SequenceInput {
   // The LoRA adapter this sequence runs on (G29), or null for the base model. Sequences of one batch
   // may use different adapters; the caller keeps the adapter alive during forward().
   const LoraAdapter* lora = nullptr;
+  // Empty: each new token's row is its embedding. Else [num_tokens, hidden] f32 rows that replace the
+  // token embeddings (DeepSeek's multi-token-prediction module feeds its eh_proj outputs, G30);
+  // token_ids still say how many tokens there are (their ids are checked but not looked up).
+  std::span<const float> input_embeddings = {};
 
   bool is_tree() const { return !tree_parents.empty(); }
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

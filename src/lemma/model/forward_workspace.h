@@ -12,6 +12,7 @@
 #include "lemma/kernels/kernel_scratch.h"
 #include "lemma/model/decode_plans.h"
 #include "lemma/model/layers/linear.h"
+#include "lemma/model/layers/mla_attention.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/linear_inputs.h"
 #include "lemma/model/lora/lora_delta.h"
@@ -35,14 +36,14 @@ struct ForwardWorkspace {
   void reserve_kernel_scratch(size_t bytes);
 
   std::vector<float> residual;    // [tokens, hidden]
-  std::vector<float> normed;      // [tokens, hidden]
+  std::vector<float> normed;      // [tokens, hidden]; after a forward: every row's final-normed hidden state
   std::vector<float> q;           // [tokens, num_heads, head_dim]
   std::vector<float> k;           // [tokens, num_kv_heads, head_dim]
   std::vector<float> v;           // [tokens, num_kv_heads, head_dim]
   std::vector<float> attn_out;    // [tokens, num_heads, head_dim]
   std::vector<float> gate;        // [tokens, intermediate]
   std::vector<float> up;          // [tokens, intermediate]
-  std::vector<float> head_input;  // [logit rows, hidden]
+  std::vector<float> head_input;  // [logit rows, hidden]: after a forward, the final-normed rows that got logits
   std::vector<float> scores;      // attention scratch (flash partials); the forward grows it to paged_attention_scratch_floats()
   std::vector<int64_t> positions;  // [tokens]
   std::vector<float> rope_cos;     // [tokens, rotary_dim / 2]: each token's RoPE angles, for every layer
@@ -68,6 +69,7 @@ struct ForwardWorkspace {
   // what the kernels stage per call (the AMX-INT8 panel, the AMX flash tiles), lent to the matmuls
   // and attention that thread runs. Empty for kernels that stage nothing.
   std::vector<kernels::KernelScratch> kernel_scratch;
+  layers::MlaWorkspace mla;  // the latent-attention layers' buffers (G28)
   moe::MoeWorkspace moe;  // the MoE layers' buffers and this forward's routing statistics (G27)
   // Tensor parallelism (G7): this rank's share of the logits and every rank's, gathered
   // (model/tensor_parallel.h); empty on a single rank.

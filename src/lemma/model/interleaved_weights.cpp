@@ -114,6 +114,8 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, con
     folded += fold_down_order(layer, runtime, *out, release_sources);  // gate and up are then interleaved already
     for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
       interleave(*w, runtime, *out, release_sources);
+    for (TensorView* w : {&layer.mla.q, &layer.mla.q_a, &layer.mla.q_b, &layer.mla.kv_a, &layer.mla.kv_b, &layer.mla.o})
+      interleave(*w, runtime, *out, release_sources);  // MLA (G28); null views are skipped
     // MoE experts (the stacked GGUF tensors' slices too: each expert's bytes are contiguous).
     for (ExpertWeights& e : layer.moe.experts)
       for (TensorView* w : {&e.gate, &e.up, &e.down}) interleave(*w, runtime, *out, release_sources);

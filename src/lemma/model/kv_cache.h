@@ -4,6 +4,9 @@
 // [num_blocks, block_size, num_kv_heads] beside them, G23). A sequence owns a list of block ids
 // (its block table) and its token at position p lives in slot p % block_size of block
 // table[p / block_size]. A contiguous cache is one sequence whose table is 0, 1, 2, ...
+// A latent cache (MLA, G28) holds one tensor per layer instead of two: each token's row is
+// [c_kv | k_pe] (num_kv_heads 1, head_dim kv_lora_rank + rope), read as keys and, its first
+// kv_lora_rank values, as values (the view's values alias its keys).
 // Which blocks belong to whom is the caller's business (kv/ BlockPool). Move-only. Not thread-safe for
 // concurrent writes to the same blocks.
 #pragma once
@@ -32,6 +35,7 @@ struct KvLayerView {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
   KvDtype dtype = KvDtype::kF32;
+  bool latent = false;  // MLA: values == keys (and value_scales == key_scales)
 
   int64_t token_stride() const { return num_kv_heads * head_dim; }  // elements per token slot
   // Slot index (block * block_size + offset) of a position in a sequence's block table.
@@ -47,12 +51,15 @@ struct KvLayerView {
 // Stores one token's keys and values ([num_kv_heads * head_dim] f32 each) in cache slot `slot`,
 // encoding each head's row in the cache's dtype (kernels/attention/kv_quant.h) with its scale.
 void write_kv_slot(const KvLayerView& view, int64_t slot, const float* keys, const float* values);
+// A latent cache's slot: one row [head_dim] f32 (c_kv then k_pe), encoded in the cache's dtype.
+void write_latent_slot(const KvLayerView& view, int64_t slot, const float* row);
 
 class KvCache {
  public:
   KvCache() = default;
   KvCache(int64_t num_layers, int64_t num_blocks, int64_t block_size, int64_t num_kv_heads, int64_t head_dim,
-          KvDtype dtype = KvDtype::kF32);
+          KvDtype dtype = KvDtype::kF32, bool latent = false);
+  // Per-head K/V, or for an MLA model (config.mla) a latent cache of config.cache_head_dim() per token.
   static KvCache for_model(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
                            KvDtype dtype = KvDtype::kF32);
 
@@ -68,22 +75,26 @@ class KvCache {
   int64_t num_kv_heads() const { return num_kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
   KvDtype dtype() const { return dtype_; }
+  bool latent() const { return latent_; }
   // Tokens the whole cache can hold.
   int64_t capacity_tokens() const { return num_blocks_ * block_size_; }
   // Bytes of keys, values and scales: capacity_tokens() x bytes_per_token() (the allocation adds
   // at most 64 bytes of alignment padding).
   uint64_t bytes() const { return static_cast<uint64_t>(capacity_tokens()) * bytes_per_token(); }
   uint64_t bytes_per_token() const {
-    return kv_cache_bytes_per_token(num_layers_, num_kv_heads_, head_dim_, dtype_);
+    return kv_cache_bytes_per_token(num_layers_, num_kv_heads_, head_dim_, dtype_, latent_);
   }
-  // K and V of one token in every layer: 2 x layers x kv_heads x (head_dim x element bytes + scale bytes).
+  // K and V of one token in every layer: 2 x layers x kv_heads x (head_dim x element bytes + scale bytes);
+  // a latent cache has one row per layer instead of two (no factor 2).
   static uint64_t kv_cache_bytes_per_token(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim,
-                                           KvDtype dtype);
+                                           KvDtype dtype, bool latent = false);
 
  private:
   int64_t num_layers_ = 0, num_blocks_ = 0, block_size_ = 0, num_kv_heads_ = 0, head_dim_ = 0;
   KvDtype dtype_ = KvDtype::kF32;
-  // Elements [num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim], then (int8/fp8, from
+  bool latent_ = false;
+  int64_t tensors_per_layer() const { return latent_ ? 1 : 2; }
+  // Elements [num_layers, 2 (1 latent), num_blocks, block_size, num_kv_heads, head_dim], then (int8/fp8, from
   // a 64-byte boundary) scales [num_layers, 2, num_blocks, block_size, num_kv_heads], zero-filled
   // by calloc: large caches come as untouched zero pages from the OS, so a server starts at once
   // and memory is committed only as blocks are first written.

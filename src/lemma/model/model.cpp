@@ -11,6 +11,7 @@
 #include "lemma/kernels/ops.h"
 #include "lemma/model/interleaved_weights.h"
 #include "lemma/model/layers/linear.h"
+#include "lemma/model/layers/mla_attention.h"
 #include "lemma/model/layers/paged_attention.h"
 #include "lemma/model/layers/rms_norm.h"
 #include "lemma/model/layers/rope.h"
@@ -91,10 +92,11 @@ Model Model::first_layers(int64_t num_layers) const {
 
 void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<float> logits) const {
   const ModelConfig& c = config_;
-  if (cache.num_layers() != c.num_layers || cache.num_kv_heads() != c.num_kv_heads || cache.head_dim() != c.head_dim)
-    fail<InvalidArgument>("forward: cache holds {} layers x {} kv heads x {}, the model needs {} x {} x {}",
-                          cache.num_layers(), cache.num_kv_heads(), cache.head_dim(), c.num_layers, c.num_kv_heads,
-                          c.head_dim);
+  if (cache.num_layers() != c.num_layers || cache.num_kv_heads() != c.cache_kv_heads() ||
+      cache.head_dim() != c.cache_head_dim() || cache.latent() != c.mla.enabled())
+    fail<InvalidArgument>("forward: cache holds {} layers x {} kv heads x {}{}, the model needs {} x {} x {}{}",
+                          cache.num_layers(), cache.num_kv_heads(), cache.head_dim(), cache.latent() ? " (latent)" : "",
+                          c.num_layers, c.cache_kv_heads(), c.cache_head_dim(), c.mla.enabled() ? " (latent)" : "");
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const SequenceInput& seq = batch.sequences[s];
     if (seq.num_cached < 0) fail<InvalidArgument>("forward: sequence {}: negative num_cached", s);
@@ -112,6 +114,12 @@ void Model::validate(const ForwardBatch& batch, const KvCache& cache, std::span<
       if (std::any_of(c.sliding_window.begin(), c.sliding_window.end(), [](int64_t w) { return w > 0; }))
         fail<InvalidArgument>("forward: sequence {}: token trees are not supported with a sliding window", s);
     }
+    if (c.mla.enabled() && (seq.streaming.enabled() || seq.lora != nullptr))
+      fail<InvalidArgument>("forward: sequence {}: {} is not supported with latent attention (MLA)", s,
+                            seq.lora != nullptr ? "a LoRA adapter" : "streaming attention sinks");
+    if (!seq.input_embeddings.empty() && static_cast<int64_t>(seq.input_embeddings.size()) != seq.num_tokens() * c.hidden_size)
+      fail<InvalidArgument>("forward: sequence {}: {} input embedding values for {} tokens of {}", s,
+                            seq.input_embeddings.size(), seq.num_tokens(), c.hidden_size);
     if (seq.streaming.enabled()) validate_streaming(seq, s);
     const int64_t needed_blocks = (seq.context_length() + cache.block_size() - 1) / cache.block_size();
     if (static_cast<int64_t>(seq.block_table.size()) < needed_blocks)
@@ -306,6 +314,23 @@ void attention_block(const StepState& st, const LayerWeights& w, int64_t layer, 
   st.reduce_partial(ws.normed);
 }
 
+// The attention block of an MLA layer (G28): normed = attn_norm(residual (+ normed)), then normed =
+// o_proj(latent attention(normed)), writing the new tokens' latent rows into the cache.
+void mla_attention_block(const StepState& st, const LayerWeights& w, KvLayerView kv, const NormStep& norm) {
+  ForwardWorkspace& ws = st.ws;
+  trace::Scope t_norm(norm.name);
+  parallel_rows(ws.team.get(), st.num_tokens, st.config.hidden_size,
+                [&](int64_t t0, int64_t t1) { norm.run(st.config, ws, st.runtime.isa, t0, t1); });
+  t_norm.end();
+  const auto half = static_cast<size_t>(st.config.rope.rotary_dim / 2);
+  const layers::MlaStep step{st.slices,
+                             std::span<const float>(ws.rope_cos).first(static_cast<size_t>(st.num_tokens) * half),
+                             std::span<const float>(ws.rope_sin).first(static_cast<size_t>(st.num_tokens) * half),
+                             st.runtime.mla_attention, ws.team.get(), st.runtime.isa, st.runtime.matmul_options(), &ws.activations,
+                             ws.kernel_scratch};
+  layers::mla_attention(st.config, w.mla, ws.normed, st.num_tokens, kv, step, ws.mla, ws.normed);
+}
+
 // normed = ffn_norm(residual + normed) (fused with that add and with x's conversion for gate/up);
 // residual += down(silu(gate(normed)) * up(normed)). On return normed holds the down output.
 void mlp_block(const StepState& st, const LayerWeights& w, int64_t layer) {
@@ -431,7 +456,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
     } else {
       for (size_t i = 0; i < n; ++i) positions[i] = seq.num_cached + static_cast<int64_t>(i);
     }
-    embed_tokens(weights_.token_embedding, tp_.get(), seq.token_ids, H, std::span(ws.residual).subspan(first * static_cast<size_t>(H), n * static_cast<size_t>(H)));
+    const std::span<float> embedded = std::span(ws.residual).subspan(first * static_cast<size_t>(H), n * static_cast<size_t>(H));
+    if (seq.input_embeddings.empty()) {
+      embed_tokens(weights_.token_embedding, tp_.get(), seq.token_ids, H, embedded);
+    } else {  // MTP (G30): the module's rows come embedded already
+      std::copy_n(seq.input_embeddings.begin(), n * static_cast<size_t>(H), embedded.begin());
+    }
     row += seq.num_tokens();
     // Dynamic NTK scales by the context length: a tree's is its deepest path's as a chain.
     const int64_t rope_context = n == 0 ? seq.num_cached : *std::max_element(positions.begin(), positions.end()) + 1;
@@ -474,7 +504,12 @@ void Model::forward(const ForwardBatch& batch, KvCache& cache, ForwardWorkspace&
   for (int64_t l = 0; l < c.num_layers; ++l) {
     trace::Scope t_layer("layer", "layer", "layer", l);
     const LayerWeights& w = weights_.layers[static_cast<size_t>(l)];
-    attention_block(state, w, l, cache.layer(l), l == 0 ? NormStep{"attn_norm", w.attn_norm, false} : NormStep{"add_attn_norm", w.attn_norm, true});
+    const NormStep attn_norm = l == 0 ? NormStep{"attn_norm", w.attn_norm, false} : NormStep{"add_attn_norm", w.attn_norm, true};
+    if (c.mla.enabled()) {
+      mla_attention_block(state, w, cache.layer(l), attn_norm);
+    } else {
+      attention_block(state, w, l, cache.layer(l), attn_norm);
+    }
     if (c.moe.is_moe_layer(l)) {
       moe_block(state, w);
     } else {

@@ -22,7 +22,10 @@ void ModelConfig::validate() const {
   if (num_heads % num_kv_heads != 0)
     fail<InvalidArgument>("model config ({}): num_heads {} is not a multiple of num_kv_heads {}", arch, num_heads,
                           num_kv_heads);
-  if (rope.rotary_dim != head_dim)
+  if (mla.enabled() && (rope.rotary_dim != mla.qk_rope_head_dim || head_dim != mla.qk_head_dim()))
+    fail<InvalidArgument>("model config ({}): MLA needs rotary dim {} = qk_rope_head_dim {} and head_dim {} = nope + rope {}",
+                          arch, rope.rotary_dim, mla.qk_rope_head_dim, head_dim, mla.qk_head_dim());
+  if (!mla.enabled() && rope.rotary_dim != head_dim)
     fail<Unsupported>("model config ({}): partial rotary embeddings (rotary dim {} of head_dim {}) are not supported",
                       arch, rope.rotary_dim, head_dim);
   if (head_dim % 2 != 0) fail<InvalidArgument>("model config ({}): head_dim {} must be even", arch, head_dim);
@@ -45,6 +48,7 @@ void ModelConfig::validate() const {
   for (int64_t w : sliding_window)
     if (w < 0) fail<InvalidArgument>("model config ({}): negative sliding window {}", arch, w);
   moe.validate(arch);
+  mla.validate(arch);
 }
 
 int64_t ModelConfig::first_attended_position(int64_t position) const {
@@ -68,6 +72,7 @@ std::string ModelConfig::summary() const {
   if (qk_norm) s += ", q/k norm";
   if (!sliding_window.empty()) s += fmt::format(", sliding window {}", sliding_window.front());
   s += moe.summary();
+  s += mla.summary();
   return s;
 }
 

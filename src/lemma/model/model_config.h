@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/model/layers/mla_config.h"
 #include "lemma/model/moe/moe_config.h"
 #include "lemma/model/rope_scaling.h"
 
@@ -37,12 +38,21 @@ struct ModelConfig {
   std::vector<int64_t> sliding_window;
 
   MoeConfig moe;  // mixture of experts (G27); num_experts 0 = every layer a dense SwiGLU MLP
+  // Multi-head latent attention (G28, DeepSeek): when enabled, head_dim = qk_nope + qk_rope (the
+  // query/key width), num_kv_heads = num_heads, rope.rotary_dim = qk_rope, and the cache is latent.
+  MlaConfig mla;
+  // DeepSeek-V3 multi-token-prediction modules stored after the main layers (G30; model/mtp/).
+  int64_t num_nextn_predict_layers = 0;
 
   std::optional<int32_t> bos_token_id;
   std::optional<int32_t> eos_token_id;
 
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  // The KV cache's shape per token and layer: [cache_kv_heads, cache_head_dim]. An MLA model caches
+  // one latent row [c_kv | k_pe] instead of per-head K and V (KvCache::for_model).
+  int64_t cache_kv_heads() const { return mla.enabled() ? 1 : num_kv_heads; }
+  int64_t cache_head_dim() const { return mla.enabled() ? mla.latent_dim() : head_dim; }
   int64_t layer_sliding_window(int64_t layer) const {
     return sliding_window.empty() ? 0 : sliding_window[static_cast<size_t>(layer)];
   }

@@ -89,10 +89,15 @@ ModelWeights load_model_weights(const ModelConfig& c, WeightFormat format, const
   for (int64_t l = 0; l < c.num_layers; ++l) {
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     lw.attn_norm = load.vector(WeightRole::kAttnNorm, l, h);
-    lw.q = load.matrix(WeightRole::kQ, l, c.q_dim(), h);
-    lw.k = load.matrix(WeightRole::kK, l, c.kv_dim(), h);
-    lw.v = load.matrix(WeightRole::kV, l, c.kv_dim(), h);
-    lw.o = load.matrix(WeightRole::kO, l, h, c.q_dim());
+    const bool mla = c.mla.enabled();
+    if (mla) {
+      lw.mla = load_mla_layer(c, format, lookup, l);
+    } else {
+      lw.q = load.matrix(WeightRole::kQ, l, c.q_dim(), h);
+      lw.k = load.matrix(WeightRole::kK, l, c.kv_dim(), h);
+      lw.v = load.matrix(WeightRole::kV, l, c.kv_dim(), h);
+      lw.o = load.matrix(WeightRole::kO, l, h, c.q_dim());
+    }
     if (c.qkv_bias) {
       lw.q_bias = load.vector(WeightRole::kQBias, l, c.q_dim());
       lw.k_bias = load.vector(WeightRole::kKBias, l, c.kv_dim());
@@ -110,10 +115,12 @@ ModelWeights load_model_weights(const ModelConfig& c, WeightFormat format, const
       lw.up = load.matrix(WeightRole::kUp, l, c.intermediate_size, h);
       lw.down = load.matrix(WeightRole::kDown, l, h, c.intermediate_size);
     }
-    lw.q_order = load.input_order(WeightRole::kQ, l, h);
-    lw.k_order = load.input_order(WeightRole::kK, l, h);
-    lw.v_order = load.input_order(WeightRole::kV, l, h);
-    lw.o_order = load.input_order(WeightRole::kO, l, c.q_dim());
+    if (!mla) {
+      lw.q_order = load.input_order(WeightRole::kQ, l, h);
+      lw.k_order = load.input_order(WeightRole::kK, l, h);
+      lw.v_order = load.input_order(WeightRole::kV, l, h);
+      lw.o_order = load.input_order(WeightRole::kO, l, c.q_dim());
+    }
     if (c.moe.is_moe_layer(l)) continue;
     lw.gate_order = load.input_order(WeightRole::kGate, l, h);
     lw.up_order = load.input_order(WeightRole::kUp, l, h);

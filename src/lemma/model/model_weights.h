@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/model/layers/mla_weights.h"
 #include "lemma/model/model_config.h"
 #include "lemma/model/moe/moe_weights.h"
 #include "lemma/model/weight_names.h"
@@ -22,7 +23,8 @@ using InputOrder = std::vector<int32_t>;
 
 struct LayerWeights {
   std::vector<float> attn_norm;       // [hidden]
-  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  TensorView q, k, v, o;              // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]; null with MLA
+  MlaLayerWeights mla;                // latent attention (ModelConfig::mla enabled) only
   std::vector<float> q_bias, k_bias, v_bias;  // [q_dim], [kv_dim], [kv_dim] or empty
   std::vector<float> q_norm, k_norm;  // [head_dim] or empty
   std::vector<float> ffn_norm;        // [hidden]
@@ -37,6 +39,13 @@ struct ModelWeights {
   TensorView lm_head;            // [vocab, hidden] (= token_embedding when tied)
   InputOrder lm_head_order;      // usually empty
   std::vector<LayerWeights> layers;
+
+  // The first layer's query-side matrix (q, or MLA's kv_a): its dtype and format stand for the
+  // model's (default KV cache dtype, sampling precision, bench labels).
+  const TensorView& attention_matrix() const {
+    const LayerWeights& l = layers.at(0);
+    return l.q.data != nullptr ? l.q : l.mla.kv_a;
+  }
 };
 
 // Looks a tensor up by name; nullopt when absent.

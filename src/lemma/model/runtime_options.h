@@ -13,6 +13,7 @@
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
 #include "lemma/kernels/matmul.h"
+#include "lemma/model/layers/mla_config.h"
 
 namespace lemma::dist {
 class Communicator;
@@ -27,11 +28,12 @@ struct RuntimeOptions {
   bool decode_plans = true;  // decode steps replay their captured matmul plans (decode_plans.h)
   int num_threads = 0;       // threads per forward, the caller's included; 0: one per allowed CPU
   bool pin_threads = true;   // pin each worker to one allowed CPU when there are enough of them
-  std::optional<kernels::KvDtype> kv_dtype;  // unset: from the weights (cli/kv_cache_option.h)
+  std::optional<kernels::KvDtype> kv_dtype = {};  // unset: from the weights (cli/kv_cache_option.h)
+  MlaMode mla_attention = MlaMode::kAuto;     // latent attention (G28): absorbed / materialised choice
   // Tensor parallelism (G7): this rank's TP group. Set: the model loads only this rank's slices
   // (model/tensor_parallel.h) and every forward runs collectives over it, so all ranks must call
   // forward() with the same batches in the same order. Null: one rank holds the whole model.
-  std::shared_ptr<dist::Communicator> tensor_parallel;
+  std::shared_ptr<dist::Communicator> tensor_parallel = {};
   // With a group: rank 0 drives (its forward() first sends the batch to ranks 1.., which sit in
   // Model::follow(): model/tensor_parallel_steps.h). Off: every rank calls forward() itself.
   bool tensor_parallel_leader = false;

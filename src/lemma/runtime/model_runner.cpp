@@ -323,7 +323,7 @@ void ModelRunner::compact_accepted_trees() {
 
 KvCache ModelRunner::export_blocks(std::span<const int32_t> blocks) {
   KvCache out(device_.num_layers(), static_cast<int64_t>(blocks.size()), device_.block_size(), device_.num_kv_heads(),
-              device_.head_dim(), device_.dtype());
+              device_.head_dim(), device_.dtype(), device_.latent());
   for (size_t i = 0; i < blocks.size(); ++i) copy_kv_block(device_, blocks[i], out, static_cast<int64_t>(i));
   return out;
 }

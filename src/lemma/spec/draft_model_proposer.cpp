@@ -17,7 +17,10 @@ constexpr uint64_t kDraftSeedSalt = 0x5DEECE66D2B7E151ull;
 }  // namespace
 
 DraftModelProposer::DraftModelProposer(const Model& draft, int64_t target_vocab_size, const DraftModelConfig& config)
-    : draft_(draft), config_(config), workspace_(std::max(1, config.num_threads), draft.runtime().pin_threads) {
+    : draft_(draft),
+      config_(config),
+      workspace_(std::max(1, config.num_threads), draft.runtime().pin_threads),
+      table_(std::max<int64_t>(0, config.num_blocks)) {
   if (config.num_blocks <= 0 || config.block_size <= 0)
     fail<InvalidArgument>("draft model: KV blocks ({}) and block size ({}) must be positive", config.num_blocks,
                           config.block_size);
@@ -26,63 +29,29 @@ DraftModelProposer::DraftModelProposer(const Model& draft, int64_t target_vocab_
     fail<InvalidArgument>("draft model: its vocabulary has {} tokens, the target's {}; speculation needs the same vocabulary",
                           draft.config().vocab_size, target_vocab_size);
   cache_ = KvCache::for_model(draft.config(), config.num_blocks, config.block_size, config.kv_dtype);
-  free_blocks_.reserve(static_cast<size_t>(config.num_blocks));
-  for (int64_t b = config.num_blocks - 1; b >= 0; --b) free_blocks_.push_back(static_cast<int32_t>(b));
 }
 
-void DraftModelProposer::release(State& st) {
-  free_blocks_.insert(free_blocks_.end(), st.blocks.begin(), st.blocks.end());
-  st.blocks.clear();
-  st.cached.clear();
-}
-
-void DraftModelProposer::forget(uint64_t id) {
-  const auto it = states_.find(id);
-  if (it == states_.end()) return;
-  release(it->second);
-  states_.erase(it);
-}
-
-bool DraftModelProposer::reserve_blocks(State& st, int64_t num_tokens) {
-  const auto needed = static_cast<size_t>((num_tokens + config_.block_size - 1) / config_.block_size);
-  if (st.blocks.size() >= needed) return true;
-  const size_t missing = needed - st.blocks.size();
-  // Requests not drafted in this call give their blocks back first (they recompute if they return).
-  for (auto it = states_.begin(); free_blocks_.size() < missing && it != states_.end();) {
-    if (it->second.last_call != call_) {
-      release(it->second);
-      it = states_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (free_blocks_.size() < missing) return false;
-  for (size_t i = 0; i < missing; ++i) {
-    st.blocks.push_back(free_blocks_.back());
-    free_blocks_.pop_back();
-  }
-  return true;
-}
+void DraftModelProposer::forget(uint64_t id) { table_.forget(id); }
 
 void DraftModelProposer::propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) {
   trace::Scope t("draft_model", "spec");
-  ++call_;
+  table_.begin_call();
   out.assign(queries.size(), Drafts{});
   for (const DraftQuery& q : queries)
-    if (q.max_drafts > 0) states_[q.id].last_call = call_;  // marked first: none of these is evicted
+    if (q.max_drafts > 0) table_.mark(q.id);  // marked first: none of these is evicted
   std::vector<Active> active;
   active.reserve(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
     const DraftQuery& q = queries[i];
     if (q.max_drafts <= 0 || q.tokens.empty() || q.sampling == nullptr) continue;
-    State& st = states_.at(q.id);
+    State& st = table_.at(q.id);
     // The cached prefix still valid: shared with the request's tokens, and short of its last token
     // (whose logits the first draft needs).
     const size_t limit = std::min(st.cached.size(), q.tokens.size() - 1);
     const auto mismatch = std::mismatch(st.cached.begin(), st.cached.begin() + static_cast<std::ptrdiff_t>(limit), q.tokens.begin());
     const auto keep = static_cast<int64_t>(mismatch.first - st.cached.begin());
     st.cached.resize(static_cast<size_t>(keep));
-    if (!reserve_blocks(st, static_cast<int64_t>(q.tokens.size()) + q.max_drafts)) continue;
+    if (!table_.reserve(st, static_cast<int64_t>(q.tokens.size()) + q.max_drafts, config_.block_size)) continue;
     SamplingParams params = *q.sampling;
     params.seed = params.seed.value_or(config_.default_seed ^ q.id) ^ kDraftSeedSalt;
     params.logprobs = false;

@@ -19,12 +19,12 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "lemma/model/model.h"
 #include "lemma/sampling/sampler.h"
 #include "lemma/sched/draft_source.h"
+#include "lemma/spec/draft_cache_table.h"
 
 namespace lemma::spec {
 
@@ -46,14 +46,15 @@ class DraftModelProposer final : public DraftSource {
   void propose(std::span<const DraftQuery> queries, std::vector<Drafts>& out) override;
   void forget(uint64_t id) override;
 
-  int64_t num_free_blocks() const { return static_cast<int64_t>(free_blocks_.size()); }
-  size_t num_tracked() const { return states_.size(); }
+  int64_t num_free_blocks() const { return table_.num_free_blocks(); }
+  size_t num_tracked() const { return table_.num_tracked(); }
 
  private:
   struct State {
     std::vector<int32_t> cached;  // tokens whose K/V the draft cache holds, positions 0..
     std::vector<int32_t> blocks;
     uint64_t last_call = 0;
+    void clear_tokens() { cached.clear(); }
   };
   // One query being drafted this call.
   struct Active {
@@ -66,10 +67,6 @@ class DraftModelProposer final : public DraftSource {
     bool stopped = false;         // no finite logit to draw from: keeps the drafts it has
     int32_t spine = -1;           // the draft the next level's candidates hang under (-1: the last token)
   };
-  // Grows `st` to cover `num_tokens` positions, taking blocks from requests not drafted in this call
-  // when the pool is empty; false (nothing taken) when it cannot.
-  bool reserve_blocks(State& st, int64_t num_tokens);
-  void release(State& st);
   // One batched forward of every active sequence's uncomputed tokens, then one draft each.
   void draft_round(std::vector<Active>& active, std::span<const DraftQuery> queries, std::vector<Drafts>& out);
 
@@ -77,9 +74,7 @@ class DraftModelProposer final : public DraftSource {
   DraftModelConfig config_;
   KvCache cache_;
   ForwardWorkspace workspace_;
-  std::vector<int32_t> free_blocks_;
-  std::unordered_map<uint64_t, State> states_;
-  uint64_t call_ = 0;
+  DraftCacheTable<State> table_;  // the requests followed and their blocks
   ForwardBatch batch_;
   std::vector<float> logits_;
   // Up to `count` candidates of one position into `out`: the draft's best tokens (greedy), or draws

@@ -1,5 +1,7 @@
 #include "lemma/spec/speculative_options.h"
 
+#include "lemma/spec/mtp_proposer.h"
+
 #include "lemma/base/error.h"
 
 namespace lemma::spec {
@@ -34,8 +36,9 @@ SpeculativeMethod parse_speculative_method(std::string_view name) {
   if (name == "ngram") return SpeculativeMethod::kNgram;
   if (name == "draft") return SpeculativeMethod::kDraftModel;
   if (name == "layer-skip") return SpeculativeMethod::kLayerSkip;
+  if (name == "mtp") return SpeculativeMethod::kMtp;
   if (name == "ngram-tree") return SpeculativeMethod::kNgramTree;
-  fail<InvalidArgument>("speculative method '{}' is not one of none, ngram, ngram-tree, draft, layer-skip", name);
+  fail<InvalidArgument>("speculative method '{}' is not one of none, ngram, ngram-tree, draft, layer-skip, mtp", name);
 }
 
 std::string_view speculative_method_name(SpeculativeMethod method) {
@@ -44,6 +47,7 @@ std::string_view speculative_method_name(SpeculativeMethod method) {
     case SpeculativeMethod::kNgram: return "ngram";
     case SpeculativeMethod::kDraftModel: return "draft";
     case SpeculativeMethod::kLayerSkip: return "layer-skip";
+    case SpeculativeMethod::kMtp: return "mtp";
     case SpeculativeMethod::kNgramTree: return "ngram-tree";
   }
   return "none";
@@ -85,6 +89,10 @@ std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options
                               total - 1);
       return std::make_unique<LayerSkipProposer>(target.first_layers(layers), vocab, draft);
     }
+    case SpeculativeMethod::kMtp:
+      if (options.mtp_module == nullptr) fail<InvalidArgument>("mtp speculation needs the model's MTP module");
+      if (options.tree_width > 1) fail<InvalidArgument>("mtp speculation proposes a chain of one draft; no tree width");
+      return std::make_unique<MtpProposer>(target, options.mtp_module, draft);
     case SpeculativeMethod::kNone: break;
   }
   return nullptr;

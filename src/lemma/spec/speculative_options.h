@@ -1,7 +1,7 @@
 // How a serving engine speculates (G4), and the factory that turns it into a DraftSource: prompt
 // lookup (n-gram, as a chain or as a tree of several continuations), a draft model with the target's
 // vocabulary, or layer-skip self-speculation (the target's first L layers with its own final norm and
-// LM head as the draft).
+// LM head as the draft), or DeepSeek-V3's multi-token-prediction module (spec/mtp_proposer.h).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "lemma/model/model.h"
+#include "lemma/model/mtp/mtp_module.h"
 #include "lemma/sched/draft_source.h"
 #include "lemma/spec/draft_model_proposer.h"
 #include "lemma/spec/ngram_proposer.h"
@@ -16,9 +17,9 @@
 
 namespace lemma::spec {
 
-enum class SpeculativeMethod : uint8_t { kNone, kNgram, kDraftModel, kLayerSkip, kNgramTree };
+enum class SpeculativeMethod : uint8_t { kNone, kNgram, kDraftModel, kLayerSkip, kNgramTree, kMtp };
 
-// "none", "ngram", "draft", "layer-skip", "ngram-tree"; throws InvalidArgument for anything else.
+// "none", "ngram", "draft", "layer-skip", "ngram-tree", "mtp"; throws InvalidArgument for anything else.
 SpeculativeMethod parse_speculative_method(std::string_view name);
 std::string_view speculative_method_name(SpeculativeMethod method);
 
@@ -29,6 +30,7 @@ struct SpeculativeOptions {
   int tree_branches = 3;               // kNgramTree: continuations per tree
   int tree_width = 1;                  // kDraftModel, kLayerSkip: candidates per draft position (1: a chain)
   std::shared_ptr<const Model> draft_model = {};  // kDraftModel
+  std::shared_ptr<const MtpModule> mtp_module = {};  // kMtp (G30): one draft per step
   int layers = 0;                      // kLayerSkip: how many of the target's first layers draft (0: half)
   int64_t draft_kv_blocks = 0;         // the draft's KV pool in blocks; 0: as many as the target's
   int disable_by_batch_size = 0;       // no drafts while more requests run (0: no limit; the CLI says 4)

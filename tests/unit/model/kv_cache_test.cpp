@@ -117,5 +117,58 @@ TEST(KvCache, CopyKvBlockRejectsMismatchedCaches) {
   EXPECT_THROW(KvCache(1, 0, 4, 1, 8, KvDtype::kFp8), InvalidArgument);
 }
 
+// A latent cache (MLA, G28): one row per token and layer, half the bytes of K + V of that width; the
+// view's values alias its keys; rows written by write_latent_slot stay in their layer and slot, and
+// block copies (swap) and slot moves (tree speculation) carry rows and scales in every dtype.
+TEST(KvCache, LatentCacheHoldsOneRowPerTokenAndCopies) {
+  for (KvDtype d : kDtypes) {
+    const int64_t layers = 3, bs = 4, width = 10;
+    KvCache device(layers, 3, bs, 1, width, d, true), host(layers, 2, bs, 1, width, d, true);
+    EXPECT_EQ(device.bytes_per_token(), KvCache::kv_cache_bytes_per_token(layers, 1, width, d) / 2);
+    EXPECT_TRUE(device.latent());
+    uint32_t seed = 50;
+    std::vector<std::vector<float>> written;
+    for (int64_t l = 0; l < layers; ++l) {
+      const KvLayerView v = device.layer(l);
+      EXPECT_TRUE(v.latent);
+      EXPECT_EQ(v.values, v.keys);
+      EXPECT_EQ(v.value_scales, v.key_scales);
+      for (int64_t slot = 0; slot < 3 * bs; ++slot) {
+        auto row = random_row(width, seed++);
+        for (float& x : row) x *= static_cast<float>(slot + 1);  // scales differ per row
+        write_latent_slot(v, slot, row.data());
+        written.push_back(row);
+      }
+    }
+    // Each row reads back (exactly in f32) in its own layer and slot: no layer overwrote another.
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t slot = 0; slot < 3 * bs; ++slot) {
+        const auto got = read_row(device.layer(l), slot, 0, true);
+        const auto& want = written[static_cast<size_t>(l * 3 * bs + slot)];
+        for (int64_t i = 0; i < width; ++i)
+          EXPECT_NEAR(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)], d == KvDtype::kF32 ? 0.0 : 0.1 * (slot + 1))
+              << kernels::kv_dtype_name(d);
+      }
+    std::vector<std::vector<float>> before;
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t t = 0; t < bs; ++t) before.push_back(read_row(device.layer(l), 2 * bs + t, 0, true));
+    copy_kv_block(device, 2, host, 1);  // swap out
+    copy_kv_block(host, 1, device, 0);  // swap in over block 0
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t t = 0; t < bs; ++t) {
+        EXPECT_EQ(read_row(host.layer(l), bs + t, 0, true), before[static_cast<size_t>(l * bs + t)]);
+        EXPECT_EQ(read_row(device.layer(l), t, 0, true), before[static_cast<size_t>(l * bs + t)]);
+      }
+    // A slot move within a sequence (table 1, 2): position 5 -> position 1.
+    const std::vector<int32_t> table = {1, 2};
+    const auto moved = read_row(device.layer(1), 2 * bs + 1, 0, true);
+    copy_kv_slots(device, table, std::vector<int64_t>{5}, std::vector<int64_t>{1});
+    EXPECT_EQ(read_row(device.layer(1), bs + 1, 0, true), moved) << kernels::kv_dtype_name(d);
+    // Latent and per-head caches of the same shape do not mix.
+    KvCache plain(layers, 2, bs, 1, width, d);
+    EXPECT_THROW(copy_kv_block(device, 0, plain, 0), InvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace lemma

@@ -11,10 +11,12 @@ extern const ArchSpec kQwen3Arch;
 extern const ArchSpec kMixtralArch;
 extern const ArchSpec kQwen2MoeArch;
 extern const ArchSpec kQwen3MoeArch;
+extern const ArchSpec kDeepseek2Arch;
+extern const ArchSpec kDeepseek3Arch;
 
 namespace {
 // One line per architecture.
-const std::array<const ArchSpec*, 7> kArchitectures = {
+const std::array<const ArchSpec*, 9> kArchitectures = {
     &kLlamaArch,
     &kMistralArch,
     &kQwen2Arch,
@@ -22,6 +24,8 @@ const std::array<const ArchSpec*, 7> kArchitectures = {
     &kMixtralArch,
     &kQwen2MoeArch,
     &kQwen3MoeArch,
+    &kDeepseek2Arch,
+    &kDeepseek3Arch,
 };
 }  // namespace
 

@@ -1,6 +1,7 @@
 // The figures shown under each answer: TTFT (from sending the request to the first content piece)
-// and tokens/s (the decode rate: tokens after the first over the time after the first, as
-// llama.cpp's predicted_per_second; a one-token answer counts from the request).
+// and tokens/s (the answer's tokens over the time from sending to its end). Not the decode rate
+// after the first token: with a fast model the browser reads many tokens at once, and the time
+// between the first and the last read says little.
 
 export class AnswerClock {
   constructor(now = () => performance.now()) {
@@ -22,8 +23,7 @@ export class AnswerClock {
     const stats = { tokens, ttftMs: null, tokensPerSecond: null };
     if (this.first === null) return stats;
     stats.ttftMs = this.first - this.start;
-    if (tokens > 1 && end > this.first) stats.tokensPerSecond = ((tokens - 1) * 1000) / (end - this.first);
-    else if (tokens >= 1 && end > this.start) stats.tokensPerSecond = (tokens * 1000) / (end - this.start);
+    if (end > this.start) stats.tokensPerSecond = (tokens * 1000) / (end - this.start);
     return stats;
   }
 }

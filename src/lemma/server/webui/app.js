@@ -138,6 +138,7 @@ function init() {
     saveApiKey($('api-key').value.trim());
     loadModels();
   });
+  $('settings').addEventListener('submit', (event) => event.preventDefault());  // Enter in a field
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();
     const prompt = $('prompt').value;

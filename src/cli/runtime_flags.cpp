@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "cli/progress_option.h"
+
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 
@@ -46,6 +48,7 @@ RuntimeOptions resolve(const RuntimeFlags& f) {
   o.decode_plans = f.decode_plans;
   if (!o.decode_plans) log().info("model: decode plans off: every forward plans its matmuls");
   o.pin_threads = f.pin_threads;
+  o.load_progress = progress_options();
   return o;
 }
 

@@ -29,6 +29,8 @@ std::string format_duration(double seconds) {
 }
 
 namespace {
+constexpr double kMinRateSeconds = 0.05;  // a rate over less time says little (a 2 ms load: 3e6 layers/s)
+
 std::string format_rate(double rate) {
   if (rate >= 100.0) return fmt::format("{:.0f}", rate);
   if (rate >= 10.0) return fmt::format("{:.1f}", rate);
@@ -45,7 +47,7 @@ std::string format_progress(std::string_view label, std::string_view unit, const
   } else {
     line += fmt::format(" {}", unit);
   }
-  if (s.elapsed_s > 0.0) line += fmt::format(", {} {}/s", format_rate(progress_rate(s)), unit);
+  if (s.elapsed_s >= kMinRateSeconds) line += fmt::format(", {} {}/s", format_rate(progress_rate(s)), unit);
   if (finished || (s.total > 0 && s.done >= s.total)) {
     line += ", took " + format_duration(s.elapsed_s);
   } else if (const auto eta = progress_eta(s)) {

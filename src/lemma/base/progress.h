@@ -40,7 +40,7 @@ std::optional<double> progress_eta(const ProgressSnapshot& s);
 // "0.4s", "12s", "3m05s", "1h02m".
 std::string format_duration(double seconds);
 // "quantize: 12/24 tensors (50%), 3.20 tensors/s, ETA 4s  blk.3.ffn_up.weight"; once done == total
-// (or `finished`) the ETA becomes "took <duration>".
+// (or `finished`) the ETA becomes "took <duration>". No rate before 0.05 s have passed.
 std::string format_progress(std::string_view label, std::string_view unit, const ProgressSnapshot& s,
                             std::string_view detail = {}, bool finished = false);
 

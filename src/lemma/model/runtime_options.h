@@ -8,6 +8,8 @@
 
 #include <optional>
 
+#include "lemma/base/progress.h"
+
 #include "lemma/kernels/attention/kv_dtype.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
@@ -23,6 +25,7 @@ struct RuntimeOptions {
   int num_threads = 0;       // threads per forward, the caller's included; 0: one per allowed CPU
   bool pin_threads = true;   // pin each worker to one allowed CPU when there are enough of them
   std::optional<kernels::KvDtype> kv_dtype;  // unset: from the weights (cli/kv_cache_option.h)
+  ProgressOptions load_progress = {};        // how loading shows its progress (the CLI: by isatty)
 
   // The MatmulOptions of this model's matmuls (precision from the policy table).
   kernels::MatmulOptions matmul_options() const { return {isa, std::nullopt, activations}; }

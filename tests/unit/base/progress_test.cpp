@@ -38,6 +38,7 @@ TEST(ProgressFormat, LineWithRateEtaAndDetail) {
   EXPECT_EQ(format_progress("bench", "runs", {3, 0, 2.0}), "bench: 3 runs, 1.50 runs/s");
   EXPECT_EQ(format_progress("load", "layers", {24, 24, 2.0}), "load: 24/24 layers (100%), 12.0 layers/s, took 2.0s");
   EXPECT_EQ(format_progress("load", "layers", {0, 24, 0.0}), "load: 0/24 layers (0%)");
+  EXPECT_EQ(format_progress("load", "layers", {6, 6, 0.002}), "load: 6/6 layers (100%), took 0.0s");  // too quick for a rate
   EXPECT_EQ(format_progress("x", "items", {1, 3, 1.0}), "x: 1/3 items (33%), 1.00 items/s, ETA 2.0s");  // 33.3 floors
 }
 

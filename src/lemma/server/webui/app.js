@@ -102,7 +102,8 @@ async function send(prompt) {
   setStreaming(true);
   controller = new AbortController();
   const clock = new AnswerClock();
-  const request = { model: s.model || undefined, messages, temperature: s.temperature, max_tokens: s.maxTokens };
+  const number = (x) => (Number.isFinite(x) ? x : undefined);  // an empty field: the server's default
+  const request = { model: s.model || undefined, messages, temperature: number(s.temperature), max_tokens: number(s.maxTokens) };
   try {
     const { usage } = await streamChat(request, loadApiKey(), controller.signal, (piece) => {
       clock.piece();

@@ -110,7 +110,7 @@ test('with the key: the model picker lists the served model', async () => {
 test('a typed prompt streams the answer the API gives, with TTFT and tokens/s', async () => {
   await setField('temperature', 0);
   await setField('max-tokens', 40);
-  await setField('system', '');
+  await setField('system', 'You tell short stories.');
   const requests = [];
   const onRequest = (r) => { if (r.url().endsWith('/v1/chat/completions')) requests.push(r); };
   page.on('request', onRequest);
@@ -124,6 +124,11 @@ test('a typed prompt streams the answer the API gives, with TTFT and tokens/s', 
   assert.equal(requests.length, 1);
   const sent = JSON.parse(requests[0].postData());
   assert.equal(sent.stream, true);
+  assert.equal(sent.model, MODEL);
+  assert.equal(sent.temperature, 0);
+  assert.equal(sent.max_tokens, 40);
+  assert.deepEqual(sent.messages, [{ role: 'system', content: 'You tell short stories.' },
+    { role: 'user', content: 'Once upon a time' }]);
   assert.equal(requests[0].headers().authorization, `Bearer ${KEY}`);
   assert.match(requests[0].response().headers()['content-type'], /^text\/event-stream/);
   // The same request answered whole by the API: the streamed pieces put together equal it.
@@ -152,6 +157,7 @@ test('a reload keeps the conversation and the settings', async () => {
   await page.waitForFunction((m) => document.getElementById('model').value === m, {}, MODEL);
   assert.deepEqual(await messages(), before);
   assert.equal(await page.$eval('#max-tokens', (e) => e.value), '40');
+  assert.equal(await page.$eval('#system', (e) => e.value), 'You tell short stories.');
   assert.equal(await page.$eval('#api-key', (e) => e.value), KEY);
   await shot('04-reloaded');
 });

@@ -12,11 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
 #include "cli/machine_info.h"
+#include "cli/progress_option.h"
 #include "lemma/model/lora/lora_adapter.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
@@ -209,10 +212,14 @@ int run_model(const ModelFlags& flags) {
       std::printf("lora: %s, rank %lld, %.1f MiB, loaded in %.1f ms\n", dir.c_str(), static_cast<long long>(loras.back().rank),
                   static_cast<double>(loras.back().bytes()) / (1 << 20), loras.back().load_seconds * 1e3);
   }
-  const auto progress = [&](const std::string& what) { if (!flags.json) std::fprintf(stderr, "%s\n", what.c_str()); };
   // Decode is held against bandwidth read around each of its repetitions (decode_roofline.h).
   if (measured) options.read_bandwidth = [&] { return measure_bandwidth(threads, flags.buffer_mib).best_gbps; };
-  const auto results = bench::run_model_bench(model, options, progress);
+  ProgressReporter progress("bench", "runs", bench::model_bench_steps(options), progress_options());
+  int64_t started = 0;  // each note starts a run: the one before it is done
+  const auto note = [&](const std::string& what) { progress.update(started++, what); };
+  const auto results = bench::run_model_bench(model, options, note);
+  progress.update(started);
+  progress.finish();
   if (!flags.json) std::printf("%-12s %6s %7s %14s %10s %14s %9s\n", "test", "batch", "threads", "tok/s", "stddev", "roofline tok/s", "fraction");
   for (const auto& r : results) {
     const bool decode = r.test[0] == 't';
@@ -319,12 +326,13 @@ int run_serve(ServeFlags flags) {
   }
   o.endpoint = flags.endpoint == "chat" ? bench::serving::Endpoint::kChat : bench::serving::Endpoint::kCompletions;
   o.request_rate = flags.burst ? std::numeric_limits<double>::infinity() : bench::serving::parse_request_rate(flags.request_rate);
-  const auto progress = [](const bench::serving::Progress& p) {
-    std::fprintf(stderr, "[%6.1f s] %lld/%lld completed, %lld failed, %lld in flight\n", p.elapsed_s,
-                 static_cast<long long>(p.completed), static_cast<long long>(p.total), static_cast<long long>(p.failed),
-                 static_cast<long long>(p.in_flight));
+  ProgressReporter progress("bench serve", "requests", 0, progress_options());
+  const auto on_progress = [&progress](const bench::serving::Progress& p) {
+    progress.set_total(p.total);
+    progress.update(p.completed + p.failed, fmt::format("{} failed, {} in flight", p.failed, p.in_flight));
   };
-  const auto run = bench::serving::run_serving_benchmark(o, progress);
+  const auto run = bench::serving::run_serving_benchmark(o, on_progress);
+  progress.finish();
   if (flags.json) {
     std::printf("%s\n", bench::serving::serving_report_json(run.report, run.label).dump().c_str());
   } else {

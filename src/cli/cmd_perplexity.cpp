@@ -2,11 +2,14 @@
 // (G10) of one long stream through them (see model/perplexity.h).
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "cli/runtime_flags.h"
 #include "cli/commands.h"
 #include "cli/generation_options.h"
 #include "cli/kv_cache_option.h"
 #include "cli/model_source.h"
+#include "cli/progress_option.h"
 #include "cli/streaming_option.h"
 #include "lemma/base/error.h"
 #include "lemma/model/model.h"
@@ -64,12 +67,14 @@ void register_perplexity(CLI::App& app) {
     options.kv_dtype = kv_dtype;
     options.num_threads = resolve_threads(opts->threads);
     options.bos_token_id = tokenizer.adds_bos() ? tokenizer.bos_id() : std::nullopt;
-    options.on_chunk = [](int64_t chunk, int64_t chunks, double ppl) {
-      std::fprintf(stderr, "[%lld/%lld] running PPL %.4f\n", static_cast<long long>(chunk + 1),
-                   static_cast<long long>(chunks), ppl);
+    ProgressReporter progress("perplexity", "chunks", 0, progress_options());
+    options.on_chunk = [&progress](int64_t chunk, int64_t chunks, double ppl) {
+      progress.set_total(chunks);
+      progress.update(chunk + 1, fmt::format("running PPL {:.4f}", ppl));
     };
     const auto result = streaming.enabled() ? compute_streaming_perplexity(model, tokens_used, streaming, options)
                                             : compute_perplexity(model, tokens, options);
+    progress.finish();
     std::printf("chunks: %lld, scored tokens: %lld\n", static_cast<long long>(result.num_chunks),
                 static_cast<long long>(result.num_scored_tokens));
     std::printf("PPL = %.4f\n", result.perplexity);

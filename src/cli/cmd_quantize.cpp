@@ -2,15 +2,18 @@
 // weights: a .safetensors file, an HF directory when the input is one, or (from a GGUF file) a .gguf
 // that keeps the source's metadata and tokenizer (quant/quantized_gguf.h), which `lemma generate` /
 // `perplexity` run directly.
-// Progress goes to stderr, one line per tensor; the totals go to stdout.
+// Progress goes to stderr, one line per tensor under a progress line (rate, ETA); the totals go to stdout.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
 #include "cli/commands.h"
 #include "cli/model_source.h"
+#include "cli/progress_option.h"
 #include "cli/gptq_calibration.h"
 #include "cli/quantize_calibration.h"
 #include "lemma/base/error.h"
@@ -42,11 +45,13 @@ struct QuantizeCliOptions {
 constexpr const char* kCalibrateTypes =
     "--calibrate applies to --type w8a8 (SmoothQuant), int8/int4 and gptq types (GPTQ), not {}";
 
-void print_tensor_line(size_t i, size_t n, const std::string& name, std::string_view from, std::string_view to,
-                       uint64_t before, uint64_t after, const std::string& reason) {
-  std::fprintf(stderr, "[%3zu/%zu] %-32s %6s -> %-16s %10llu -> %10llu bytes  (%s)\n", i + 1, n, name.c_str(),
-               std::string(from).c_str(), std::string(to).c_str(), static_cast<unsigned long long>(before),
-               static_cast<unsigned long long>(after), reason.c_str());
+// One report line per tensor, above a progress line with the rate and ETA (progress_option.h).
+void print_tensor_line(ProgressReporter& progress, size_t i, size_t n, const std::string& name, std::string_view from,
+                       std::string_view to, uint64_t before, uint64_t after, const std::string& reason) {
+  progress.set_total(static_cast<int64_t>(n));
+  progress.message(fmt::format("[{:3}/{}] {:<32} {:>6} -> {:<16} {:>10} -> {:>10} bytes  ({})", i + 1, n, name, from, to,
+                               before, after, reason));
+  progress.update(static_cast<int64_t>(i + 1), name);
 }
 
 void print_totals(uint64_t tensor_before, uint64_t tensor_after, const std::string& in, const std::string& out) {
@@ -70,12 +75,14 @@ int quantize_to_gguf(const QuantizeCliOptions& opts, const ModelSource& source, 
   for (const auto& k : opts.keep) options.overrides.push_back({k, DType::kF32});
   for (const auto& t : opts.tensor_types) options.overrides.push_back(quant::parse_tensor_type_override(t));
   uint64_t before = 0, after = 0;
+  ProgressReporter progress("quantize", "tensors", 0, progress_options());
   const auto writer = quant::quantize_gguf(*source.gguf, options,
       [&](size_t i, size_t n, const quant::TensorPlan& plan, uint64_t b, uint64_t a) {
         before += b;
         after += a;
-        print_tensor_line(i, n, plan.name, dtype_name(plan.from), dtype_name(plan.to), b, a, plan.reason);
+        print_tensor_line(progress, i, n, plan.name, dtype_name(plan.from), dtype_name(plan.to), b, a, plan.reason);
       });
+  progress.finish();
   writer.write(opts.out);
   print_totals(before, after, source.gguf->path(), opts.out);
   return 0;
@@ -174,12 +181,14 @@ int quantize_to_hf_format(const QuantizeCliOptions& opts, const ModelSource& sou
                           opts.out, opts.type);
   }
   uint64_t before = 0, after = 0;
+  ProgressReporter progress("quantize", "tensors", 0, progress_options());
   const auto result = quant::pack_hf_checkpoint(tensors, config, opts.keep, [&](size_t i, size_t n, const quant::WeightTensorPlan& p) {
     before += p.bytes_before;
     after += p.bytes_after;
-    print_tensor_line(i, n, p.name, dtype_name(tensors[i].view.dtype), p.quantized ? config.to_string() : "kept",
+    print_tensor_line(progress, i, n, p.name, dtype_name(tensors[i].view.dtype), p.quantized ? config.to_string() : "kept",
                       p.bytes_before, p.bytes_after, p.reason);
   }, gptq.calibration);
+  progress.finish();
   gptq.report(opts);
   std::string out_file = opts.out;
   if (to_gguf) {
@@ -231,13 +240,15 @@ int quantize_to_safetensors(const QuantizeCliOptions& opts, const ModelSource& s
   const GptqRun gptq(spec.int8_activations ? QuantizeCliOptions{} : opts, source);
   uint64_t before = 0, after = 0;
   quant::WeightQuantizeOptions options{spec, opts.keep, opts.all_matrices};
+  ProgressReporter progress("quantize", "tensors", 0, progress_options());
   const auto result = quant::quantize_weights(tensors, options, [&](size_t i, size_t n, const quant::WeightTensorPlan& p) {
     before += p.bytes_before;
     after += p.bytes_after;
     const auto from = dtype_name(tensors[i].view.dtype);
-    print_tensor_line(i, n, p.name, from, p.quantized ? spec.to_string() : "kept", p.bytes_before, p.bytes_after,
+    print_tensor_line(progress, i, n, p.name, from, p.quantized ? spec.to_string() : "kept", p.bytes_before, p.bytes_after,
                       p.reason);
   }, gptq.calibration);
+  progress.finish();
   gptq.report(opts);
   std::string out_file = opts.out;
   if (!to_file) {

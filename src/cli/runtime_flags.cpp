@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "cli/progress_option.h"
+
 #include "lemma/base/error.h"
 #include "lemma/base/logging.h"
 
@@ -55,6 +57,7 @@ RuntimeOptions resolve(const RuntimeFlags& f) {
     fail<InvalidArgument>("--mla-attention (LEMMA_MLA_ATTENTION) {} is not one of auto, absorbed, materialised",
                           f.mla_attention);
   }
+  o.load_progress = progress_options();
   return o;
 }
 

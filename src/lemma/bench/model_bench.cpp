@@ -149,6 +149,13 @@ PhaseResult finish(std::string test, int64_t batch, int64_t tokens, std::vector<
 }
 }  // namespace
 
+int64_t model_bench_steps(const ModelBenchOptions& options) {
+  int64_t steps = options.depth > 0 ? options.batch : 0;  // one per sequence filled
+  if (options.prompt_tokens > 0) steps += 1 + options.reps;  // warm-up, reps
+  if (options.gen_tokens > 0) steps += 2 + options.reps;     // warm-up, reps, traced run
+  return steps;
+}
+
 std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
                                          const BenchProgress& progress) {
   if (options.prompt_tokens < 0 || options.gen_tokens < 0 || options.reps < 1 || options.num_threads < 1 ||

@@ -57,6 +57,9 @@ struct PhaseResult {
 // while the depth is filled.
 using BenchProgress = std::function<void(const std::string& what)>;
 
+// How many times run_model_bench calls `progress` with these options: a progress line's total.
+int64_t model_bench_steps(const ModelBenchOptions& options);
+
 // Throws InvalidArgument for bad options, Error when the model's outputs fail the check.
 std::vector<PhaseResult> run_model_bench(const Model& model, const ModelBenchOptions& options,
                                          const BenchProgress& progress = {});

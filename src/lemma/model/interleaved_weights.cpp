@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lemma/base/logging.h"
+#include "lemma/base/progress.h"
 #include "lemma/kernels/interleaved_blocks.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
@@ -110,6 +111,10 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, con
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<Interleaved>();
   int folded = 0;
+  // The model's load time is mostly this (the weights' pages read in, re-laid): a unit per layer,
+  // and one for the LM head.
+  ProgressReporter progress("loading weights", "layers", static_cast<int64_t>(weights.layers.size()) + 1,
+                            runtime.load_progress);
   for (LayerWeights& layer : weights.layers) {
     folded += fold_down_order(layer, runtime, *out, release_sources);  // gate and up are then interleaved already
     for (TensorView* w : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
@@ -121,12 +126,15 @@ std::shared_ptr<const void> interleave_matmul_weights(ModelWeights& weights, con
       for (TensorView* w : {&e.gate, &e.up, &e.down}) interleave(*w, runtime, *out, release_sources);
     for (TensorView* w : {&layer.moe.shared.gate, &layer.moe.shared.up, &layer.moe.shared.down})
       interleave(*w, runtime, *out, release_sources);
+    progress.advance();
   }
   // A tied LM head's source is the token embedding: lookups then read rows of the interleaved copy
   // (layers::read_row -> kernels::read_interleaved_row, the same values), so one copy is kept.
   const bool tied = weights.lm_head.data == weights.token_embedding.data;
   interleave(weights.lm_head, runtime, *out, release_sources);
   if (tied) weights.token_embedding = weights.lm_head;
+  progress.advance();
+  progress.finish();
   if (out->buffers.empty()) return nullptr;
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   log().info("interleaved {} Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/Q2_K..Q6_K/IQ4/int8/int4/W8A8/bf16/f16 matrices ({:.1f} MiB; {:.1f} MiB of sources released) into 16-row "

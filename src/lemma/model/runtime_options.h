@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 
+#include "lemma/base/progress.h"
+
 #include "lemma/kernels/attention/kv_dtype.h"
 #include "lemma/kernels/isa.h"
 #include "lemma/kernels/kernel_policy.h"
@@ -37,6 +39,7 @@ struct RuntimeOptions {
   // With a group: rank 0 drives (its forward() first sends the batch to ranks 1.., which sit in
   // Model::follow(): model/tensor_parallel_steps.h). Off: every rank calls forward() itself.
   bool tensor_parallel_leader = false;
+  ProgressOptions load_progress = {};        // how loading shows its progress (the CLI: by isatty)
 
   // The MatmulOptions of this model's matmuls (precision from the policy table).
   kernels::MatmulOptions matmul_options() const { return {isa, std::nullopt, activations}; }

@@ -19,6 +19,7 @@
 #include "lemma/server/auth.h"
 #include "lemma/server/handlers.h"
 #include "lemma/server/request_context.h"
+#include "lemma/server/web_ui.h"
 
 namespace lemma::server {
 
@@ -480,10 +481,13 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     std::unique_ptr<CompletionCall> call;
     try {
       reject_duplicate_headers(req);
-      if (route.route == Route::kNotFound) {
+      std::optional<HttpResponse> page;  // the web chat's files: public, no API key
+      if (route.route == Route::kNotFound && (page = web_ui_response(request))) {
+        route.label = "webui";
+        outcome.response = std::move(*page);
+      } else if (route.route == Route::kNotFound) {
         throw ApiError(404, "no route for " + request.method + " " + request.target, std::nullopt, "not_found");
-      }
-      if (route.route == Route::kMethodNotAllowed) {
+      } else if (route.route == Route::kMethodNotAllowed) {
         ApiError e(405, "method " + request.method + " is not allowed on " + request.target + "; use " + route.allow,
                    std::nullopt, "method_not_allowed");
         outcome.response = error_response(e);

@@ -32,6 +32,8 @@ TEST(ModelBench, ReportsPrefillAndDecodePhases) {
                                              "tg5 warm-up", "tg5 rep 1/2", "tg5 rep 2/2",
                                              "tg5 traced run (framework overhead)"};
   EXPECT_EQ(notes, expected);
+  EXPECT_EQ(model_bench_steps({8, 5, 2, 2, 3, 42}), static_cast<int64_t>(notes.size()));  // the progress total
+  EXPECT_EQ(model_bench_steps({8, 0, 2, 2, 3, 42}), 3);
   // The decode phase's overhead figure comes from the traced run: 5 steps, each with kernel ranges.
   EXPECT_GT(results[1].overhead.step_ms, 0.0);
   EXPECT_GE(results[1].overhead.overhead_fraction(), 0.0);
@@ -75,6 +77,7 @@ TEST(ModelBench, TestsAtADepthRunAfterThatManyCachedTokens) {
   EXPECT_EQ(notes[0], "filling depth 40 of sequence 1/2");
   EXPECT_EQ(notes[1], "filling depth 40 of sequence 2/2");
   EXPECT_EQ(notes[2], "pp4@d40 warm-up");
+  EXPECT_EQ(model_bench_steps(options), static_cast<int64_t>(notes.size()));
   // depth + the longer test must fit the model's positions: 60 + 4 does, 61 + 4 does not.
   options.depth = 60;
   EXPECT_NO_THROW(run_model_bench(model, options));

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lemma/kv/streaming_window.h"
 namespace lemma {
@@ -46,6 +47,10 @@ struct ServerConfig {
   // The LoRA adapters requests may name as `model` (G29), thread-safe and shared with whoever
   // registered the start-time modules; null: none, and the load/unload endpoints answer 404.
   std::shared_ptr<LoraPool> lora_pool;
+  // CORS (cors.h): origins browsers may call from ("*": any); empty: CORS off.
+  std::vector<std::string> allowed_origins;
+  // /v1/responses kept for `previous_response_id` (response_store.h), least recently used dropped.
+  size_t response_store_entries = 1024;
   // One JSON line per request; default: the process logger at info level.
   std::function<void(const std::string&)> access_log;
 };

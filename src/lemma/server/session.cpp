@@ -16,7 +16,9 @@
 #include <boost/beast/http.hpp>
 
 #include "lemma/base/logging.h"
+#include "lemma/server/anthropic_response.h"
 #include "lemma/server/auth.h"
+#include "lemma/server/cors.h"
 #include "lemma/server/handlers.h"
 #include "lemma/server/request_context.h"
 
@@ -148,7 +150,7 @@ struct Outcome {
 // Drives one generation request to its single terminal state.
 net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall& call, ServerContext& ctx,
                                        Clock::time_point arrival, unsigned version, const std::string& request_id,
-                                       const TraceContext& trace) {
+                                       const TraceContext& trace, const HeaderList& extra_headers) {
   Outcome out;
   auto buffer = call.buffer();
   auto waker = std::make_shared<Waker>(stream.get_executor(), &stream, buffer);
@@ -221,6 +223,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     set_common_headers(*head, request_id, trace);
     head->set(http::field::content_type, "text/event-stream");
     head->set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : extra_headers) head->set(k, v);
     head->keep_alive(chunked);
     if (chunked) head->chunked(true);
     serializer = std::make_unique<http::response_serializer<http::empty_body>>(*head);
@@ -407,6 +410,20 @@ void reject_duplicate_headers(const http::request<http::string_body>& req) {
                      std::nullopt, "duplicate_header");
     }
   }
+  if (req.count("x-api-key") > 1) {
+    throw ApiError(400, fmt::format("the request has {} x-api-key headers; send one", req.count("x-api-key")),
+                   std::nullopt, "duplicate_header");
+  }
+}
+
+// The prefix of a generation's id: OpenAI's and Anthropic's forms.
+std::string call_id_prefix(Route route) {
+  switch (route) {
+    case Route::kChat: return "chatcmpl-";
+    case Route::kResponses: return "resp_";
+    case Route::kMessages: return "msg_";
+    default: return "cmpl-";
+  }
 }
 
 void write_access_log(ServerContext& ctx, AccessRecord& rec, Clock::time_point arrival) {
@@ -469,7 +486,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     HttpRequest request = to_request(req, stream);
     trace = make_trace(request.header("traceparent"));
     RouteMatch route = match_route(request.method, request.target);
-    const bool generation = route.route == Route::kCompletions || route.route == Route::kChat;
+    const bool generation = is_generation_route(route.route);
+    const HeaderList cors = cors_headers(ctx.config.allowed_origins, request.header("origin"));
     Outcome outcome;
     AccessRecord rec;
     rec.request_id = request_id;
@@ -480,21 +498,22 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     std::unique_ptr<CompletionCall> call;
     try {
       reject_duplicate_headers(req);
-      if (route.route == Route::kNotFound) {
+      if (is_cors_preflight(ctx.config.allowed_origins, request)) {
+        outcome.response = cors_preflight_response(ctx.config.allowed_origins, request);
+      } else if (route.route == Route::kNotFound) {
         throw ApiError(404, "no route for " + request.method + " " + request.target, std::nullopt, "not_found");
-      }
-      if (route.route == Route::kMethodNotAllowed) {
+      } else if (route.route == Route::kMethodNotAllowed) {
         ApiError e(405, "method " + request.method + " is not allowed on " + request.target + "; use " + route.allow,
                    std::nullopt, "method_not_allowed");
         outcome.response = error_response(e);
         outcome.response.headers.emplace_back("Allow", route.allow);
       } else if (route_needs_auth(route.route) && !is_authorized(request, ctx.config.api_key)) {
-        throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key>)", std::nullopt,
+        throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key> or x-api-key: <key>)", std::nullopt,
                        "invalid_api_key");
       } else if (generation && ctx.draining) {
         outcome.response = shutting_down_response(ctx);
       } else if (generation) {
-        std::string call_id = (route.route == Route::kChat ? "chatcmpl-" : "cmpl-") + request_id.substr(4);
+        std::string call_id = call_id_prefix(route.route) + request_id.substr(4);
         call = start_completion(route, request, ctx, call_id, arrival);
         rec.request_id = call_id;
       } else {
@@ -514,7 +533,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
         }
       } catch (...) {
       }
-      outcome = co_await run_generation(stream, *call, ctx, arrival, req.version(), rec.request_id, trace);
+      outcome = co_await run_generation(stream, *call, ctx, arrival, req.version(), rec.request_id, trace, cors);
       rec.terminal = outcome.terminal;
       rec.finish_reason = outcome.finish;
       rec.prompt_tokens = outcome.prompt_tokens;
@@ -526,6 +545,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
     ctx.metrics.record_http(route.label, rec.status);  // before the answer: a client may scrape right after
     if (!outcome.streamed && !outcome.close) {
+      if (route.route == Route::kMessages) outcome.response = to_anthropic_error(std::move(outcome.response));
+      for (const auto& header : cors) outcome.response.headers.push_back(header);
       ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace,
                                    req.method() == http::verb::head);
       if (ec) keep_alive = false;

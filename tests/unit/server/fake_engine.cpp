@@ -92,6 +92,10 @@ EngineStats FakeEngine::stats() const {
   s.batch_size_bucket_counts = {1, 2, 3};
   s.batch_size_sum = 6;
   s.batch_size_count = 3;
+  if (moe_stats) {
+    s.moe_expert_tokens.observe(kMoeExpertTokensBuckets, 3.0);
+    s.moe_load_imbalance.observe(kMoeLoadImbalanceBuckets, 1.5);
+  }
   return s;
 }
 

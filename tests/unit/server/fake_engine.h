@@ -29,6 +29,7 @@ class FakeEngine final : public EngineClient {
   int64_t cached_tokens = 3;
   std::atomic<bool> fail_after_first_token{false};  // then end every choice with kError "boom"
   std::function<void()> before_submit;               // runs first in submit(), on the caller's thread
+  bool moe_stats = false;  // stats() as a MoE model's (the MoE histograms observed once)
 
   bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) override;
   void cancel(const std::string& request_id) override;

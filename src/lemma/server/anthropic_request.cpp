@@ -14,20 +14,7 @@ namespace {
 // A string, or an array of {"type": "text", "text": ...} blocks (cache_control and citations are
 // accepted: they change nothing here). Other block types are refused by name.
 std::string block_text(const json& content, const std::string& field) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) fail_field(field, "must be a string or an array of content blocks");
-  std::string text;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const json& block = content[j];
-    const std::string f = fmt::format("{}[{}]", field, j);
-    if (!block.is_object()) fail_field(f, "must be an object");
-    const std::string type = block.value("type", "");
-    if (type != "text") fail_field(f + ".type", "only \"text\" blocks are supported (got \"" + type + "\")");
-    only_fields(block, {"type", "text", "cache_control", "citations"}, f + ".");
-    if (!block.contains("text") || !block.at("text").is_string()) fail_field(f + ".text", "must be a string");
-    text += block.at("text").get<std::string>();
-  }
-  return text;
+  return joined_text_parts(content, field, {"text"}, {"type", "text", "cache_control", "citations"});
 }
 
 void parse_conversation(const json& body, ParsedCompletion& c) {

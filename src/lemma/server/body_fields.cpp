@@ -5,6 +5,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lemma/server/api_error.h"
 
@@ -49,6 +50,25 @@ std::string string_field(const json& body, const std::string& key) {
   const json& v = body.at(key);
   if (!v.is_string()) fail_field(key, "must be a string");
   return v.get<std::string>();
+}
+
+std::string joined_text_parts(const json& content, const std::string& field, std::initializer_list<std::string_view> types,
+                              std::initializer_list<std::string_view> fields) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) fail_field(field, "must be a string or an array of content parts");
+  std::string text;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const json& part = content[j];
+    const std::string f = fmt::format("{}[{}]", field, j);
+    if (!part.is_object()) fail_field(f, "must be an object");
+    const std::string type = part.contains("type") && part.at("type").is_string() ? part.at("type").get<std::string>() : "";
+    if (std::find(types.begin(), types.end(), type) == types.end())
+      fail_field(f + ".type", fmt::format("only {} parts are supported (got \"{}\")", fmt::join(types, " and "), type));
+    only_fields(part, fields, f + ".");
+    if (!part.contains("text") || !part.at("text").is_string()) fail_field(f + ".text", "must be a string");
+    text += part.at("text").get<std::string>();
+  }
+  return text;
 }
 
 }  // namespace lemma::server

@@ -22,4 +22,9 @@ int64_t integer_field(const nlohmann::json& body, const std::string& key, int64_
 bool bool_field(const nlohmann::json& body, const std::string& key);
 std::string string_field(const nlohmann::json& body, const std::string& key);
 
+// Message content: a string, or an array of parts each of one of `types` with a string "text" and
+// no fields but `fields`; the texts joined. A part of another type is a 400 on `<field>[j].type`.
+std::string joined_text_parts(const nlohmann::json& content, const std::string& field,
+                              std::initializer_list<std::string_view> types, std::initializer_list<std::string_view> fields);
+
 }  // namespace lemma::server

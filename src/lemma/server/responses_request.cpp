@@ -14,21 +14,7 @@ namespace {
 
 // A message item's content: a string, or input_text / output_text parts (joined).
 std::string item_text(const json& content, const std::string& field) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) fail_field(field, "must be a string or an array of content parts");
-  std::string text;
-  for (size_t j = 0; j < content.size(); ++j) {
-    const json& part = content[j];
-    const std::string f = fmt::format("{}[{}]", field, j);
-    if (!part.is_object()) fail_field(f, "must be an object");
-    const std::string type = part.value("type", "");
-    if (type != "input_text" && type != "output_text")
-      fail_field(f + ".type", "only \"input_text\" and \"output_text\" parts are supported (got \"" + type + "\")");
-    only_fields(part, {"type", "text", "annotations", "logprobs"}, f + ".");
-    if (!part.contains("text") || !part.at("text").is_string()) fail_field(f + ".text", "must be a string");
-    text += part.at("text").get<std::string>();
-  }
-  return text;
+  return joined_text_parts(content, field, {"input_text", "output_text"}, {"type", "text", "annotations", "logprobs"});
 }
 
 void append_input(const json& input, ojson& conversation) {

@@ -40,6 +40,7 @@ struct ServeOptions {
   LoraFlags lora;
   std::vector<std::string> allowed_origins;
   int64_t response_store_size = 1024;
+  std::string pooling = "last";
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -159,6 +160,7 @@ int serve(const ServeOptions& o) {
   config.allow_special_tokens_in_content = o.allow_special_tokens_in_content;
   config.allowed_origins = o.allowed_origins;
   config.response_store_entries = static_cast<size_t>(o.response_store_size);
+  config.pooling = o.pooling == "mean" ? Pooling::kMean : Pooling::kLast;
   config.lora_pool = o.lora.make_pool(model.config());  // start-time modules load (and are checked) here
   if (config.lora_pool)
     for (const LoraModuleInfo& m : config.lora_pool->list())
@@ -193,6 +195,10 @@ void register_serve(CLI::App& app) {
                   "/v1/responses kept in memory for previous_response_id (least recently used dropped; 0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--pooling", o->pooling,
+                  "/v1/embeddings: pool the final hidden states of the input's last token or their mean (L2-normalised)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"last", "mean"}));
   sub->add_option("--served-model-name", o->served_model_name,
                   "Name clients send as \"model\" (default: the model file's name without extension)");
   sub->add_option("--chat-template", o->chat_template_file, "Jinja chat template file (default: the model's, else ChatML)");

@@ -8,6 +8,7 @@
 
 #include "lemma/server/api_error.h"
 #include "lemma/server/completion_call.h"
+#include "lemma/server/embedding_call.h"
 #include "lemma/server/http_types.h"
 #include "lemma/server/router.h"
 #include "lemma/server/server_context.h"
@@ -34,6 +35,10 @@ std::unique_ptr<CompletionCall> start_response(const HttpRequest& request, Serve
                                                const std::string& request_id, Clock::time_point arrival);
 std::unique_ptr<CompletionCall> start_message(const HttpRequest& request, ServerContext& ctx,
                                               const std::string& request_id, Clock::time_point arrival);
+
+// POST /v1/embeddings (embeddings_handler.cpp): parse, tokenise, validate. The caller submits the
+// call's engine requests and waits for their vectors.
+std::unique_ptr<EmbeddingCall> start_embeddings(const HttpRequest& request, ServerContext& ctx, const std::string& id);
 
 HttpResponse error_response(const ApiError& error);
 

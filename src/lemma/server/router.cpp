@@ -11,7 +11,7 @@ struct Entry {
   Route route;
   const char* label;
 };
-constexpr std::array<Entry, 12> kRoutes = {{
+constexpr std::array<Entry, 13> kRoutes = {{
     {"/v1/completions", "POST", Route::kCompletions, "completions"},
     {"/v1/chat/completions", "POST", Route::kChat, "chat_completions"},
     {"/v1/models", "GET", Route::kModels, "models"},
@@ -23,6 +23,7 @@ constexpr std::array<Entry, 12> kRoutes = {{
     {"/v1/unload_lora_adapter", "POST", Route::kUnloadLora, "unload_lora_adapter"},
     {"/v1/responses", "POST", Route::kResponses, "responses"},
     {"/v1/messages", "POST", Route::kMessages, "messages"},
+    {"/v1/embeddings", "POST", Route::kEmbeddings, "embeddings"},
     {"/v1/models/", "GET", Route::kModel, "models"},  // prefix
 }};
 }  // namespace

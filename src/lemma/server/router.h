@@ -7,7 +7,7 @@
 namespace lemma::server {
 
 enum class Route { kCompletions, kChat, kModels, kModel, kHealth, kMetrics, kTokenize, kDetokenize, kLoadLora,
-                   kUnloadLora, kResponses, kMessages, kNotFound, kMethodNotAllowed };
+                   kUnloadLora, kResponses, kMessages, kEmbeddings, kNotFound, kMethodNotAllowed };
 
 struct RouteMatch {
   Route route = Route::kNotFound;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lemma/kv/streaming_window.h"
+#include "lemma/sched/pooling.h"
 namespace lemma {
 class LoraPool;  // engine/lora_pool.h
 }
@@ -51,6 +52,8 @@ struct ServerConfig {
   std::vector<std::string> allowed_origins;
   // /v1/responses kept for `previous_response_id` (response_store.h), least recently used dropped.
   size_t response_store_entries = 1024;
+  // /v1/embeddings: how the final hidden states are pooled (`lemma serve --pooling last|mean`).
+  Pooling pooling = Pooling::kLast;
   // One JSON line per request; default: the process logger at info level.
   std::function<void(const std::string&)> access_log;
 };

@@ -325,6 +325,51 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   co_return out;
 }
 
+// Runs an embeddings call: every input submitted to the engine, then their vectors awaited (polled:
+// one final delta per input) until the deadline; inputs left unfinished are cancelled however the
+// coroutine ends.
+net::awaitable<HttpResponse> run_embeddings(beast::tcp_stream& stream, EmbeddingCall& call, ServerContext& ctx,
+                                            Clock::time_point arrival) {
+  struct Active {  // counted like a generation, so a drain waits for it
+    ServerContext& ctx;
+    EmbeddingCall& call;
+    size_t submitted = 0;
+    explicit Active(ServerContext& c, EmbeddingCall& e) : ctx(c), call(e) { ctx.active_requests.fetch_add(1); }
+    ~Active() {
+      if (submitted > 0)
+        for (const std::string& id : call.unfinished_ids()) ctx.engine.cancel(id);
+      ctx.active_requests.fetch_sub(1);
+    }
+  } active(ctx, call);
+  if (ctx.draining) co_return shutting_down_response(ctx);
+  for (size_t i = 0; i < call.size(); ++i) {
+    if (!ctx.engine.submit(call.engine_request(i), call.buffer(i))) {
+      ctx.metrics.record_rejected();
+      call.fail(429, "the engine's queue is full; retry later");
+      HttpResponse r = call.response();
+      r.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+      co_return r;  // (the submitted ones are cancelled by `active`)
+    }
+    active.submitted = i + 1;
+  }
+  const auto deadline = arrival + ctx.config.request_timeout;
+  net::steady_timer timer(stream.get_executor());
+  while (!call.poll()) {
+    if (Clock::now() >= deadline) {
+      call.fail(504, fmt::format("the request timed out after {} ms", ctx.config.request_timeout.count()));
+      break;
+    }
+    if (ctx.abort_all) {
+      call.fail(503, "the server is shutting down");
+      break;
+    }
+    timer.expires_after(std::chrono::milliseconds(2));
+    beast::error_code ec;
+    co_await timer.async_wait(net::redirect_error(use_awaitable, ec));
+  }
+  co_return call.response();
+}
+
 // After refusing a request whose body we did not read: stop sending, then discard what the
 // client still sends (bounded in time) so closing does not reset the answer away.
 net::awaitable<void> drain_and_close(beast::tcp_stream& stream) {
@@ -496,6 +541,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     rec.path = request.target;
     rec.remote = request.remote;
     std::unique_ptr<CompletionCall> call;
+    std::unique_ptr<EmbeddingCall> embedding;
     try {
       reject_duplicate_headers(req);
       if (is_cors_preflight(ctx.config.allowed_origins, request)) {
@@ -512,6 +558,11 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
                        "invalid_api_key");
       } else if (generation && ctx.draining) {
         outcome.response = shutting_down_response(ctx);
+      } else if (route.route == Route::kEmbeddings && ctx.draining) {
+        outcome.response = shutting_down_response(ctx);
+      } else if (route.route == Route::kEmbeddings) {
+        rec.request_id = "embd-" + request_id.substr(4);
+        embedding = start_embeddings(request, ctx, rec.request_id);
       } else if (generation) {
         std::string call_id = call_id_prefix(route.route) + request_id.substr(4);
         call = start_completion(route, request, ctx, call_id, arrival);
@@ -540,6 +591,10 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       rec.completion_tokens = outcome.completion_tokens;
       rec.ttft_ms = outcome.ttft_ms;
       rec.queue_ms = outcome.queue_ms;
+    }
+    if (embedding) {
+      outcome.response = co_await run_embeddings(stream, *embedding, ctx, arrival);
+      rec.prompt_tokens = embedding->prompt_tokens();
     }
     bool keep_alive = req.keep_alive() && !outcome.close && !ctx.draining;
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;

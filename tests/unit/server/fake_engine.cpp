@@ -34,6 +34,8 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
     if (reason == RequestStatus::kFinishedFailed) d.error = "boom";
     d.cached_prompt_tokens = cached_tokens;
     d.queue_seconds = 0.001;
+    if (request.pooling != Pooling::kNone && (reason == RequestStatus::kFinishedLength || reason == RequestStatus::kFinishedStopped))
+      d.embedding = fake_embedding(request.prompt_ids, request.pooling);
     sink->push(std::move(d));
     done[size_t(index)] = true;
     --remaining;

@@ -1,8 +1,9 @@
-// `lemma serve` on the real stories260K model driven by the official clients of two more APIs:
-// the `openai` client's Responses API (text and streamed events, instructions, previous_response_id,
-// store: false) and the `@anthropic-ai/sdk` client's Messages API (system, streaming events,
-// stop_sequences, x-api-key, errors). Greedy answers are checked against the same conversation sent
-// to /v1/chat/completions: one engine, one template, so the same tokens.
+// `lemma serve` on the real stories260K model driven by the official clients of more APIs: the
+// `openai` client's Responses API (text and streamed events, instructions, previous_response_id,
+// store: false) and embeddings (batches, token arrays, base64), and the `@anthropic-ai/sdk` client's
+// Messages API (system, streaming events, stop_sequences, x-api-key, errors). Greedy answers are
+// checked against the same conversation sent to /v1/chat/completions: one engine, one template, so
+// the same tokens.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -131,4 +132,31 @@ test('messages: x-api-key is checked; errors come in Anthropic\'s shape', async 
   // The server keeps serving.
   const ok = await anthropic.messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
   assert.equal(ok.type, 'message');
+});
+
+test('embeddings: strings and token arrays, a batch equals one at a time, base64 equals float', async () => {
+  const texts = ['Once upon a time', 'The little dog ran', 'Lily'];
+  const batch = await openai.embeddings.create({ model: MODEL, input: texts, encoding_format: 'float' });
+  assert.equal(batch.data.length, 3);
+  assert.ok(batch.usage.prompt_tokens > 0);
+  for (let i = 0; i < texts.length; ++i) {
+    const v = batch.data[i].embedding;
+    assert.equal(batch.data[i].index, i);
+    assert.ok(v.length > 0);
+    assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-5, 'L2-normalised');
+    const alone = await openai.embeddings.create({ model: MODEL, input: texts[i], encoding_format: 'float' });
+    assert.deepEqual(alone.data[0].embedding, v);
+  }
+  assert.notDeepEqual(batch.data[0].embedding, batch.data[1].embedding);
+  // The client's default asks for base64 and decodes it to the same floats.
+  const decoded = await openai.embeddings.create({ model: MODEL, input: texts[0] });
+  assert.deepEqual(decoded.data[0].embedding, batch.data[0].embedding);
+  const ids = (await (await fetch(`${server.url}/tokenize`, {
+    method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: texts[1] }),
+  })).json()).tokens;
+  const byIds = await openai.embeddings.create({ model: MODEL, input: [ids], encoding_format: 'float' });
+  assert.deepEqual(byIds.data[0].embedding, batch.data[1].embedding);
+  await assert.rejects(openai.embeddings.create({ model: MODEL, input: ['ok', ''] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'input[1]');
 });

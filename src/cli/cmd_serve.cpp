@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cli/lora_option.h"
 #include "cli/speculative_option.h"
@@ -40,6 +42,9 @@ struct ServeOptions {
   SpeculativeFlags speculative;
   StreamingFlags streaming;  // the default of requests that give no attention_sinks / streaming_window
   LoraFlags lora;
+  std::vector<std::string> allowed_origins;
+  int64_t response_store_size = 1024;
+  std::string pooling = "last";
   int port = 8000;
   int32_t max_num_seqs = 32;
   int64_t max_num_batched_tokens = 512;
@@ -214,6 +219,9 @@ int serve(const ServeOptions& o) {
   config.header_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
   config.max_connections = server::resolve_max_connections(static_cast<size_t>(o.max_connections));
   config.allow_special_tokens_in_content = o.allow_special_tokens_in_content;
+  config.allowed_origins = o.allowed_origins;
+  config.response_store_entries = static_cast<size_t>(o.response_store_size);
+  config.pooling = o.pooling == "mean" ? Pooling::kMean : Pooling::kLast;
   config.lora_pool = o.lora.make_pool(model.config());  // start-time modules load (and are checked) here
   if (config.lora_pool)
     for (const LoraModuleInfo& m : config.lora_pool->list())
@@ -246,7 +254,18 @@ void register_serve(CLI::App& app) {
   sub->add_option("--model,-m", o->model, "HF directory or .gguf file")->required();
   sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
   sub->add_option("--port", o->port, "Port to bind (0: any free port)")->capture_default_str();
-  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on /v1 routes");
+  sub->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on /v1 routes");
+  sub->add_option("--allowed-origins", o->allowed_origins,
+                  "CORS: origins browsers may call from, e.g. http://localhost:3000 ('*': any; default: CORS off)")
+      ->delimiter(',');
+  sub->add_option("--response-store-size", o->response_store_size,
+                  "/v1/responses kept in memory for previous_response_id (least recently used dropped; 0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--pooling", o->pooling,
+                  "/v1/embeddings: pool the final hidden states of the input's last token or their mean (L2-normalised)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"last", "mean"}));
   sub->add_option("--served-model-name", o->served_model_name,
                   "Name clients send as \"model\" (default: the model file's name without extension)");
   sub->add_option("--chat-template", o->chat_template_file, "Jinja chat template file (default: the model's, else ChatML)");

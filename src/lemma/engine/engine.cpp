@@ -102,6 +102,9 @@ void Engine::add_request(RequestId id, std::vector<int32_t> prompt, RequestOptio
       fail<InvalidArgument>("prompt token {} (id {}) is outside the vocabulary [0, {})", i, prompt[i], vocab);
   options.sampling.validate(vocab);
   validate_streaming(model_.config(), options, id);
+  if (options.pooling != Pooling::kNone &&
+      (n != 1 || options.stop.max_tokens != 1 || options.sampling.beam_search || options.streaming.enabled()))
+    fail<InvalidArgument>("request {}: a pooling (embedding) request has one choice, max_tokens 1, no beams, no window", id);
   // Prefix-cache blocks computed with an adapter hold that adapter's K/V: its identity joins the
   // keys (every choice and beam copies these options), so a hit never crosses adapters.
   if (options.lora) options.extra_keys.push_back(lora_prefix_key(*options.lora));

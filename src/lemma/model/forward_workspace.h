@@ -36,7 +36,7 @@ struct ForwardWorkspace {
   void reserve_kernel_scratch(size_t bytes);
 
   std::vector<float> residual;    // [tokens, hidden]
-  std::vector<float> normed;      // [tokens, hidden]; after a forward: every row's final-normed hidden state
+  std::vector<float> normed;      // [tokens, hidden]; after forward(): every row's final hidden state (the final norm's output)
   std::vector<float> q;           // [tokens, num_heads, head_dim]
   std::vector<float> k;           // [tokens, num_kv_heads, head_dim]
   std::vector<float> v;           // [tokens, num_kv_heads, head_dim]

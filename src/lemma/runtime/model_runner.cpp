@@ -34,7 +34,7 @@ void ModelRunner::apply_plan_state(const StepPlan& plan) {
   for (const auto& n : plan.new_requests) {
     Sampler sampler(n.sampling, config_.default_seed ^ n.id, model_.runtime().isa);
     State s{n.token_ids, n.num_prompt_tokens, {n.block_table.begin(), n.block_table.end()}, std::move(sampler), nullptr,
-            n.streaming, n.lora};
+            n.streaming, n.lora, n.pooling};
     if (n.sampling.constraint) {  // resumed requests replay their outputs into the grammar
       s.constraint = std::make_unique<grammar::ConstraintState>(*n.sampling.constraint);
       for (size_t k = static_cast<size_t>(n.num_prompt_tokens); k < n.token_ids.size(); ++k) {
@@ -144,6 +144,7 @@ RunnerOutput ModelRunner::run(const StepPlan& plan) {
   trace::Scope t_sample("sampling", "kernel");
   sample(plan, out);
   t_sample.end();
+  pool(plan, out);
   compact_accepted_trees();
   return out;
 }

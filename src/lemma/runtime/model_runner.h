@@ -78,6 +78,9 @@ class ModelRunner {
     std::unique_ptr<grammar::ConstraintState> constraint;
     StreamingWindow streaming = {};  // attention sinks (G10)
     std::shared_ptr<const LoraAdapter> lora = {};  // its LoRA adapter (G29), or null
+    Pooling pooling = Pooling::kNone;                // an embedding request (sched/pooling.h)
+    std::vector<double> pooled_sum = {};             // kMean: the sum of the prompt rows so far
+    int64_t pooled_rows = 0;                         // positions [0, pooled_rows) are in it
   };
   void apply_plan_state(const StepPlan& plan);
   // Starts computing the grammar mask of each constrained sequence's first sampled position on a
@@ -87,6 +90,10 @@ class ModelRunner {
   // One token per sequence that needs one, the sequences split over the forward's team (each has
   // its own Sampler, so which thread samples a row never changes the token).
   void sample(const StepPlan& plan, RunnerOutput& out);
+  // Pooling requests: their rows of the forward's final hidden states (the final norm's output,
+  // ForwardWorkspace::normed) pooled; the sampled entry of a request whose prompt ends this step
+  // gets the vector (SampledTokens::embedding).
+  void pool(const StepPlan& plan, RunnerOutput& out);
   // Moves each draft tree's accepted drafts' K/V from their tree slots to the slots after the last
   // token, where the next step's chain expects them (copy_kv_slots).
   void compact_accepted_trees();

@@ -11,6 +11,7 @@
 
 #include "lemma/kv/streaming_window.h"
 #include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/pooling.h"
 #include "lemma/sched/request_status.h"
 #include "lemma/sched/stop_conditions.h"
 
@@ -34,6 +35,9 @@ struct RequestOptions {
   // weights alive until the request ends, even when the adapter is unloaded meanwhile. The Engine
   // adds its identity to extra_keys, so prefix-cache hits never cross adapters.
   std::shared_ptr<const LoraAdapter> lora = {};
+  // Embedding requests: the final hidden states pooled over the prompt (sched/pooling.h); such a
+  // request computes every prompt token (no prefix-cache reads) and has max_tokens 1.
+  Pooling pooling = Pooling::kNone;
 };
 
 class Request {
@@ -63,6 +67,7 @@ class Request {
   std::span<const uint64_t> extra_keys() const { return options_.extra_keys; }
   const StreamingWindow& streaming() const { return options_.streaming; }
   bool is_streaming() const { return options_.streaming.enabled(); }
+  bool is_pooling() const { return options_.pooling != Pooling::kNone; }
 
   int64_t num_cached_tokens() const { return num_cached_tokens_; }  // prefix-cache hit at first admission
   int32_t num_preemptions() const { return num_preemptions_; }

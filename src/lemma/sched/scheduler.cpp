@@ -298,7 +298,8 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
     } else {
       // A streaming request neither reads nor feeds the prefix cache: its blocks past S + W hold
       // streaming K/V, never a plain prefix's.
-      const PrefixHit hit = r.is_streaming() ? PrefixHit{} : kv_.find_cached_prefix(r.token_ids(), r.extra_keys());
+      // Nor does a pooling request read it: its result needs every prompt row's hidden state.
+      const PrefixHit hit = r.is_streaming() || r.is_pooling() ? PrefixHit{} : kv_.find_cached_prefix(r.token_ids(), r.extra_keys());
       c = hit.num_tokens;
       n = grant(r, c, budget);
       if (!config_.enable_chunked_prefill && c + n < r.num_tokens()) break;
@@ -332,6 +333,7 @@ void Scheduler::add_new_request(StepPlan& plan, Entry& e, int64_t num_new_tokens
   d.block_table.assign(table.begin(), table.end());
   d.sampling = r.sampling();
   d.streaming = r.streaming();
+  d.pooling = r.options().pooling;
   d.lora = r.options().lora;
   e.num_tokens_sent = r.num_tokens();
   e.dropped_unsent.clear();  // the table above shows them
@@ -410,6 +412,7 @@ std::vector<RequestOutput> Scheduler::update(const StepPlan& plan, StepResult re
     if (done) {
       outputs.push_back(finish(s.id, *done, std::move(new_tokens)));
       outputs.back().logprobs = std::move(logprobs);
+      outputs.back().embedding = std::move(sampled->embedding);
       continue;
     }
     if (drafted) {  // every sample appended: the last token's and the confirmed drafts' K/V count

@@ -27,6 +27,7 @@ struct NewRequestData {
   SamplingParams sampling;
   StreamingWindow streaming = {};     // attention sinks (G10): what its forwards attend
   std::shared_ptr<const LoraAdapter> lora = {};  // its adapter (G29), or null
+  Pooling pooling = Pooling::kNone;   // an embedding request (sched/pooling.h)
 };
 
 // A block table entry that now points to a fresh copy (copy-on-write; the copy is in StepPlan::copies),
@@ -94,6 +95,9 @@ struct SampledTokens {
   RequestId id = 0;
   std::vector<SampleResult> samples;
   std::vector<TokenLogprob> candidates = {};  // beam search only: most likely first
+  // A pooling request's pooled final hidden state ([hidden], unnormalised), with its one sample;
+  // empty when the runner could not pool every prompt row (its state was lost to a swap preemption).
+  std::vector<float> embedding = {};
 };
 
 struct StepResult {
@@ -109,6 +113,7 @@ struct RequestOutput {
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;
   int64_t num_cached_tokens = 0;
+  std::vector<float> embedding;  // a pooling request's final output: SampledTokens::embedding
 
   bool finished() const { return is_finished(status); }
 };

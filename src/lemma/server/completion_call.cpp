@@ -125,7 +125,9 @@ void CompletionCall::consume(CompletionDelta& d, std::string& frames) {
   text = route_tool_calls(c, std::move(text), calls);
   ojson lp = take_logprobs(c);
   c.text += text;
-  if (request_.stream) {
+  if (encoder_) {
+    if (request_.stream && !text.empty()) frames += encoder_->stream_text(text);
+  } else if (request_.stream) {
     if (!calls.empty()) {  // content, then the calls' deltas, then the end
       if (!text.empty() || !lp.is_null()) frames += sse_event(chunk_json(request_.kind, ids_, d.index, text, lp, std::nullopt, false));
       for (const ToolCallDelta& call : calls) frames += sse_event(tool_call_chunk_json(ids_, d.index, call, request_.tool_format));
@@ -186,7 +188,9 @@ ojson CompletionCall::take_logprobs(Choice& c) {
 std::string CompletionCall::poll() {
   std::string frames;
   if (terminal_ != Terminal::kNone) return frames;
-  if (request_.stream && !started_) {
+  if (request_.stream && !started_ && encoder_) {
+    frames += encoder_->stream_start(usage());
+  } else if (request_.stream && !started_) {
     for (size_t i = 0; i < choices_.size(); ++i) {
       if (request_.kind == ApiKind::kChat) {
         frames += sse_event(chunk_json(request_.kind, ids_, int(i), "", nullptr, std::nullopt, true));
@@ -218,7 +222,14 @@ void CompletionCall::end(Terminal why, const std::string& message, std::string* 
   terminal_ = why;
   error_message_ = message;
   finish_label_ = why == Terminal::kFinished ? choices_.front().finish.value_or("stop") : terminal_name(why);
-  if (frames && request_.stream) {
+  if (frames && request_.stream && encoder_) {
+    if (why == Terminal::kFinished) {
+      *frames += encoder_->stream_finish(choices_.front().text, ending());
+    } else {
+      const int status = why == Terminal::kTimedOut ? 504 : why == Terminal::kCancelled ? 503 : 500;
+      *frames += encoder_->stream_error(status, message, terminal_name(why));
+    }
+  } else if (frames && request_.stream) {
     if (why != Terminal::kFinished) {
       int status = why == Terminal::kTimedOut ? 504 : why == Terminal::kCancelled ? 503 : 500;
       *frames += sse_event_raw(error_body(status, message, "", std::string(terminal_name(why))));
@@ -239,6 +250,15 @@ void CompletionCall::record_metrics() {
     metrics_.observe_tpot(std::chrono::duration<double>(*last_token_ - *first_token_).count() /
                           double(u.completion_tokens - 1));
   }
+}
+
+CallEnding CompletionCall::ending() const {
+  CallEnding e;
+  const Choice& c = choices_.front();
+  e.finish_reason = c.finish.value_or("stop");
+  if (c.stop && c.stop->stopped()) e.stop_sequence = c.stop->matched();
+  e.usage = usage();
+  return e;
 }
 
 bool CompletionCall::take_engine_cancel() {
@@ -264,6 +284,10 @@ HttpResponse CompletionCall::response() const {
   HttpResponse r;
   switch (terminal_) {
     case Terminal::kFinished: {
+      if (encoder_) {
+        r.body = encoder_->body(choices_.front().text, ending());
+        return r;
+      }
       ojson choices = ojson::array();
       for (size_t i = 0; i < choices_.size(); ++i) {
         ojson choice = choice_json(request_.kind, int(i), choices_[i].text, choices_[i].logprobs, choices_[i].finish);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lemma/server/call_encoder.h"
 #include "lemma/server/engine_client.h"
 #include "lemma/server/http_types.h"
 #include "lemma/server/metrics.h"
@@ -38,6 +39,9 @@ class CompletionCall {
   // The LoRA adapter the request's `model` named (G29); the engine request carries it.
   void set_lora(std::shared_ptr<const LoraAdapter> lora) { lora_ = std::move(lora); }
   bool streaming() const { return request_.stream; }
+  // Writes the output in another API's shapes (call_encoder.h) instead of OpenAI chat/completions';
+  // only for one choice without tool calls.
+  void set_encoder(std::unique_ptr<CallEncoder> encoder) { encoder_ = std::move(encoder); }
 
   // Consumes what the engine delivered. Streaming: returns the SSE bytes to write next (may be
   // empty; ends with the usage chunk and "data: [DONE]" once the call is terminal).
@@ -60,6 +64,7 @@ class CompletionCall {
 
  private:
   std::shared_ptr<const LoraAdapter> lora_;
+  std::unique_ptr<CallEncoder> encoder_;
   struct PendingLogprob {
     int32_t id;
     SampleResult logprob;
@@ -89,6 +94,7 @@ class CompletionCall {
   ojson take_logprobs(Choice& c);
   void end(Terminal why, const std::string& message, std::string* frames);
   void record_metrics();
+  CallEnding ending() const;
 
   ParsedCompletion request_;
   Tokenizer tokenizer_;

@@ -11,8 +11,14 @@ namespace lemma::server {
 std::unique_ptr<CompletionCall> start_completion(const RouteMatch& route, const HttpRequest& request,
                                                  ServerContext& ctx, const std::string& request_id,
                                                  Clock::time_point arrival) {
+  if (route.route == Route::kResponses) return start_response(request, ctx, request_id, arrival);
+  if (route.route == Route::kMessages) return start_message(request, ctx, request_id, arrival);
   const ApiKind kind = route.route == Route::kChat ? ApiKind::kChat : ApiKind::kCompletions;
-  ParsedCompletion parsed = parse_completion_request(request.body, kind, ctx.config);
+  return start_parsed_completion(parse_completion_request(request.body, kind, ctx.config), ctx, request_id, arrival);
+}
+
+std::unique_ptr<CompletionCall> start_parsed_completion(ParsedCompletion parsed, ServerContext& ctx,
+                                                        const std::string& request_id, Clock::time_point arrival) {
   // `model` names the base model or a LoRA adapter of the pool (G29); the adapter is held from here.
   std::shared_ptr<const LoraAdapter> lora;
   if (!parsed.model.empty() && parsed.model != ctx.config.served_model_name) {

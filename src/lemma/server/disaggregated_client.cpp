@@ -96,7 +96,9 @@ bool DisaggregatedClient::submit(CompletionRequest request, std::shared_ptr<Comp
   // A prompt without a full block to carry (the last token is always computed by its engine), or a
   // streaming one (its K/V is no plain prefix): straight to the decode engine.
   const auto usable_blocks = static_cast<int64_t>(p->request.prompt_ids.size() - 1) / block_size_;
-  const bool direct = p->request.prompt_ids.empty() || usable_blocks < 1 || p->request.streaming.enabled();
+  // Embeddings too: a pooling request reads no prefix cache (mean pooling needs every prompt row).
+  const bool direct = p->request.prompt_ids.empty() || usable_blocks < 1 || p->request.streaming.enabled() ||
+                      p->request.pooling != Pooling::kNone;
   if (direct) {
     {
       std::lock_guard lock(p->mu);

@@ -15,6 +15,7 @@
 #include "lemma/kv/streaming_window.h"
 #include "lemma/sampling/sampler.h"
 #include "lemma/sampling/sampling_params.h"
+#include "lemma/sched/pooling.h"
 #include "lemma/sched/request_status.h"
 
 namespace lemma {
@@ -37,6 +38,8 @@ struct CompletionRequest {
   std::optional<std::chrono::milliseconds> timeout;  // the engine may also enforce it
   StreamingWindow streaming = {};     // attention sinks (G10); off: ordinary attention
   std::shared_ptr<const LoraAdapter> lora = {};  // the adapter the request's `model` names (G29), or null
+  // An embedding request (sched/pooling.h): n 1, max_tokens 1; its final delta carries the vector.
+  Pooling pooling = Pooling::kNone;
 };
 
 // New output of one choice. The engine sends, per choice, zero or more deltas with tokens and
@@ -55,6 +58,7 @@ struct CompletionDelta {
   // Set on the final delta of a choice (the server reads them from any choice's final delta):
   int64_t cached_prompt_tokens = 0;       // prompt tokens served from the prefix cache
   double queue_seconds = 0.0;             // arrival at the engine -> first scheduled
+  std::vector<float> embedding = {};      // a pooling request's final delta: the pooled hidden state
 };
 
 // Where the engine writes a request's output. push() never blocks and may be called from any

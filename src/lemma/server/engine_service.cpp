@@ -156,6 +156,7 @@ void EngineService::admit(Submission& s) {
                                  config_.end_of_generation_ids.end());
   o.arrival_time = s.arrival;
   o.streaming = r.streaming;
+  o.pooling = r.pooling;
   o.lora = r.lora;
   // A backstop: the server ends a call at its own deadline first and cancels it here.
   if (r.timeout) o.deadline = s.arrival + std::chrono::duration<double>(*r.timeout).count() + 1.0;
@@ -213,6 +214,7 @@ void EngineService::deliver(EngineOutput& out) {
     if (out.output.status == RequestStatus::kFinishedTimeout) d.error = "the request timed out";
     else if (out.output.status == RequestStatus::kFinishedFailed) d.error = out.error.empty() ? "the engine failed" : out.error;
     d.cached_prompt_tokens = out.output.num_cached_tokens;
+    d.embedding = std::move(out.output.embedding);
     if (call->queue_seconds < 0) call->queue_seconds = now() - call->arrival;
     d.queue_seconds = call->queue_seconds;
     choices_.erase(it);

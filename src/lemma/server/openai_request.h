@@ -29,6 +29,8 @@ struct ParsedCompletion {
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_ids;
   nlohmann::ordered_json messages;
+  // Chat: text the answer continues, tokenised after the rendered prompt (Anthropic's prefill).
+  std::string assistant_prefill;
   nlohmann::ordered_json tools;            // null when absent
   bool wants_tool_calls = false;           // tools given and tool_choice not "none"
   bool parallel_tool_calls = true;         // false: at most one call is reported

@@ -50,6 +50,10 @@ void build_prompt(ParsedCompletion& request, const Tokenizer& tokenizer, const C
   const int32_t vocab = tokenizer.vocab_size();
   if (request.kind == ApiKind::kChat) {
     request.prompt_ids = tokenize_chat_prompt(request, tokenizer, chat_template, config);
+    if (!request.assistant_prefill.empty()) {
+      const std::vector<int32_t> more = tokenizer.encode(request.assistant_prefill, /*add_special=*/false, /*parse_special=*/false);
+      request.prompt_ids.insert(request.prompt_ids.end(), more.begin(), more.end());
+    }
   } else if (request.prompt_text) {
     check_prompt_bytes(request.prompt_text->size(), tokenizer, config, "prompt");
     request.prompt_ids = tokenizer.encode(*request.prompt_text, /*add_special=*/true, /*parse_special=*/false);

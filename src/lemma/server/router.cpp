@@ -11,7 +11,7 @@ struct Entry {
   Route route;
   const char* label;
 };
-constexpr std::array<Entry, 10> kRoutes = {{
+constexpr std::array<Entry, 13> kRoutes = {{
     {"/v1/completions", "POST", Route::kCompletions, "completions"},
     {"/v1/chat/completions", "POST", Route::kChat, "chat_completions"},
     {"/v1/models", "GET", Route::kModels, "models"},
@@ -21,6 +21,9 @@ constexpr std::array<Entry, 10> kRoutes = {{
     {"/detokenize", "POST", Route::kDetokenize, "detokenize"},
     {"/v1/load_lora_adapter", "POST", Route::kLoadLora, "load_lora_adapter"},
     {"/v1/unload_lora_adapter", "POST", Route::kUnloadLora, "unload_lora_adapter"},
+    {"/v1/responses", "POST", Route::kResponses, "responses"},
+    {"/v1/messages", "POST", Route::kMessages, "messages"},
+    {"/v1/embeddings", "POST", Route::kEmbeddings, "embeddings"},
     {"/v1/models/", "GET", Route::kModel, "models"},  // prefix
 }};
 }  // namespace
@@ -47,5 +50,9 @@ RouteMatch match_route(const std::string& method, const std::string& path) {
 }
 
 bool route_needs_auth(Route route) { return route != Route::kHealth && route != Route::kMetrics; }
+
+bool is_generation_route(Route route) {
+  return route == Route::kCompletions || route == Route::kChat || route == Route::kResponses || route == Route::kMessages;
+}
 
 }  // namespace lemma::server

@@ -7,7 +7,7 @@
 namespace lemma::server {
 
 enum class Route { kCompletions, kChat, kModels, kModel, kHealth, kMetrics, kTokenize, kDetokenize, kLoadLora,
-                   kUnloadLora, kNotFound, kMethodNotAllowed };
+                   kUnloadLora, kResponses, kMessages, kEmbeddings, kNotFound, kMethodNotAllowed };
 
 struct RouteMatch {
   Route route = Route::kNotFound;
@@ -20,5 +20,8 @@ RouteMatch match_route(const std::string& method, const std::string& path);
 
 // Whether the endpoint needs the API key (everything but /health and /metrics).
 bool route_needs_auth(Route route);
+
+// Whether the endpoint generates text through a CompletionCall (completions, chat, responses, messages).
+bool is_generation_route(Route route);
 
 }  // namespace lemma::server

@@ -7,8 +7,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lemma/kv/streaming_window.h"
+#include "lemma/sched/pooling.h"
 namespace lemma {
 class LoraPool;  // engine/lora_pool.h
 }
@@ -46,6 +48,12 @@ struct ServerConfig {
   // The LoRA adapters requests may name as `model` (G29), thread-safe and shared with whoever
   // registered the start-time modules; null: none, and the load/unload endpoints answer 404.
   std::shared_ptr<LoraPool> lora_pool;
+  // CORS (cors.h): origins browsers may call from ("*": any); empty: CORS off.
+  std::vector<std::string> allowed_origins;
+  // /v1/responses kept for `previous_response_id` (response_store.h), least recently used dropped.
+  size_t response_store_entries = 1024;
+  // /v1/embeddings: how the final hidden states are pooled (`lemma serve --pooling last|mean`).
+  Pooling pooling = Pooling::kLast;
   // One JSON line per request; default: the process logger at info level.
   std::function<void(const std::string&)> access_log;
 };

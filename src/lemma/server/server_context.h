@@ -11,6 +11,7 @@
 #include "lemma/server/connection_table.h"
 #include "lemma/server/engine_client.h"
 #include "lemma/server/metrics.h"
+#include "lemma/server/response_store.h"
 #include "lemma/server/server_config.h"
 #include "lemma/server/tool_call_grammar.h"
 #include "lemma/server/tool_calls.h"
@@ -34,6 +35,8 @@ struct ServerContext {
   const ToolCallFormat tool_format;  // how the template's model writes tool calls (tool_calls.h)
   const ToolCallSyntax tool_syntax;  // the same with the form of Mistral's calls (tool_call_grammar.h)
   Metrics metrics;
+  // /v1/responses kept for previous_response_id (ServerConfig::response_store_entries).
+  const std::shared_ptr<ResponseStore> responses = std::make_shared<ResponseStore>(config.response_store_entries);
   ConnectionTable connections;
   std::atomic<bool> draining{false};        // SIGTERM: refuse new generation requests (503)
   std::atomic<bool> abort_all{false};       // grace period over: end in-flight requests now

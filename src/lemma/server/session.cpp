@@ -16,7 +16,9 @@
 #include <boost/beast/http.hpp>
 
 #include "lemma/base/logging.h"
+#include "lemma/server/anthropic_response.h"
 #include "lemma/server/auth.h"
+#include "lemma/server/cors.h"
 #include "lemma/server/handlers.h"
 #include "lemma/server/request_context.h"
 #include "lemma/server/web_ui.h"
@@ -149,7 +151,7 @@ struct Outcome {
 // Drives one generation request to its single terminal state.
 net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall& call, ServerContext& ctx,
                                        Clock::time_point arrival, unsigned version, const std::string& request_id,
-                                       const TraceContext& trace) {
+                                       const TraceContext& trace, const HeaderList& extra_headers) {
   Outcome out;
   auto buffer = call.buffer();
   auto waker = std::make_shared<Waker>(stream.get_executor(), &stream, buffer);
@@ -222,6 +224,7 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
     set_common_headers(*head, request_id, trace);
     head->set(http::field::content_type, "text/event-stream");
     head->set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : extra_headers) head->set(k, v);
     head->keep_alive(chunked);
     if (chunked) head->chunked(true);
     serializer = std::make_unique<http::response_serializer<http::empty_body>>(*head);
@@ -323,6 +326,51 @@ net::awaitable<Outcome> run_generation(beast::tcp_stream& stream, CompletionCall
   co_return out;
 }
 
+// Runs an embeddings call: every input submitted to the engine, then their vectors awaited (polled:
+// one final delta per input) until the deadline; inputs left unfinished are cancelled however the
+// coroutine ends.
+net::awaitable<HttpResponse> run_embeddings(beast::tcp_stream& stream, EmbeddingCall& call, ServerContext& ctx,
+                                            Clock::time_point arrival) {
+  struct Active {  // counted like a generation, so a drain waits for it
+    ServerContext& ctx;
+    EmbeddingCall& call;
+    size_t submitted = 0;
+    explicit Active(ServerContext& c, EmbeddingCall& e) : ctx(c), call(e) { ctx.active_requests.fetch_add(1); }
+    ~Active() {
+      if (submitted > 0)
+        for (const std::string& id : call.unfinished_ids()) ctx.engine.cancel(id);
+      ctx.active_requests.fetch_sub(1);
+    }
+  } active(ctx, call);
+  if (ctx.draining) co_return shutting_down_response(ctx);
+  for (size_t i = 0; i < call.size(); ++i) {
+    if (!ctx.engine.submit(call.engine_request(i), call.buffer(i))) {
+      ctx.metrics.record_rejected();
+      call.fail(429, "the engine's queue is full; retry later");
+      HttpResponse r = call.response();
+      r.headers.emplace_back("Retry-After", std::to_string(ctx.config.retry_after_seconds));
+      co_return r;  // (the submitted ones are cancelled by `active`)
+    }
+    active.submitted = i + 1;
+  }
+  const auto deadline = arrival + ctx.config.request_timeout;
+  net::steady_timer timer(stream.get_executor());
+  while (!call.poll()) {
+    if (Clock::now() >= deadline) {
+      call.fail(504, fmt::format("the request timed out after {} ms", ctx.config.request_timeout.count()));
+      break;
+    }
+    if (ctx.abort_all) {
+      call.fail(503, "the server is shutting down");
+      break;
+    }
+    timer.expires_after(std::chrono::milliseconds(2));
+    beast::error_code ec;
+    co_await timer.async_wait(net::redirect_error(use_awaitable, ec));
+  }
+  co_return call.response();
+}
+
 // After refusing a request whose body we did not read: stop sending, then discard what the
 // client still sends (bounded in time) so closing does not reset the answer away.
 net::awaitable<void> drain_and_close(beast::tcp_stream& stream) {
@@ -408,6 +456,20 @@ void reject_duplicate_headers(const http::request<http::string_body>& req) {
                      std::nullopt, "duplicate_header");
     }
   }
+  if (req.count("x-api-key") > 1) {
+    throw ApiError(400, fmt::format("the request has {} x-api-key headers; send one", req.count("x-api-key")),
+                   std::nullopt, "duplicate_header");
+  }
+}
+
+// The prefix of a generation's id: OpenAI's and Anthropic's forms.
+std::string call_id_prefix(Route route) {
+  switch (route) {
+    case Route::kChat: return "chatcmpl-";
+    case Route::kResponses: return "resp_";
+    case Route::kMessages: return "msg_";
+    default: return "cmpl-";
+  }
 }
 
 void write_access_log(ServerContext& ctx, AccessRecord& rec, Clock::time_point arrival) {
@@ -470,7 +532,8 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     HttpRequest request = to_request(req, stream);
     trace = make_trace(request.header("traceparent"));
     RouteMatch route = match_route(request.method, request.target);
-    const bool generation = route.route == Route::kCompletions || route.route == Route::kChat;
+    const bool generation = is_generation_route(route.route);
+    const HeaderList cors = cors_headers(ctx.config.allowed_origins, request.header("origin"));
     Outcome outcome;
     AccessRecord rec;
     rec.request_id = request_id;
@@ -479,10 +542,13 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
     rec.path = request.target;
     rec.remote = request.remote;
     std::unique_ptr<CompletionCall> call;
+    std::unique_ptr<EmbeddingCall> embedding;
     try {
       reject_duplicate_headers(req);
       std::optional<HttpResponse> page;  // the web chat's files: public, no API key
-      if (route.route == Route::kNotFound && (page = web_ui_response(request))) {
+      if (is_cors_preflight(ctx.config.allowed_origins, request)) {
+        outcome.response = cors_preflight_response(ctx.config.allowed_origins, request);
+      } else if (route.route == Route::kNotFound && (page = web_ui_response(request))) {
         route.label = "webui";
         outcome.response = std::move(*page);
       } else if (route.route == Route::kNotFound) {
@@ -493,12 +559,17 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
         outcome.response = error_response(e);
         outcome.response.headers.emplace_back("Allow", route.allow);
       } else if (route_needs_auth(route.route) && !is_authorized(request, ctx.config.api_key)) {
-        throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key>)", std::nullopt,
+        throw ApiError(401, "invalid or missing API key (send Authorization: Bearer <key> or x-api-key: <key>)", std::nullopt,
                        "invalid_api_key");
       } else if (generation && ctx.draining) {
         outcome.response = shutting_down_response(ctx);
+      } else if (route.route == Route::kEmbeddings && ctx.draining) {
+        outcome.response = shutting_down_response(ctx);
+      } else if (route.route == Route::kEmbeddings) {
+        rec.request_id = "embd-" + request_id.substr(4);
+        embedding = start_embeddings(request, ctx, rec.request_id);
       } else if (generation) {
-        std::string call_id = (route.route == Route::kChat ? "chatcmpl-" : "cmpl-") + request_id.substr(4);
+        std::string call_id = call_id_prefix(route.route) + request_id.substr(4);
         call = start_completion(route, request, ctx, call_id, arrival);
         rec.request_id = call_id;
       } else {
@@ -518,7 +589,7 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
         }
       } catch (...) {
       }
-      outcome = co_await run_generation(stream, *call, ctx, arrival, req.version(), rec.request_id, trace);
+      outcome = co_await run_generation(stream, *call, ctx, arrival, req.version(), rec.request_id, trace, cors);
       rec.terminal = outcome.terminal;
       rec.finish_reason = outcome.finish;
       rec.prompt_tokens = outcome.prompt_tokens;
@@ -526,10 +597,16 @@ net::awaitable<void> run_session(net::ip::tcp::socket socket, ServerContext& ctx
       rec.ttft_ms = outcome.ttft_ms;
       rec.queue_ms = outcome.queue_ms;
     }
+    if (embedding) {
+      outcome.response = co_await run_embeddings(stream, *embedding, ctx, arrival);
+      rec.prompt_tokens = embedding->prompt_tokens();
+    }
     bool keep_alive = req.keep_alive() && !outcome.close && !ctx.draining;
     rec.status = outcome.streamed || outcome.close ? (outcome.streamed ? 200 : 499) : outcome.response.status;
     ctx.metrics.record_http(route.label, rec.status);  // before the answer: a client may scrape right after
     if (!outcome.streamed && !outcome.close) {
+      if (route.route == Route::kMessages) outcome.response = to_anthropic_error(std::move(outcome.response));
+      for (const auto& header : cors) outcome.response.headers.push_back(header);
       ec = co_await write_response(stream, outcome.response, keep_alive, req.version(), rec.request_id, trace,
                                    req.method() == http::verb::head);
       if (ec) keep_alive = false;

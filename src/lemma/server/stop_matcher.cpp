@@ -14,7 +14,13 @@ StopMatcher::Result StopMatcher::feed(std::string_view piece) {
   held_.append(piece);
   // Earliest match of any stop string.
   size_t match = std::string::npos;
-  for (const auto& stop : stops_) match = std::min(match, held_.find(stop));
+  for (const auto& stop : stops_) {
+    const size_t at = held_.find(stop);
+    if (at < match) {
+      match = at;
+      matched_ = stop;
+    }
+  }
   if (match != std::string::npos) {
     out.text = held_.substr(0, match);
     out.stopped = stopped_ = true;

@@ -22,10 +22,14 @@ class StopMatcher {
   // The held-back tail, released when the choice ends without a match.
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string that matched (the earliest in the text; of those starting there, the first
+  // given); empty until stopped().
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
+  std::string matched_;
   bool stopped_ = false;
 };
 

@@ -34,6 +34,8 @@ void FakeEngine::run(CompletionRequest request, std::shared_ptr<CompletionSink> 
     if (reason == RequestStatus::kFinishedFailed) d.error = "boom";
     d.cached_prompt_tokens = cached_tokens;
     d.queue_seconds = 0.001;
+    if (request.pooling != Pooling::kNone && (reason == RequestStatus::kFinishedLength || reason == RequestStatus::kFinishedStopped))
+      d.embedding = fake_embedding(request.prompt_ids, request.pooling);
     sink->push(std::move(d));
     done[size_t(index)] = true;
     --remaining;
@@ -92,6 +94,10 @@ EngineStats FakeEngine::stats() const {
   s.batch_size_bucket_counts = {1, 2, 3};
   s.batch_size_sum = 6;
   s.batch_size_count = 3;
+  if (moe_stats) {
+    s.moe_expert_tokens.observe(kMoeExpertTokensBuckets, 3.0);
+    s.moe_load_imbalance.observe(kMoeLoadImbalanceBuckets, 1.5);
+  }
   return s;
 }
 

@@ -29,6 +29,11 @@ class FakeEngine final : public EngineClient {
   int64_t cached_tokens = 3;
   std::atomic<bool> fail_after_first_token{false};  // then end every choice with kError "boom"
   std::function<void()> before_submit;               // runs first in submit(), on the caller's thread
+  bool moe_stats = false;  // stats() as a MoE model's (the MoE histograms observed once)
+  // A pooling request's vector (unnormalised): {prompt length, first id, last id, 1 for mean else 0}.
+  static std::vector<float> fake_embedding(const std::vector<int32_t>& prompt, Pooling pooling) {
+    return {float(prompt.size()), float(prompt.front()), float(prompt.back()), pooling == Pooling::kMean ? 1.0f : 0.0f};
+  }
 
   bool submit(CompletionRequest request, std::shared_ptr<CompletionSink> sink) override;
   void cancel(const std::string& request_id) override;

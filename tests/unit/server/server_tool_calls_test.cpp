@@ -73,7 +73,7 @@ TEST_F(ToolCallServerTest, CallBecomesMessageToolCallsWhenTokensArriveOneByOne) 
 // Streamed as OpenAI streams calls: a first delta with index, id, type and name (arguments ""), then
 // the arguments piece by piece; the pieces add up, byte for byte, to the non-streamed arguments.
 TEST_F(ToolCallServerTest, StreamSendsTheNameThenTheArgumentsPieceByPiece) {
-  engine_.token_delay = std::chrono::milliseconds(2);  // one token per delta (else deltas coalesce)
+  engine_.token_delay = std::chrono::milliseconds(10);  // mostly one token per delta (else deltas coalesce)
   start_with_qwen_template();
   auto whole = post_json(port_, "/v1/chat/completions", body(false));
   ASSERT_EQ(whole.status, 200) << whole.body;
@@ -91,7 +91,10 @@ TEST_F(ToolCallServerTest, StreamSendsTheNameThenTheArgumentsPieceByPiece) {
     ASSERT_EQ(delta["tool_calls"].size(), 1u);
     deltas.push_back(delta["tool_calls"][0]);
   }
-  ASSERT_GE(deltas.size(), 3u) << "the arguments arrive in several pieces, one per token";
+  // How many pieces depends on how tokens met the socket's writes (a loaded CI machine coalesces
+  // them); that the pieces add up byte for byte is what matters, and tool_call_stream_test checks the
+  // one-piece-per-token split without timing.
+  ASSERT_GE(deltas.size(), 2u) << "the name first, then the arguments";
   EXPECT_EQ(deltas[0]["index"], 0);
   EXPECT_EQ(deltas[0]["type"], "function");
   EXPECT_TRUE(deltas[0]["id"].get<std::string>().rfind("call_", 0) == 0);

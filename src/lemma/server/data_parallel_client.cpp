@@ -132,6 +132,8 @@ void add_engine_stats(EngineStats& into, const EngineStats& from) {
   into.kv_blocks_total += from.kv_blocks_total;
   into.prefix_cache_queries += from.prefix_cache_queries;
   into.prefix_cache_hits += from.prefix_cache_hits;
+  into.prefix_cache_queried_tokens += from.prefix_cache_queried_tokens;
+  into.prefix_cache_hit_tokens += from.prefix_cache_hit_tokens;
   into.preemptions += from.preemptions;
   into.swap_outs += from.swap_outs;
   into.swap_ins += from.swap_ins;

@@ -106,6 +106,8 @@ struct EngineStats {
   int64_t kv_blocks_total = 0;
   int64_t prefix_cache_queries = 0;  // monotonically increasing
   int64_t prefix_cache_hits = 0;     // monotonically increasing
+  int64_t prefix_cache_queried_tokens = 0;  // prompt tokens looked up; monotonically increasing
+  int64_t prefix_cache_hit_tokens = 0;      // of those, served from cached blocks; monotonically increasing
   int64_t preemptions = 0;           // monotonically increasing
   int64_t swap_outs = 0;          // monotonically increasing
   int64_t swap_ins = 0;           // monotonically increasing

@@ -253,6 +253,8 @@ void EngineService::publish_stats(int64_t batch_size, const moe::MoeStepStats* m
   stats_.kv_blocks_total = s.kv_blocks_total;
   stats_.prefix_cache_queries = static_cast<int64_t>(s.prefix_cache_queries);
   stats_.prefix_cache_hits = static_cast<int64_t>(s.prefix_cache_hits);
+  stats_.prefix_cache_queried_tokens = static_cast<int64_t>(engine_.scheduler().kv().num_prefix_queried_tokens());
+  stats_.prefix_cache_hit_tokens = static_cast<int64_t>(engine_.scheduler().kv().num_prefix_hit_tokens());
   stats_.preemptions = static_cast<int64_t>(s.num_preemptions);
   stats_.swap_outs = static_cast<int64_t>(s.num_swap_outs);
   stats_.swap_ins = static_cast<int64_t>(s.num_swap_ins);

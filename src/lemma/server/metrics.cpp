@@ -83,6 +83,10 @@ std::string Metrics::render(const EngineStats& engine) const {
   counter("lemma_kv_blocks_total", "KV-cache blocks in the pool (fixed at start).", engine.kv_blocks_total);
   counter("lemma_prefix_cache_queries_total", "Prefix-cache block lookups.", engine.prefix_cache_queries);
   counter("lemma_prefix_cache_hits_total", "Prefix-cache block hits.", engine.prefix_cache_hits);
+  counter("lemma_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache.",
+          engine.prefix_cache_queried_tokens);
+  counter("lemma_prefix_cache_hit_tokens_total", "Prompt tokens served from prefix-cached blocks.",
+          engine.prefix_cache_hit_tokens);
   counter("lemma_preemptions_total", "Requests preempted by the scheduler.", engine.preemptions);
   counter("lemma_swap_outs_total", "Preempted requests whose KV blocks moved to the host tier.", engine.swap_outs);
   counter("lemma_swap_ins_total", "Swapped requests whose KV blocks moved back from the host tier.", engine.swap_ins);

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "golden_models.h"
+#include "preset_case.h"
 #include "lemma/base/error.h"
 #include "lemma/bench/capacity.h"
 #include "lemma/engine/engine.h"
@@ -23,19 +24,8 @@
 namespace lemma::testing {
 namespace {
 
-struct Case {
-  std::string preset;
-  bool gguf;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.preset << (c.gguf ? " (gguf)" : " (hf)"); }
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.preset + (info.param.gguf ? "_gguf" : "_hf");
-  for (char& ch : name)
-    if (ch == '-') ch = '_';
-  return name;
-}
+using Case = PresetCase;
+constexpr auto case_name = preset_case_name;
 
 // An engine over 32 blocks of 16 tokens, up to 4 sequences, `step_tokens` tokens per step, 2 threads.
 EngineConfig small_engine(int64_t step_tokens) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "golden_models.h"
+#include "preset_case.h"
 #include "lemma/io/gguf.h"
 #include "lemma/model/config_from_hf.h"
 #include "lemma/model/greedy_generate.h"
@@ -17,19 +18,8 @@
 namespace lemma::testing {
 namespace {
 
-struct Case {
-  std::string preset;
-  bool gguf;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.preset << (c.gguf ? " (gguf)" : " (hf)"); }
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = info.param.preset + (info.param.gguf ? "_gguf" : "_hf");
-  for (char& ch : name)
-    if (ch == '-') ch = '_';
-  return name;
-}
+using Case = PresetCase;
+constexpr auto case_name = preset_case_name;
 
 class ModelGolden : public ::testing::TestWithParam<Case> {
  protected:

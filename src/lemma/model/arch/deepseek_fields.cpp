@@ -6,23 +6,15 @@
 
 namespace lemma::hf {
 
-namespace {
-int64_t required(const nlohmann::json& j, std::string_view key) {
-  const auto v = get_int(j, key);
-  if (!v) fail<FormatError>("config.json: missing \"{}\"", key);
-  return *v;
-}
-}  // namespace
-
 void read_deepseek_fields(const nlohmann::json& j, ModelConfig& c, bool is_v3) {
   const char* arch = is_v3 ? "DeepSeek-V3" : "DeepSeek-V2";
   reject_if_true(j, "attention_bias", arch);
   MlaConfig& m = c.mla;
   m.q_lora_rank = get_int(j, "q_lora_rank").value_or(0);  // null in V2-Lite: q_proj
-  m.kv_lora_rank = required(j, "kv_lora_rank");
-  m.qk_nope_head_dim = required(j, "qk_nope_head_dim");
-  m.qk_rope_head_dim = required(j, "qk_rope_head_dim");
-  m.v_head_dim = required(j, "v_head_dim");
+  m.kv_lora_rank = required_int(j, "kv_lora_rank");
+  m.qk_nope_head_dim = required_int(j, "qk_nope_head_dim");
+  m.qk_rope_head_dim = required_int(j, "qk_rope_head_dim");
+  m.v_head_dim = required_int(j, "v_head_dim");
   // Every head reads the same latent: the config's num_key_value_heads does not describe the cache.
   c.num_kv_heads = c.num_heads;
   c.head_dim = m.qk_head_dim();

@@ -23,6 +23,12 @@ std::optional<int64_t> get_int(const nlohmann::json& j, std::string_view key) {
   fail<FormatError>("config.json: \"{}\" must be an integer, got {}", key, v->dump());
 }
 
+int64_t required_int(const nlohmann::json& j, std::string_view key) {
+  const auto v = get_int(j, key);
+  if (!v) fail<FormatError>("config.json: missing \"{}\"", key);
+  return *v;
+}
+
 std::optional<double> get_float(const nlohmann::json& j, std::string_view key) {
   const auto* v = lookup(j, key);
   if (!v) return std::nullopt;

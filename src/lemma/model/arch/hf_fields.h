@@ -16,6 +16,8 @@ std::optional<int64_t> get_int(const nlohmann::json& j, std::string_view key);
 std::optional<double> get_float(const nlohmann::json& j, std::string_view key);
 std::optional<bool> get_bool(const nlohmann::json& j, std::string_view key);
 std::optional<std::string> get_string(const nlohmann::json& j, std::string_view key);
+// The field's value; throws FormatError naming it when absent or null.
+int64_t required_int(const nlohmann::json& j, std::string_view key);
 
 // Throws Unsupported when `key` is true (a feature lemma does not implement for `arch`).
 void reject_if_true(const nlohmann::json& j, std::string_view key, std::string_view arch);

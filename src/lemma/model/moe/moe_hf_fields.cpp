@@ -5,19 +5,9 @@
 
 namespace lemma::hf {
 
-namespace {
-
-int64_t required(const nlohmann::json& j, std::string_view key) {
-  const auto v = get_int(j, key);
-  if (!v) fail<FormatError>("config.json: missing \"{}\"", key);
-  return *v;
-}
-
-}  // namespace
-
 void read_mixtral_moe_fields(const nlohmann::json& j, ModelConfig& c) {
   MoeConfig& m = c.moe;
-  m.num_experts = required(j, "num_local_experts");
+  m.num_experts = required_int(j, "num_local_experts");
   m.routing.top_k = get_int(j, "num_experts_per_tok").value_or(2);
   m.routing.normalize_top_k = true;
   m.expert_intermediate_size = c.intermediate_size;
@@ -26,9 +16,9 @@ void read_mixtral_moe_fields(const nlohmann::json& j, ModelConfig& c) {
 
 void read_qwen_moe_fields(const nlohmann::json& j, ModelConfig& c) {
   MoeConfig& m = c.moe;
-  m.num_experts = required(j, "num_experts");
-  m.routing.top_k = required(j, "num_experts_per_tok");
-  m.expert_intermediate_size = required(j, "moe_intermediate_size");
+  m.num_experts = required_int(j, "num_experts");
+  m.routing.top_k = required_int(j, "num_experts_per_tok");
+  m.expert_intermediate_size = required_int(j, "moe_intermediate_size");
   m.routing.normalize_top_k = get_bool(j, "norm_topk_prob").value_or(false);
   m.sparse_step = get_int(j, "decoder_sparse_step").value_or(1);
   if (auto it = j.find("mlp_only_layers"); it != j.end() && it->is_array())
@@ -41,9 +31,9 @@ void read_qwen_moe_fields(const nlohmann::json& j, ModelConfig& c) {
 void read_deepseek_moe_fields(const nlohmann::json& j, ModelConfig& c, bool is_v3) {
   MoeConfig& m = c.moe;
   RoutingRule& r = m.routing;
-  m.num_experts = required(j, "n_routed_experts");
-  r.top_k = required(j, "num_experts_per_tok");
-  m.expert_intermediate_size = required(j, "moe_intermediate_size");
+  m.num_experts = required_int(j, "n_routed_experts");
+  r.top_k = required_int(j, "num_experts_per_tok");
+  m.expert_intermediate_size = required_int(j, "moe_intermediate_size");
   m.shared_intermediate_size = m.expert_intermediate_size * get_int(j, "n_shared_experts").value_or(0);
   m.first_dense_layers = get_int(j, "first_k_dense_replace").value_or(0);
   if (const auto freq = get_int(j, "moe_layer_freq"); freq && *freq != 1)
@@ -62,8 +52,8 @@ void read_deepseek_moe_fields(const nlohmann::json& j, ModelConfig& c, bool is_v
     fail<Unsupported>("config.json: topk_method \"{}\" is not supported (greedy, group_limited_greedy, noaux_tc)", method);
   }
   if (r.group_score != GroupScore::kNone) {
-    r.num_groups = required(j, "n_group");
-    r.top_groups = required(j, "topk_group");
+    r.num_groups = required_int(j, "n_group");
+    r.top_groups = required_int(j, "topk_group");
   }
   r.normalize_top_k = get_bool(j, "norm_topk_prob").value_or(false) && r.top_k > 1;
   const auto scale = static_cast<float>(get_float(j, "routed_scaling_factor").value_or(1.0));
